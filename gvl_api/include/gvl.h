@@ -1,0 +1,275 @@
+/*
+ * gvl.h -- a fair global VM lock with time slices and priority acquire.
+ *
+ * One lock (gvl_t) serialises the interpreter threads of a host runtime.
+ * Each OS thread that runs host code attaches once (gvl_thread_attach) and
+ * then acquires and releases the lock through its gvl_thread_t handle.
+ *
+ * Guarantees, all documented in ARCHITECTURE.md:
+ *  - Uncontended acquire/release is one compare-and-swap each on a lock word.
+ *  - Fair: when the holder releases or yields while someone waits, ownership
+ *    is handed straight to the best waiter (highest effective priority, then
+ *    first come).  The releaser cannot barge back in.
+ *  - Preemption: a holder past its time slice while others wait gets a flag
+ *    that gvl_check_ints() sees at its next safe point.  No thread ticks when
+ *    nobody waits.
+ *  - Priority boost: a waiter whose priority is above the holder's sets the
+ *    holder's flag at once.  Boosted holds are capped to a share of GVL time
+ *    over a sliding window (the starvation guard); past the cap a boosted
+ *    acquire queues at normal priority.
+ *
+ * Return values: every int-returning call returns 0 or a positive errno code.
+ *   EINVAL   NULL or out-of-range argument
+ *   EPERM    caller does not hold the GVL / handle used from another thread
+ *   EDEADLK  acquire while already holding
+ *   EBUSY    detach while holding; destroy with threads attached
+ *   EEXIST   thread already attached to this GVL (gvl_thread_attach: errno)
+ *   ENOMEM   allocation failure
+ *   EINTR    an interrupt was delivered by gvl_thread_interrupt()
+ *
+ * Thread rules are given beside each call:
+ *   [any]      any thread, attached or not
+ *   [self]     only the OS thread that owns the gvl_thread_t
+ *   [held]     [self], and the caller must hold the GVL
+ *   [not held] [self], and the caller must not hold the GVL
+ */
+#ifndef GVL_H
+#define GVL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(GVL_STATIC_DEFINE)
+#define GVL_EXPORT
+#elif defined(__GNUC__)
+#define GVL_EXPORT __attribute__((visibility("default")))
+#else
+#define GVL_EXPORT
+#endif
+
+typedef struct gvl_s gvl_t;
+typedef struct gvl_thread_s gvl_thread_t;
+
+/* Priorities: higher is more urgent.  0 is normal.  Any value in
+ * [GVL_PRIO_MIN, GVL_PRIO_MAX] is accepted; above 0 counts as boosted. */
+#define GVL_PRIO_MIN    (-1000)
+#define GVL_PRIO_NORMAL 0
+#define GVL_PRIO_BOOST  10
+#define GVL_PRIO_MAX    1000
+
+/* ---- configuration ------------------------------------------------------ */
+
+/* Events passed to the instrumentation hook. */
+typedef enum {
+  GVL_EV_READY = 1,       /* thread starts waiting for the GVL            */
+  GVL_EV_RESUMED,         /* thread got the GVL after waiting             */
+  GVL_EV_SUSPENDED,       /* thread gave the GVL up (release/yield/block) */
+  GVL_EV_PREEMPT_REQ,     /* a preempt request was set on this thread     */
+  GVL_EV_OWNER_DIED       /* this thread exited holding; GVL recovered    */
+} gvl_event_t;
+
+/* Called outside every internal lock, on the thread the event concerns
+ * except for GVL_EV_PREEMPT_REQ (called on the requesting thread) and
+ * GVL_EV_OWNER_DIED (called from the dying thread's TLS destructor).
+ * now_ns is CLOCK_MONOTONIC.  The hook must not call back into the GVL. */
+typedef void (*gvl_hook_cb)(void *arg, gvl_thread_t *t, gvl_event_t ev,
+                            uint64_t now_ns);
+
+/* Flags for gvl_config_t.flags */
+#define GVL_F_TIMING  0x1u  /* measure hold time on every acquisition, not
+                               only contended ones (costs two clock reads)  */
+#define GVL_F_NOSPIN  0x2u  /* never spin before sleeping                   */
+#define GVL_F_NOINTERACTIVE 0x4u /* turn the interactivity policy off       */
+
+typedef struct {
+  uint64_t slice_ns;      /* time slice; 0 = default (10 ms)               */
+  unsigned boost_cap_pct; /* share of GVL time boosted holds may take
+                             over the window, 1..100; 0 = default (50)     */
+  uint64_t cap_window_ns; /* sliding window of the cap; 0 = 100 ms         */
+  uint64_t age_ns;        /* waiting this long raises a waiter's effective
+                             priority by one; 0 = default (slice)          */
+  uint64_t spin_ns;       /* max spin of a waiter that expects a quick
+                             handoff; 0 = default (50 us, none on 1 CPU)   */
+  unsigned flags;         /* GVL_F_*                                        */
+  gvl_hook_cb hook;       /* optional instrumentation hook                 */
+  void *hook_arg;
+} gvl_config_t;
+
+/* Counters.  Per-GVL totals, and per-thread figures (gvl_thread_stats). */
+typedef struct {
+  uint64_t acquires;        /* successful acquisitions                     */
+  uint64_t contended;       /* acquisitions that had to wait               */
+  uint64_t handoffs;        /* direct handoffs to a waiter                 */
+  uint64_t yields;          /* gvl_yield calls that handed over            */
+  uint64_t preempt_reqs;    /* preempt flags set (slice or boost)          */
+  uint64_t preemptions;     /* safe points that gave the GVL up            */
+  uint64_t boosts;          /* boosted acquisitions                        */
+  uint64_t boosts_refused;  /* boosted acquisitions demoted by the cap     */
+  uint64_t interactive;     /* acquisitions promoted by the interactivity
+                               policy                                       */
+  uint64_t owner_died;      /* threads that exited holding the GVL         */
+  uint64_t wait_ns;         /* total time spent waiting                    */
+  uint64_t hold_ns;         /* total time held (see GVL_F_TIMING)          */
+} gvl_stats_t;
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+/* [any] Create a GVL.  cfg may be NULL for defaults.  Returns NULL with errno
+ * set (EINVAL for a bad config, ENOMEM). */
+GVL_EXPORT gvl_t *gvl_create(const gvl_config_t *cfg);
+
+/* [any] Destroy a GVL.  EBUSY while any thread is attached (threads cached by
+ * gvl_call_with that are idle do not count; they are reclaimed). */
+GVL_EXPORT int gvl_destroy(gvl_t *g);
+
+/* [any] Change the slice at run time (ns, > 0). */
+GVL_EXPORT int gvl_set_slice(gvl_t *g, uint64_t slice_ns);
+/* [any] Change the boost cap at run time (1..100). */
+GVL_EXPORT int gvl_set_boost_cap(gvl_t *g, unsigned pct);
+/* [any] Install or remove (cb NULL) the hook.  Threads may see the old hook
+ * for a short while after this returns. */
+GVL_EXPORT int gvl_set_hook(gvl_t *g, gvl_hook_cb cb, void *arg);
+/* [any] Read the counters. */
+GVL_EXPORT int gvl_stats(gvl_t *g, gvl_stats_t *out);
+
+/* [any; the calling thread attaches] Attach the calling OS thread with a base
+ * priority (used by gvl_acquire).  The thread does not hold the GVL after
+ * this.  Returns NULL and sets errno: EINVAL, EEXIST, ENOMEM. */
+GVL_EXPORT gvl_thread_t *gvl_thread_attach(gvl_t *g, int prio);
+
+/* [not held] Detach and free the handle.  EBUSY if holding, EPERM from
+ * another OS thread. */
+GVL_EXPORT int gvl_thread_detach(gvl_thread_t *t);
+
+/* [self] The handle of the calling thread for g, or NULL if not attached. */
+GVL_EXPORT gvl_thread_t *gvl_thread_self(gvl_t *g);
+/* [any] The GVL a handle belongs to. */
+GVL_EXPORT gvl_t *gvl_thread_gvl(gvl_thread_t *t);
+/* [self] Change the thread's base priority. */
+GVL_EXPORT int gvl_thread_set_prio(gvl_thread_t *t, int prio);
+/* [self] Turn the interactivity policy off (0) or on (1) for this thread. */
+GVL_EXPORT int gvl_thread_set_interactive(gvl_thread_t *t, int on);
+/* [any] Per-thread counters (same fields as gvl_stats_t; handoffs counts
+ * handoffs received). */
+GVL_EXPORT int gvl_thread_stats(gvl_thread_t *t, gvl_stats_t *out);
+/* [any] Does t hold the GVL right now?  1 or 0 (0 for NULL). */
+GVL_EXPORT int gvl_thread_holds(gvl_thread_t *t);
+
+/* ---- the lock ------------------------------------------------------------ */
+
+/* [not held] Acquire at the thread's base priority.  EDEADLK if held. */
+GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
+
+/* [not held] Acquire at prio.  If prio is above the holder's, the holder is
+ * asked to give the GVL up at its next safe point and this thread is served
+ * ahead of lower priorities.  prio > 0 is a boosted acquisition, subject to
+ * the cap: past it, the call queues at GVL_PRIO_NORMAL. */
+GVL_EXPORT int gvl_acquire_prio(gvl_thread_t *t, int prio);
+
+/* [held] Release; hands the GVL directly to the best waiter, if any. */
+GVL_EXPORT int gvl_release(gvl_thread_t *t);
+
+/* [held] Thread.pass: if someone waits, hand the GVL to the best waiter and
+ * queue behind it; returns holding the GVL again.  With nobody waiting it
+ * returns at once (a load and a branch). */
+GVL_EXPORT int gvl_yield(gvl_thread_t *t);
+
+/* [held] Slow path of gvl_check_ints; do not call directly. */
+GVL_EXPORT int gvl__check_ints_slow(gvl_thread_t *t);
+
+/* The first field of every gvl_thread_t; public only so that
+ * gvl_check_ints() can be inline.  Do not touch. */
+struct gvl__thread_head {
+  uint32_t ints;          /* GVL__INT_* bits, accessed atomically          */
+};
+#define GVL__INT_PREEMPT 0x1u
+#define GVL__INT_HOST    0x2u
+
+/* [held] Safe point.  Costs one relaxed load and a predicted branch when
+ * nothing is pending.  When a preempt request is pending, gives the GVL to
+ * the waiter that asked and returns holding it again (0).  Returns EINTR
+ * (once) after gvl_thread_interrupt(); EINVAL for NULL. */
+static inline int gvl_check_ints(gvl_thread_t *t) {
+  if (__builtin_expect(t == NULL, 0)) return 22; /* EINVAL */
+  if (__builtin_expect(__atomic_load_n(&((struct gvl__thread_head *)t)->ints,
+                                       __ATOMIC_RELAXED) != 0, 0))
+    return gvl__check_ints_slow(t);
+  return 0;
+}
+
+/* [any] Interrupt t: its next gvl_check_ints() returns EINTR; if t is in a
+ * gvl_call_without() region its ubf is called (on the calling thread); a
+ * gvl_call_without() not yet started does not call fn. */
+GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
+
+/* [held] Release the GVL, call fn(arg), reacquire, return fn's result.
+ * ubf(ubf_arg) is called from another thread by gvl_thread_interrupt() to
+ * make fn return early; it may be NULL.  On error returns NULL and sets
+ * errno: EINVAL (NULL t or fn), EPERM (not holding), EINTR (an interrupt
+ * was pending: fn was not called).  The GVL is held on every return from a
+ * thread that held it on entry. */
+GVL_EXPORT void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *),
+                                  void *arg, void (*ubf)(void *),
+                                  void *ubf_arg);
+
+/* [any] Run fn(arg) holding g, from any thread.  A thread that already holds
+ * g just calls fn.  An attached thread not holding acquires at prio and
+ * releases after.  An unattached (foreign) thread is attached on first use;
+ * the attachment is cached for the next call, reclaimed when the thread
+ * exits or gvl_destroy runs, and never counts as attached for gvl_destroy.
+ * Returns fn's result; on error NULL with errno set. */
+GVL_EXPORT void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *),
+                               void *arg);
+
+/* ---- GVL-aware mutex and condition variable ---------------------------------
+ * For host-level Mutex/ConditionVariable.  Every call needs the GVL held
+ * ([held]); their state is guarded by the GVL itself.  A thread that blocks
+ * releases the GVL; unlock hands the mutex to the first waiter (FIFO) and
+ * queues it for the GVL without an extra wake-up. */
+typedef struct gvl__waitq { gvl_thread_t *head, *tail; } gvl__waitq_t;
+
+typedef struct {
+  gvl_thread_t *owner;    /* guarded by the GVL */
+  gvl__waitq_t waiters;   /* guarded by the GVL */
+  uint32_t magic;
+} gvl_mutex_t;
+
+typedef struct {
+  gvl__waitq_t waiters;   /* guarded by the GVL */
+  uint32_t magic;
+} gvl_cond_t;
+
+/* [any] init/destroy; destroy returns EBUSY while locked or waited on. */
+GVL_EXPORT int gvl_mutex_init(gvl_mutex_t *m);
+GVL_EXPORT int gvl_mutex_destroy(gvl_mutex_t *m);
+/* [held] EDEADLK if t already owns m. */
+GVL_EXPORT int gvl_mutex_lock(gvl_thread_t *t, gvl_mutex_t *m);
+/* [held] EBUSY if owned by another thread. */
+GVL_EXPORT int gvl_mutex_trylock(gvl_thread_t *t, gvl_mutex_t *m);
+/* [held] EPERM if t does not own m. */
+GVL_EXPORT int gvl_mutex_unlock(gvl_thread_t *t, gvl_mutex_t *m);
+
+GVL_EXPORT int gvl_cond_init(gvl_cond_t *c);
+GVL_EXPORT int gvl_cond_destroy(gvl_cond_t *c);
+/* [held] t must own m.  Returns owning m and holding the GVL. */
+GVL_EXPORT int gvl_cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m);
+/* [held] As gvl_cond_wait, giving up after timeout_ns: ETIMEDOUT. */
+GVL_EXPORT int gvl_cond_timedwait(gvl_thread_t *t, gvl_cond_t *c,
+                                  gvl_mutex_t *m, uint64_t timeout_ns);
+/* [held] Wake one / all waiters (in FIFO order). */
+GVL_EXPORT int gvl_cond_signal(gvl_thread_t *t, gvl_cond_t *c);
+GVL_EXPORT int gvl_cond_broadcast(gvl_thread_t *t, gvl_cond_t *c);
+
+/* [any] A string for gvl's error codes (same as strerror for errno values). */
+GVL_EXPORT const char *gvl_strerror(int err);
+/* [any] CLOCK_MONOTONIC in ns. */
+GVL_EXPORT uint64_t gvl_now_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GVL_H */
