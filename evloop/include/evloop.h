@@ -1,0 +1,300 @@
+/*
+ * evloop.h -- a libuv event loop outside the GVL that runs host callbacks
+ * under the GVL, taken with a priority boost.
+ *
+ * One evl_t owns one uv_loop_t and one loop thread.  The loop thread waits in
+ * the kernel (uv_run) holding nothing.  libuv callbacks never run host code:
+ * they move ready work onto a dispatch queue.  After uv_run returns, the loop
+ * thread takes the GVL once with gvl_acquire_prio(cfg.prio), runs ready host
+ * callbacks up to a budget (count and time), and releases it.
+ *
+ * Every registration (post, timer, fd watch, signal watch, thread-pool work,
+ * file read) gets an id (never 0) and a callback.  The callback's LAST call
+ * for an id is the one with status != 0, or the single call of a one-shot
+ * registration (post, one-shot timer, work, read): after it the id is gone
+ * and arg may be freed.  Repeating registrations (repeating timers, fd and
+ * signal watches) get status 0 for each event and end with exactly one call
+ * with ECANCELED (evl_cancel, evl_stop) or with an error code.  Nothing is
+ * lost and nothing is called twice: after evl_stop every accepted
+ * registration has had its last call.  When a call that takes a callback
+ * returns an error, that callback is never called.
+ *
+ * Return values: every int-returning call returns 0 or a positive errno:
+ *   EINVAL     NULL or out-of-range argument
+ *   EPERM      wrong thread for this call (see the thread rules)
+ *   EBUSY      evl_step from inside a libuv callback; evl_cancel of work
+ *              that has started; evl_destroy from the loop thread
+ *   ENOENT     evl_cancel: the id is unknown or has had its last call
+ *   EEXIST     evl_fd_watch: the fd is already watched on this loop
+ *   ESHUTDOWN  evl_stop was requested: new registrations are refused
+ *   ENOMEM     allocation failure (never a crash)
+ *   anything else: the errno of the failing system call
+ *
+ * Thread rules, beside each call:
+ *   [any]          any thread, attached to the GVL or not, holding it or not
+ *   [loop thread]  only the loop thread (including inside its callbacks)
+ *   [GVL held]     the caller holds the GVL through the given handle
+ *
+ * Errors in host callbacks: evl_cb returns void, so a callback fails by
+ * calling evl_fail(l, err, what) before returning.  After the callback
+ * returns, the loop calls cfg.on_error(l, err, what, on_error_arg) on the loop
+ * thread with the GVL in the state the callback ran in, then carries on.
+ * Without on_error a line goes to stderr.
+ */
+#ifndef EVLOOP_H
+#define EVLOOP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gvl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(EVL_STATIC_DEFINE)
+#define EVL_EXPORT
+#elif defined(__GNUC__)
+#define EVL_EXPORT __attribute__((visibility("default")))
+#else
+#define EVL_EXPORT
+#endif
+
+/* uv.h needs POSIX feature macros that a strict -std=c11 build lacks, so
+ * only the loop type is declared here (C11 allows repeating a typedef that
+ * names the same type, so including uv.h too is fine). */
+typedef struct uv_loop_s uv_loop_t;
+
+typedef struct evl_s evl_t;
+typedef uint64_t evl_id_t;            /* 0 is never a valid id */
+
+/* Host callback.  status is 0, ECANCELED (evl_cancel / evl_stop), or an
+ * errno for a registration that failed on the loop thread. */
+typedef void (*evl_cb)(evl_t *l, void *arg, int status);
+
+/* fd watch callback: events is a mask of EVL_READABLE / EVL_WRITABLE (0 on
+ * the last call). */
+typedef void (*evl_io_cb)(evl_t *l, void *arg, int status, unsigned events);
+
+/* Whole-file read callback.  On status 0, data is a malloc'd buffer of len
+ * bytes followed by a NUL byte (not counted in len); the callback owns it and
+ * frees it with free().  On any other status data is NULL and len 0. */
+typedef void (*evl_read_cb)(evl_t *l, void *arg, int status, char *data,
+                            size_t len);
+
+/* Thread-pool work function: runs on a libuv pool thread WITHOUT the GVL. */
+typedef void (*evl_work_fn)(void *arg);
+
+typedef struct {
+  int      prio;            /* GVL priority used to dispatch host callbacks;
+                               default (0 here) means GVL_PRIO_BOOST.  To
+                               dispatch at normal priority use
+                               EVL_PRIO_NORMAL.                             */
+  unsigned budget_count;    /* max callbacks per GVL acquisition (0 = 64)   */
+  uint64_t budget_ns;       /* max time per GVL acquisition (0 = 2 ms)      */
+  int      no_thread;       /* 0: evl_start spawns the loop thread;
+                               1: the host calls evl_run() on its own thread */
+  void   (*driver)(evl_t *l, void *arg);
+                            /* optional: the loop thread calls this instead of
+                               `while (!evl_stopping(l)) evl_step(l, -1);`.
+                               Must return soon after evl_stopping(l) becomes
+                               true; returning earlier also stops the loop.  */
+  void    *driver_arg;
+  void   (*on_error)(evl_t *l, int err, const char *what, void *arg);
+                            /* failing host callbacks (see evl_fail)        */
+  void    *on_error_arg;
+} evl_config_t;
+
+/* cfg.prio is an int where 0 already means "default"; this value asks for a
+ * dispatch at GVL_PRIO_NORMAL (no boost). */
+#define EVL_PRIO_NORMAL INT32_MIN
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+/* [any] Create a loop on g.  cfg may be NULL for defaults.  Unless
+ * cfg->no_thread, spawns the loop thread, which attaches to g (holding
+ * nothing) and runs the driver.  Returns NULL with errno set: EINVAL (NULL g,
+ * a priority outside [GVL_PRIO_MIN, GVL_PRIO_MAX]), ENOMEM, or the error of
+ * uv_loop_init / pthread_create / gvl_thread_attach. */
+EVL_EXPORT evl_t *evl_start(gvl_t *g, const evl_config_t *cfg);
+
+/* [host thread, no_thread mode] Run the loop on the calling thread until it
+ * is stopped, then shut it down (every pending callback gets its last call).
+ * The calling thread is attached to the GVL if it is not already; it may
+ * hold the GVL on entry (it is released while waiting and held again on
+ * return).  EINVAL, EPERM (not no_thread mode), EBUSY (already running or
+ * already finished). */
+EVL_EXPORT int evl_run(evl_t *l);
+
+/* [any, incl. from a callback or a work function] Request a stop.
+ * Idempotent.  After the driver returns, every pending registration gets its
+ * last call: queued posts and armed timers get ECANCELED, watches get
+ * ECANCELED, work not yet started is not run and gets ECANCELED, work already
+ * running is waited for and gets its real status.  New registrations return
+ * ESHUTDOWN from the moment stop is requested.
+ * From a thread other than the loop thread (and not from a work function) it
+ * waits until the loop thread has finished, releasing the GVL meanwhile if
+ * the caller holds it.  In no_thread mode, if evl_run is not running it
+ * returns without waiting (evl_run or evl_destroy finishes the job).
+ * Memory is freed only by evl_destroy. */
+EVL_EXPORT int evl_stop(evl_t *l);
+
+/* [any but the loop thread] Stop (as evl_stop), wait for the loop to finish,
+ * join the loop thread and free everything.  In no_thread mode, if evl_run
+ * never ran, the shutdown runs on the calling thread (which attaches to the
+ * GVL for it if needed).  l is invalid afterwards.  EINVAL, EBUSY (called on
+ * the loop thread or from a work function). */
+EVL_EXPORT int evl_destroy(evl_t *l);
+
+/* [any] 1 once a stop was requested, else 0 (0 for NULL). */
+EVL_EXPORT int evl_stopping(evl_t *l);
+
+/* [any] Make a blocking evl_step return soon (uv_async_send: sends
+ * coalesce).  EINVAL, ESHUTDOWN once the loop has shut down. */
+EVL_EXPORT int evl_wakeup(evl_t *l);
+
+/* [loop thread] One pass: run uv_run once, blocking at most timeout_ms
+ * (-1: until an event, 0: poll) with the GVL released; then dispatch ready
+ * host callbacks under gvl_acquire_prio (budgeted) and release.  It does not
+ * block when callbacks are already waiting for dispatch or a stop was
+ * requested.  Re-entrant from a dispatched callback (nested waits); the GVL
+ * state of the caller is restored on return.  EINVAL, EPERM (not the loop
+ * thread), EBUSY (called from inside a libuv callback, where uv_run cannot
+ * be re-entered). */
+EVL_EXPORT int evl_step(evl_t *l, int64_t timeout_ms);
+
+/* [loop thread] The underlying loop, for layers above (NULL otherwise).
+ * Handles made on it must be closed before the driver returns. */
+EVL_EXPORT uv_loop_t *evl_uv_loop(evl_t *l);
+/* [loop thread] The loop thread's GVL handle (NULL on other threads). */
+EVL_EXPORT gvl_thread_t *evl_gvl_thread(evl_t *l);
+/* [any] The GVL the loop was started on. */
+EVL_EXPORT gvl_t *evl_gvl(evl_t *l);
+/* [any] 1 if the caller is the loop thread of l, else 0. */
+EVL_EXPORT int evl_in_loop_thread(evl_t *l);
+
+/* ---- callbacks and cancellation ----------------------------------------- */
+
+/* Flags for every registration call (the `flags` arguments). */
+#define EVL_F_NOGVL 0x1u   /* run the callback on the loop thread WITHOUT the
+                              GVL (for work that is not host code, e.g. Tk) */
+
+/* [any] Run cb(l, arg, 0) once on the loop thread under the GVL.  Callbacks
+ * posted by one thread run in the order posted. */
+EVL_EXPORT int evl_post(evl_t *l, evl_cb cb, void *arg, evl_id_t *id_out);
+/* [any] As evl_post with EVL_F_* flags. */
+EVL_EXPORT int evl_post_flags(evl_t *l, evl_cb cb, void *arg, unsigned flags,
+                              evl_id_t *id_out);
+
+/* [any] Cancel a registration: its callback gets one last call with
+ * ECANCELED (after any call of it that is running now returns).  ENOENT if
+ * the id is unknown or has already had its last call (or was cancelled);
+ * EBUSY for work whose function has started (its completion still runs with
+ * status 0).  For an fd watch, close the fd only after the last call. */
+EVL_EXPORT int evl_cancel(evl_t *l, evl_id_t id);
+
+/* [loop thread, inside a dispatched callback] Report that the running
+ * callback failed: after it returns, cfg.on_error(l, err, what, arg) is
+ * called (what is copied, up to 255 bytes; may be NULL).  The last report
+ * of a callback wins.  EINVAL (NULL l, err <= 0), EPERM (not inside a
+ * callback). */
+EVL_EXPORT int evl_fail(evl_t *l, int err, const char *what);
+
+/* ---- timers ---------------------------------------------------------------- */
+
+/* [any] Call cb after timeout_ms, then every repeat_ms if repeat_ms > 0.
+ * A one-shot timer has one call (0, or ECANCELED if cancelled or stopped
+ * first).  A repeating timer gets 0 per tick (ticks that fire while the
+ * previous one is still waiting for dispatch are merged) and ends with
+ * ECANCELED.  EINVAL, ESHUTDOWN, ENOMEM. */
+EVL_EXPORT int evl_timer(evl_t *l, uint64_t timeout_ms, uint64_t repeat_ms,
+                         unsigned flags, evl_cb cb, void *arg,
+                         evl_id_t *id_out);
+
+/* ---- file descriptors -------------------------------------------------------- */
+
+#define EVL_READABLE 0x1u
+#define EVL_WRITABLE 0x2u
+
+/* [any] Watch fd (level-triggered) for events (EVL_READABLE | EVL_WRITABLE).
+ * cb gets 0 and the ready events each time the fd is ready and the previous
+ * call has returned (events that arrive meanwhile are merged).  The watch
+ * ends with ECANCELED or with the error the kernel reported.  One watch per
+ * fd per loop.  EINVAL (fd < 0, bad events), EBADF (fd not open), EPERM (a
+ * regular file or directory: epoll cannot watch it), EEXIST, ESHUTDOWN,
+ * ENOMEM. */
+EVL_EXPORT int evl_fd_watch(evl_t *l, int fd, unsigned events, unsigned flags,
+                            evl_io_cb cb, void *arg, evl_id_t *id_out);
+
+/* ---- signals ----------------------------------------------------------------- */
+
+/* [any] Watch a signal (libuv's handler is installed process-wide; several
+ * watches may share a signal).  cb gets 0 per delivery (deliveries that
+ * arrive before dispatch are merged) and ends with ECANCELED.  EINVAL (not in
+ * 1.._NSIG-1, or SIGKILL/SIGSTOP), ESHUTDOWN, ENOMEM. */
+EVL_EXPORT int evl_signal_watch(evl_t *l, int signum, unsigned flags,
+                                evl_cb cb, void *arg, evl_id_t *id_out);
+
+/* ---- thread pool ------------------------------------------------------------- */
+
+/* [any] Run fn(arg) on libuv's thread pool without the GVL; then done(l,
+ * arg, status) on the loop thread (under the GVL unless EVL_F_NOGVL):
+ * status 0 if fn ran, ECANCELED if it was cancelled or stopped before it
+ * started (fn is then never called).  done may be NULL.  EINVAL, ESHUTDOWN,
+ * ENOMEM. */
+EVL_EXPORT int evl_work(evl_t *l, evl_work_fn fn, unsigned flags, evl_cb done,
+                        void *arg, evl_id_t *id_out);
+
+/* ---- whole-file reads ------------------------------------------------------ */
+
+#define EVL_READ_NOHINT 0x100u  /* do not call posix_fadvise(SEQUENTIAL)      */
+
+/* [any] Read the whole file at path on the thread pool, then cb (under the
+ * GVL unless EVL_F_NOGVL) with the contents.  flags: EVL_F_NOGVL,
+ * EVL_READ_NOHINT.  limit: the largest size accepted (0: no limit); a larger
+ * file gives EFBIG.  Errors of the read itself (ENOENT, EISDIR, ENOTDIR,
+ * EACCES, EIO, ENOMEM, ...) come as the callback's status.  Synchronous
+ * errors: EINVAL, ESHUTDOWN, ENOMEM. */
+EVL_EXPORT int evl_read_file(evl_t *l, const char *path, unsigned flags,
+                             size_t limit, evl_read_cb cb, void *arg,
+                             evl_id_t *id_out);
+
+/* [GVL held by t, or t NULL] Read the whole file at path on the calling
+ * thread.  With t, the GVL is released for the read (gvl_call_without; an
+ * interrupt from gvl_thread_interrupt makes it stop between chunks with
+ * EINTR) and held again on return.  The file is opened non-blocking (a FIFO
+ * with no writer reads as empty instead of hanging) and read in blocking
+ * mode.  The buffer is sized from fstat and grows for files that report
+ * size 0 or grow (pipes, /proc); a file that shrinks just ends early.
+ * Unless EVL_READ_NOHINT, posix_fadvise(POSIX_FADV_SEQUENTIAL) is called
+ * first.  On 0, *data_out is a malloc'd buffer (free it) with *len_out bytes
+ * and a NUL after them.  On error *data_out is NULL and *len_out 0.  Errors:
+ * EINVAL, EPERM (t does not hold the GVL), EINTR, EFBIG (over limit),
+ * ENOMEM, EISDIR, and open/read errors. */
+EVL_EXPORT int evl_read_all(gvl_thread_t *t, const char *path, unsigned flags,
+                            size_t limit, char **data_out, size_t *len_out);
+
+/* ---- counters ------------------------------------------------------------------ */
+
+typedef struct {
+  uint64_t iterations;    /* uv_run passes made by evl_step                */
+  uint64_t dispatched;    /* host callback calls with status 0             */
+  uint64_t cancelled;     /* last calls with ECANCELED                     */
+  uint64_t errors;        /* last calls with another error status          */
+  uint64_t failures;      /* evl_fail reports                              */
+  uint64_t acquisitions;  /* GVL acquisitions by the dispatcher            */
+  uint64_t budget_hits;   /* dispatch phases cut short by the budget       */
+  uint64_t live;          /* registrations that have not had a last call   */
+} evl_stats_t;
+
+/* [any] Read the counters (each is read atomically; the set is not a
+ * snapshot).  EINVAL. */
+EVL_EXPORT int evl_stats(evl_t *l, evl_stats_t *out);
+
+/* [any] A string for evloop's error codes (strerror's text). */
+EVL_EXPORT const char *evl_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* EVLOOP_H */
