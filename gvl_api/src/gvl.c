@@ -1,0 +1,505 @@
+/*
+ * gvl.c -- the lock: fast paths, the wait queue, handoff, preemption,
+ * the boost cap and the interactivity policy.
+ *
+ * The lock word holds the owner's handle, or 0 when free.  Its low bit,
+ * GVL__CONTENDED, is set while the wait queue is non-empty; it is only ever
+ * set or cleared under g->mu.  So:
+ *   - acquire with nobody around is one CAS 0 -> t;
+ *   - release with nobody waiting is one CAS t -> 0, which fails as soon as
+ *     a waiter has set the bit, sending the releaser to the slow path;
+ *   - the word is never 0 while someone waits, because release hands the
+ *     word straight to the chosen waiter.  That is why nobody can barge:
+ *     a newcomer's CAS 0 -> t cannot succeed while the queue is non-empty.
+ */
+#include "gvl_int.h"
+
+#include <string.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+uint64_t gvl__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev) {
+  gvl_hook_cb cb = atomic_load_explicit(&g->hook, memory_order_acquire);
+  if (cb) cb(atomic_load_explicit(&g->hook_arg, memory_order_relaxed), t, ev,
+             gvl__now());
+}
+
+static void set_ints(gvl_thread_t *t, uint32_t bit) {
+  __atomic_fetch_or(&t->head.ints, bit, __ATOMIC_RELEASE);
+}
+
+static void clear_ints(gvl_thread_t *t, uint32_t bit) {
+  __atomic_fetch_and(&t->head.ints, ~bit, __ATOMIC_RELAXED);
+}
+
+static void ctr_own_inc(gvl_thread_t *t, int c) {
+  /* Only t itself writes this counter: a plain load/store pair is enough
+   * and keeps a locked instruction off the fast path. */
+  uint64_t v = atomic_load_explicit(&t->ctr[c], memory_order_relaxed);
+  atomic_store_explicit(&t->ctr[c], v + 1, memory_order_relaxed);
+}
+
+/* ---- boost cap: a ring of buckets over the sliding window --------------- */
+
+static uint64_t cap_width(const gvl_t *g) {
+  return g->window_ns / GVL__CAP_BUCKETS;
+}
+
+static void cap_add(gvl_t *g, uint64_t now, uint64_t ns) {
+  uint64_t cur = now / cap_width(g);
+  int i = (int)(cur % GVL__CAP_BUCKETS);
+  if (g->cap_epoch[i] != cur) {
+    g->cap_epoch[i] = cur;
+    g->cap_bucket[i] = 0;
+  }
+  g->cap_bucket[i] += ns;
+}
+
+static bool cap_exceeded(gvl_t *g, uint64_t now) {
+  uint64_t cur = now / cap_width(g), used = 0;
+  for (int i = 0; i < GVL__CAP_BUCKETS; i++)
+    if (g->cap_epoch[i] + GVL__CAP_BUCKETS > cur) used += g->cap_bucket[i];
+  unsigned pct = atomic_load_explicit(&g->cap_pct, memory_order_relaxed);
+  return used * 100 >= (uint64_t)pct * g->window_ns;
+}
+
+/* ---- the wait queue (g->mu held) ------------------------------------------ */
+
+static void q_remove(gvl_t *g, gvl_thread_t *t) {
+  if (t->qprev) t->qprev->qnext = t->qnext; else g->qhead = t->qnext;
+  if (t->qnext) t->qnext->qprev = t->qprev; else g->qtail = t->qprev;
+  t->qnext = t->qprev = NULL;
+  t->queued = false;
+}
+
+static int64_t eff_prio(const gvl_t *g, const gvl_thread_t *t, uint64_t now) {
+  uint64_t waited = now > t->qtime ? now - t->qtime : 0;
+  uint64_t bonus = waited / g->age_ns;
+  if (bonus > 2 * GVL_PRIO_MAX) bonus = 2 * GVL_PRIO_MAX;
+  return (int64_t)t->qprio + (int64_t)bonus;
+}
+
+/* The next owner: highest effective priority, the earliest arrival among
+ * equals (the queue is in arrival order, so strict '>' keeps FIFO).
+ * O(waiters); a GVL has few. */
+static gvl_thread_t *q_best(gvl_t *g, uint64_t now) {
+  gvl_thread_t *best = g->qhead;
+  if (!best || !best->qnext) return best;
+  int64_t bp = eff_prio(g, best, now);
+  for (gvl_thread_t *w = best->qnext; w; w = w->qnext) {
+    int64_t p = eff_prio(g, w, now);
+    if (p > bp) best = w, bp = p;
+  }
+  return best;
+}
+
+/* Queue t (which may be another thread, blocked in a gvl_mutex) behind the
+ * current holder.  The caller has set GVL__CONTENDED.  Returns the holder
+ * if t outranks it and so asked it to give up the GVL now. */
+static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
+                             uint64_t now) {
+  gvl_thread_t *owner =
+      gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
+  gvl_thread_t *target = NULL;
+  t->qprio = prio;
+  t->qtime = now;
+  t->queued = true;
+  t->qnext = NULL;
+  t->qprev = g->qtail;
+  if (g->qtail) g->qtail->qnext = t; else g->qhead = t;
+  g->qtail = t;
+  t->spin_hint = false;
+  if (owner && owner != t &&
+      prio > atomic_load_explicit(&owner->hold_prio, memory_order_relaxed)) {
+    set_ints(owner, GVL__INT_PREEMPT);
+    gvl__ctr_add(owner, C_PREEMPT_REQS, 1);
+    t->spin_hint = true;         /* the holder will hand over shortly */
+    target = owner;
+  }
+  if (!g->timer) {
+    g->timer = t;
+    atomic_store_explicit(&t->is_timer, 1, memory_order_relaxed);
+    if (!pthread_equal(t->tid, pthread_self())) gvl__park_wake(&t->park);
+  }
+  return target;
+}
+
+/* Give the GVL to w (queued), under g->mu. */
+static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now) {
+  q_remove(g, w);
+  atomic_store_explicit(&w->hold_prio, w->qprio, memory_order_relaxed);
+  atomic_store_explicit(&g->word,
+                        (uintptr_t)w | (g->qhead ? GVL__CONTENDED : 0),
+                        memory_order_release);
+  g->hold_since = now;           /* the new holder's slice starts now */
+  g->preempt_sent = false;
+  gvl__ctr_add(w, C_HANDOFFS, 1);
+  if (g->timer == w) {
+    /* The timer role moves to another waiter, woken to arm its clock. */
+    atomic_store_explicit(&w->is_timer, 0, memory_order_relaxed);
+    g->timer = g->qhead;
+    if (g->timer) {
+      atomic_store_explicit(&g->timer->is_timer, 1, memory_order_relaxed);
+      gvl__park_wake(&g->timer->park);
+    }
+  }
+  atomic_store_explicit(&w->granted, 1, memory_order_release);
+  gvl__park_wake(&w->park);
+}
+
+/* ---- waiting ---------------------------------------------------------------- */
+
+/* The timer waiter's clock: request preemption once the holder is past its
+ * slice.  Returns the next deadline to sleep until. */
+static uint64_t timer_tick(gvl_t *g, gvl_thread_t *t) {
+  gvl_thread_t *target = NULL;
+  uint64_t deadline = 0, now, slice;
+  pthread_mutex_lock(&g->mu);
+  if (g->timer == t && !atomic_load_explicit(&t->granted, memory_order_relaxed)) {
+    now = gvl__now();
+    slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
+    if (now >= g->hold_since + slice) {
+      if (!g->preempt_sent) {
+        target = gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
+        if (target) {
+          set_ints(target, GVL__INT_PREEMPT);
+          gvl__ctr_add(target, C_PREEMPT_REQS, 1);
+        }
+        g->preempt_sent = true;
+      }
+      /* Look again a slice later in case the holder sits in native code
+       * without safe points; this runs only while someone waits. */
+      deadline = now + slice;
+    } else {
+      deadline = g->hold_since + slice;
+    }
+  }
+  pthread_mutex_unlock(&g->mu);
+  if (target) gvl__hook(g, target, GVL_EV_PREEMPT_REQ);
+  return deadline;
+}
+
+static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
+  uint64_t end = gvl__now() + g->spin_ns;
+  for (;;) {
+    for (int i = 0; i < 64; i++) {
+      if (atomic_load_explicit(&t->granted, memory_order_acquire)) return true;
+      cpu_relax();
+    }
+    if (gvl__now() >= end) return false;
+  }
+}
+
+/* Sleep until the GVL has been handed to t, or until user_deadline (0 for
+ * none).  Returns true when granted. */
+bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
+                               uint64_t user_deadline) {
+  if (t->spin_hint && g->spin_ns && spin_for_grant(g, t)) return true;
+  for (;;) {
+    uint32_t seq = atomic_load_explicit(&t->park.seq, memory_order_acquire);
+    if (atomic_load_explicit(&t->granted, memory_order_acquire)) return true;
+    uint64_t deadline = 0;
+    if (atomic_load_explicit(&t->is_timer, memory_order_relaxed))
+      deadline = timer_tick(g, t);
+    if (user_deadline) {
+      if (gvl__now() >= user_deadline) return false;
+      if (!deadline || user_deadline < deadline) deadline = user_deadline;
+    }
+    gvl__park_wait(&t->park, seq, deadline);
+  }
+}
+
+void gvl__wait_granted(gvl_t *g, gvl_thread_t *t) {
+  (void)gvl__wait_granted_until(g, t, 0);
+}
+
+/* ---- acquire ------------------------------------------------------------- */
+
+void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
+  uint64_t now = gvl__now();
+  atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
+  t->hold_t0 = now;
+  t->boosted = atomic_load_explicit(&t->hold_prio, memory_order_relaxed) > 0;
+  ctr_own_inc(t, C_ACQUIRES);
+  gvl__ctr_add(t, C_CONTENDED, 1);
+  gvl__ctr_add(t, C_WAIT_NS, now - wait_t0);
+  if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
+  gvl__hook(t->g, t, GVL_EV_RESUMED);
+}
+
+static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
+  uint64_t t0 = gvl__now();
+  gvl_thread_t *target;
+  pthread_mutex_lock(&g->mu);
+  for (;;) {
+    uintptr_t w = atomic_load_explicit(&g->word, memory_order_relaxed);
+    if (w == 0) {   /* queue empty: the holder left meanwhile */
+      if (atomic_compare_exchange_weak_explicit(&g->word, &w, (uintptr_t)t,
+              memory_order_acq_rel, memory_order_relaxed)) {
+        pthread_mutex_unlock(&g->mu);
+        atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
+        t->hold_t0 = t0;
+        t->boosted = prio > 0;
+        ctr_own_inc(t, C_ACQUIRES);
+        if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
+        return 0;
+      }
+      continue;
+    }
+    if (w & GVL__CONTENDED) break;
+    if (atomic_compare_exchange_weak_explicit(&g->word, &w, w | GVL__CONTENDED,
+            memory_order_acq_rel, memory_order_relaxed)) {
+      g->hold_since = t0;      /* the holder's slice counts from now */
+      g->preempt_sent = false;
+      break;
+    }
+  }
+  if (prio > 0 && cap_exceeded(g, t0)) {
+    prio = GVL_PRIO_NORMAL;
+    gvl__ctr_add(t, C_BOOSTS_REFUSED, 1);
+    ia = false;
+  }
+  if (ia) gvl__ctr_add(t, C_INTERACTIVE, 1);
+  atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
+  target = enqueue(g, t, prio, t0);
+  pthread_mutex_unlock(&g->mu);
+  gvl__hook(g, t, GVL_EV_READY);
+  if (target) gvl__hook(g, target, GVL_EV_PREEMPT_REQ);
+  gvl__wait_granted(g, t);
+  gvl__after_acquire(t, t0);
+  return 0;
+}
+
+int gvl__acquire(gvl_thread_t *t, int prio, bool ia) {
+  gvl_t *g = t->g;
+  uintptr_t exp = 0;
+  if (atomic_load_explicit(&t->holding, memory_order_relaxed)) return EDEADLK;
+  t->req_prio = prio;
+  if (ia && prio < 1) prio = 1; /* interactive: a boost of one level */
+  else ia = false;
+  atomic_store_explicit(&t->hold_prio, prio, memory_order_relaxed);
+  if (atomic_compare_exchange_strong_explicit(&g->word, &exp, (uintptr_t)t,
+          memory_order_acq_rel, memory_order_relaxed)) {
+    atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
+    t->boosted = prio > 0;
+    /* Hold time needs a clock read; pay it only where it is used. */
+    t->hold_t0 = (t->boosted || (g->flags & GVL_F_TIMING)) ? gvl__now() : 0;
+    ctr_own_inc(t, C_ACQUIRES);
+    if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
+    if (ia) gvl__ctr_add(t, C_INTERACTIVE, 1);
+    return 0;
+  }
+  return acquire_slow(g, t, prio, ia);
+}
+
+int gvl_acquire(gvl_thread_t *t) {
+  int rc = gvl__check_self(t);
+  return rc ? rc : gvl__acquire(t, t->prio, false);
+}
+
+int gvl_acquire_prio(gvl_thread_t *t, int prio) {
+  int rc = gvl__check_self(t);
+  if (rc) return rc;
+  if (prio < GVL_PRIO_MIN || prio > GVL_PRIO_MAX) return EINVAL;
+  return gvl__acquire(t, prio, false);
+}
+
+/* ---- release, yield, preemption ------------------------------------------ */
+
+/* Close t's hold: hold time, and the cap's share if boosted (g->mu held
+ * then).  now may be 0 when the hold's start is unknown. */
+static void end_hold(gvl_t *g, gvl_thread_t *t, uint64_t now) {
+  atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
+  if (t->hold_t0 && now) {
+    uint64_t held = now > t->hold_t0 ? now - t->hold_t0 : 0;
+    gvl__ctr_add(t, C_HOLD_NS, held);
+    if (t->boosted) cap_add(g, now, held);
+  }
+  t->boosted = false;
+}
+
+int gvl__release(gvl_thread_t *t) {
+  gvl_t *g = t->g;
+  uintptr_t exp = (uintptr_t)t;
+  uint64_t now;
+  if (!atomic_load_explicit(&t->holding, memory_order_relaxed)) return EPERM;
+  if (!t->boosted) {
+    /* Unboosted holds need no lock to be closed: try the one-CAS path. */
+    now = t->hold_t0 ? gvl__now() : 0;
+    end_hold(g, t, now);
+    if (atomic_compare_exchange_strong_explicit(&g->word, &exp, 0,
+            memory_order_release, memory_order_relaxed)) {
+      gvl__hook(g, t, GVL_EV_SUSPENDED);
+      return 0;
+    }
+    now = gvl__now();
+    pthread_mutex_lock(&g->mu);
+  } else {
+    now = gvl__now();
+    pthread_mutex_lock(&g->mu);   /* the cap window is guarded by mu */
+    end_hold(g, t, now);
+  }
+  clear_ints(t, GVL__INT_PREEMPT);
+  gvl_thread_t *w = q_best(g, now);
+  if (w) handoff(g, w, now);
+  else atomic_store_explicit(&g->word, 0, memory_order_release);
+  pthread_mutex_unlock(&g->mu);
+  gvl__hook(g, t, GVL_EV_SUSPENDED);
+  return 0;
+}
+
+int gvl_release(gvl_thread_t *t) {
+  int rc = gvl__check_self(t);
+  return rc ? rc : gvl__release(t);
+}
+
+/* Hand the GVL to the best waiter and queue behind it.  A thread that
+ * yields to someone less urgent queues at that waiter's priority, so the
+ * handoff is real and does not bounce straight back. */
+static int hand_over(gvl_thread_t *t, int ctr) {
+  gvl_t *g = t->g;
+  uint64_t now = gvl__now();
+  pthread_mutex_lock(&g->mu);
+  clear_ints(t, GVL__INT_PREEMPT);
+  gvl_thread_t *w = q_best(g, now);
+  if (!w) {
+    pthread_mutex_unlock(&g->mu);
+    return 0;
+  }
+  int mine = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
+  int prio = mine < w->qprio ? mine : w->qprio;
+  if (prio > 0 && (t->boosted || mine > 0) && cap_exceeded(g, now)) {
+    prio = GVL_PRIO_NORMAL;
+    gvl__ctr_add(t, C_BOOSTS_REFUSED, 1);
+  }
+  end_hold(g, t, now);
+  atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
+  (void)enqueue(g, t, prio, now);    /* behind w; cannot outrank the holder */
+  t->spin_hint = w->qprio > mine;    /* preempted by a boost: back soon */
+  handoff(g, w, now);
+  gvl__ctr_add(t, ctr, 1);
+  pthread_mutex_unlock(&g->mu);
+  gvl__hook(g, t, GVL_EV_SUSPENDED);
+  gvl__hook(g, t, GVL_EV_READY);
+  gvl__wait_granted(g, t);
+  gvl__after_acquire(t, now);
+  return 0;
+}
+
+int gvl_yield(gvl_thread_t *t) {
+  int rc = gvl__check_self(t);
+  if (rc) return rc;
+  if (!atomic_load_explicit(&t->holding, memory_order_relaxed)) return EPERM;
+  /* Nobody waiting: a load and a branch, like a safe point. */
+  if (!(atomic_load_explicit(&t->g->word, memory_order_relaxed) & GVL__CONTENDED))
+    return 0;
+  return hand_over(t, C_YIELDS);
+}
+
+int gvl__check_ints_slow(gvl_thread_t *t) {
+  int rc = gvl__check_self(t), ret = 0;
+  if (rc) return rc;
+  uint32_t ints = __atomic_load_n(&t->head.ints, __ATOMIC_ACQUIRE);
+  if (ints & GVL__INT_HOST) {
+    clear_ints(t, GVL__INT_HOST);
+    ret = EINTR;
+  }
+  if (ints & GVL__INT_PREEMPT) {
+    if (atomic_load_explicit(&t->holding, memory_order_relaxed))
+      hand_over(t, C_PREEMPTIONS);
+    else
+      clear_ints(t, GVL__INT_PREEMPT);
+  }
+  return ret;
+}
+
+/* ---- blocking regions ---------------------------------------------------- */
+
+/* Release t for a gvl_mutex/gvl_cond wait.  granted is cleared first so that
+ * whoever queues t for the GVL later is seen by gvl__wait_granted. */
+void gvl__drop_for_wait(gvl_thread_t *t) {
+  atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
+  (void)gvl__release(t);
+}
+
+/* Queue another thread t (blocked on a gvl_mutex/gvl_cond) for the GVL,
+ * which the caller holds, so the word is non-zero.  If t outranks the
+ * caller, the caller's own preempt flag is set: it hands over at its next
+ * safe point. */
+void gvl__enqueue_other(gvl_t *g, gvl_thread_t *t, int prio) {
+  pthread_mutex_lock(&g->mu);
+  atomic_fetch_or_explicit(&g->word, GVL__CONTENDED, memory_order_relaxed);
+  (void)enqueue(g, t, prio, gvl__now());
+  pthread_mutex_unlock(&g->mu);
+}
+
+int gvl_thread_interrupt(gvl_thread_t *t) {
+  if (!t || !t->g) return EINVAL;
+  set_ints(t, GVL__INT_HOST);
+  pthread_mutex_lock(&t->ilock);
+  if (t->in_region && t->ubf) t->ubf(t->ubf_arg);
+  pthread_mutex_unlock(&t->ilock);
+  return 0;
+}
+
+/* Interactivity policy: a thread whose last stretch of GVL use before
+ * blocking was short is I/O-bound.  When its blocking call returns it
+ * acquires one level above normal, which preempts a CPU-bound holder right
+ * away (instead of waiting out its slice) and is charged to the boost cap,
+ * so CPU-bound threads keep their share.  A thread that computes for a
+ * long stretch between blocking calls does not qualify. */
+static bool is_interactive(gvl_thread_t *t, uint64_t now) {
+  if (t->interactive_off || (t->g->flags & GVL_F_NOINTERACTIVE)) return false;
+  if (!t->hold_t0) return false;
+  uint64_t slice = atomic_load_explicit(&t->g->slice_ns, memory_order_relaxed);
+  return now - t->hold_t0 < slice / 10;
+}
+
+void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *), void *arg,
+                       void (*ubf)(void *), void *ubf_arg) {
+  int rc = t && fn ? gvl__check_self(t) : EINVAL;
+  if (!rc && !atomic_load_explicit(&t->holding, memory_order_relaxed)) rc = EPERM;
+  if (rc) {
+    errno = rc;
+    return NULL;
+  }
+  pthread_mutex_lock(&t->ilock);
+  if (__atomic_load_n(&t->head.ints, __ATOMIC_ACQUIRE) & GVL__INT_HOST) {
+    pthread_mutex_unlock(&t->ilock);
+    clear_ints(t, GVL__INT_HOST);
+    errno = EINTR;
+    return NULL;
+  }
+  t->ubf = ubf;
+  t->ubf_arg = ubf_arg;
+  t->in_region = true;
+  pthread_mutex_unlock(&t->ilock);
+
+  bool ia = is_interactive(t, gvl__now());
+  int prio = t->req_prio;      /* not the interactive promotion */
+  (void)gvl__release(t);
+  void *ret = fn(arg);
+  int saved = errno;           /* fn's errno belongs to the caller */
+  pthread_mutex_lock(&t->ilock);
+  t->in_region = false;
+  t->ubf = NULL;
+  pthread_mutex_unlock(&t->ilock);
+  (void)gvl__acquire(t, prio, ia);
+  if (!t->hold_t0) t->hold_t0 = gvl__now();  /* start the clock for the
+                                                interactivity rule */
+  errno = saved;
+  return ret;
+}

@@ -1,0 +1,161 @@
+/*
+ * gvl_int.h -- private state of libgvl.
+ *
+ * Locking, in the order they may nest:
+ *   gvl__registry_mu  process-wide list of GVLs (for fork) -- gvl_thread.c
+ *   g->mu             wait queue, timer role, cap window, thread list
+ *   t->ilock          t's blocking-region state (ubf), never held with g->mu
+ * The lock word g->word is atomic and is touched without g->mu only by
+ * the fast paths (CAS 0 -> t, CAS t -> 0).
+ */
+#ifndef GVL_INT_H
+#define GVL_INT_H
+
+#include "gvl.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#if defined(GVL_DEBUG) && GVL_DEBUG
+#include <assert.h>
+#define gvl__assert(x) assert(x)
+#else
+#define gvl__assert(x) ((void)0)
+#endif
+
+#define GVL__CONTENDED ((uintptr_t)1)   /* lock-word bit: queue may be non-empty */
+#define GVL__DEF_SLICE_NS   (10u * 1000000u)
+#define GVL__DEF_CAP_PCT    50u
+#define GVL__DEF_WINDOW_NS  (100u * 1000000u)
+#define GVL__DEF_AGE_NS     (100u * 1000000u)
+#define GVL__DEF_SPIN_NS    (50u * 1000u)
+#define GVL__CAP_BUCKETS    8
+/* Interactivity policy: a thread back from a blocking region that held the
+ * GVL for less than this share of its recent time is served ahead. */
+#define GVL__IA_BLOCK_MAX_NS (5u * 1000000u)   /* "short" blocking region   */
+
+/* Per-GVL and per-thread counters; indices match gvl_stats_t order. */
+enum {
+  C_ACQUIRES, C_CONTENDED, C_HANDOFFS, C_YIELDS, C_PREEMPT_REQS,
+  C_PREEMPTIONS, C_BOOSTS, C_BOOSTS_REFUSED, C_INTERACTIVE, C_OWNER_DIED,
+  C_WAIT_NS, C_HOLD_NS, C__COUNT
+};
+
+/* Platform parking: each thread sleeps on its own word (futex on Linux). */
+typedef struct {
+  _Atomic uint32_t seq;   /* bumped by every wake                          */
+#ifndef GVL__PARK_FUTEX
+  pthread_mutex_t mu;     /* portable fallback only                        */
+  pthread_cond_t cv;
+#endif
+} gvl__park_t;
+
+int  gvl__park_init(gvl__park_t *p);
+void gvl__park_fini(gvl__park_t *p);
+/* Sleep while p->seq == seq, at most until deadline_ns (0: no deadline). */
+void gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns);
+void gvl__park_wake(gvl__park_t *p);
+void gvl__park_after_fork(gvl__park_t *p);
+
+struct gvl_thread_s {
+  struct gvl__thread_head head; /* ints: must stay first (gvl_check_ints) */
+  gvl_t *g;                     /* dangling once orphan is set             */
+  pthread_t tid;                /* owning OS thread                        */
+  int prio;                     /* base priority; owner thread only        */
+  int req_prio;                 /* priority asked for by the current hold  */
+  _Atomic int hold_prio;        /* prio of the current hold; read by waiters
+                                   under g->mu                              */
+  _Atomic int holding;          /* 1 while t owns the GVL                  */
+  int boosted;                  /* current hold counts against the cap     */
+  int interactive_off;          /* owner thread only                       */
+  uint64_t hold_t0;             /* start of the current hold, 0 = unknown  */
+  uint64_t last_block_ns;       /* length of the last blocking region      */
+  uint64_t recent_hold_ns;      /* decayed GVL use, for interactivity      */
+
+  /* Wait queue node; all guarded by g->mu. */
+  gvl_thread_t *qnext, *qprev;
+  int qprio;                    /* priority the thread queued with         */
+  uint64_t qtime;               /* when it queued (for aging)              */
+  bool queued;
+  bool spin_hint;               /* a quick handoff is expected             */
+  _Atomic uint32_t granted;     /* set by the releaser, under g->mu        */
+  _Atomic int is_timer;         /* this waiter times the holder's slice    */
+  gvl__park_t park;
+
+  /* Blocking region; guarded by ilock. */
+  pthread_mutex_t ilock;
+  void (*ubf)(void *);
+  void *ubf_arg;
+  bool in_region;
+
+  /* gvl_mutex/gvl_cond wait node; guarded by the GVL. */
+  gvl_thread_t *mnext, *mprev;
+  _Atomic int cstate;           /* GVL__CW_*                                */
+  gvl_cond_t *cwait;            /* condition waited on, if linked          */
+  gvl_mutex_t *cmutex;          /* its mutex, retaken when signalled       */
+
+  /* Registry. */
+  gvl_thread_t *gnext, *gprev;  /* g's attached threads; g->mu            */
+  gvl_thread_t *tls_next;       /* this OS thread's attachments; own thread */
+  bool foreign;                 /* cached by gvl_call_with                 */
+  _Atomic bool orphan;          /* its GVL was destroyed; free on sight    */
+  int call_depth;               /* gvl_call_with nesting; own thread       */
+
+  _Atomic uint64_t ctr[C__COUNT]; /* written by t itself or under g->mu   */
+};
+
+enum { GVL__CW_NONE, GVL__CW_WAITING, GVL__CW_SIGNALED, GVL__CW_TIMEDOUT };
+
+struct gvl_s {
+  _Atomic uintptr_t word;       /* 0 free, else owner | GVL__CONTENDED     */
+  pthread_mutex_t mu;
+  gvl_thread_t *qhead, *qtail;  /* waiters in arrival order; mu            */
+  gvl_thread_t *timer;          /* waiter timing the slice; mu             */
+  uint64_t hold_since;          /* slice start of the current holder; mu
+                                   (set when a waiter first appears or at
+                                   handoff)                               */
+  bool preempt_sent;            /* preempt already requested for this hold */
+  _Atomic uint64_t slice_ns;
+  _Atomic unsigned cap_pct;
+  uint64_t window_ns, age_ns, spin_ns;
+  unsigned flags;
+  uint64_t cap_bucket[GVL__CAP_BUCKETS]; /* boosted ns per bucket; mu      */
+  uint64_t cap_epoch[GVL__CAP_BUCKETS];  /* bucket's window index; mu      */
+  _Atomic(gvl_hook_cb) hook;
+  void *_Atomic hook_arg;
+  gvl_thread_t *threads;        /* attached threads; mu                    */
+  int nthreads;                 /* explicit (non-foreign) attached; mu     */
+  uint64_t retired[C__COUNT];   /* counters of detached threads; mu       */
+  uint64_t uid;                 /* never reused, to tell GVLs apart        */
+  gvl_t *rnext, *rprev;         /* registry; gvl__registry_mu              */
+};
+
+/* gvl.c */
+uint64_t gvl__now(void);
+void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev);
+int  gvl__acquire(gvl_thread_t *t, int prio, bool interactive);
+int  gvl__release(gvl_thread_t *t);
+void gvl__force_release(gvl_thread_t *t);
+void gvl__enqueue_other(gvl_t *g, gvl_thread_t *t, int prio);
+void gvl__wait_granted(gvl_t *g, gvl_thread_t *t);
+void gvl__drop_for_wait(gvl_thread_t *t);
+bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t, uint64_t deadline);
+void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0);
+
+/* gvl_thread.c */
+int  gvl__check_self(gvl_thread_t *t);
+void gvl__registry_add(gvl_t *g);
+int  gvl__destroy(gvl_t *g);
+
+static inline void gvl__ctr_add(gvl_thread_t *t, int c, uint64_t v) {
+  atomic_fetch_add_explicit(&t->ctr[c], v, memory_order_relaxed);
+}
+
+static inline gvl_thread_t *gvl__owner(uintptr_t w) {
+  return (gvl_thread_t *)(w & ~GVL__CONTENDED);
+}
+
+#endif /* GVL_INT_H */

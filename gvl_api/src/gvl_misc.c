@@ -1,0 +1,113 @@
+/*
+ * gvl_misc.c -- creation, run-time settings, counters, error strings.
+ */
+#include "gvl_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define KNOWN_FLAGS (GVL_F_TIMING | GVL_F_NOSPIN | GVL_F_NOINTERACTIVE)
+
+static int check_config(const gvl_config_t *c) {
+  if (c->boost_cap_pct > 100 || (c->flags & ~KNOWN_FLAGS)) return EINVAL;
+  if (c->cap_window_ns && c->cap_window_ns < GVL__CAP_BUCKETS) return EINVAL;
+  return 0;
+}
+
+gvl_t *gvl_create(const gvl_config_t *cfg) {
+  static const gvl_config_t defaults;
+  static _Atomic uint64_t next_uid = 1;
+  const gvl_config_t *c = cfg ? cfg : &defaults;
+  gvl_t *g;
+  int rc = check_config(c);
+  if (rc) {
+    errno = rc;
+    return NULL;
+  }
+  if (!(g = calloc(1, sizeof *g))) return NULL;
+  if ((rc = pthread_mutex_init(&g->mu, NULL))) {
+    free(g);
+    errno = rc;
+    return NULL;
+  }
+  atomic_init(&g->word, 0);
+  atomic_init(&g->slice_ns, c->slice_ns ? c->slice_ns : GVL__DEF_SLICE_NS);
+  atomic_init(&g->cap_pct, c->boost_cap_pct ? c->boost_cap_pct : GVL__DEF_CAP_PCT);
+  g->window_ns = c->cap_window_ns ? c->cap_window_ns : GVL__DEF_WINDOW_NS;
+  g->age_ns = c->age_ns ? c->age_ns : GVL__DEF_AGE_NS;
+  /* Spinning only pays when the thread we wait for runs on another CPU. */
+  g->spin_ns = c->spin_ns ? c->spin_ns : GVL__DEF_SPIN_NS;
+  if ((c->flags & GVL_F_NOSPIN) || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+    g->spin_ns = 0;
+  g->flags = c->flags;
+  atomic_init(&g->hook, c->hook);
+  atomic_init(&g->hook_arg, c->hook_arg);
+  g->uid = atomic_fetch_add(&next_uid, 1);
+  gvl__registry_add(g);
+  return g;
+}
+
+int gvl_destroy(gvl_t *g) { return g ? gvl__destroy(g) : EINVAL; }
+
+int gvl_set_slice(gvl_t *g, uint64_t slice_ns) {
+  if (!g || !slice_ns) return EINVAL;
+  atomic_store_explicit(&g->slice_ns, slice_ns, memory_order_relaxed);
+  return 0;
+}
+
+int gvl_set_boost_cap(gvl_t *g, unsigned pct) {
+  if (!g || pct < 1 || pct > 100) return EINVAL;
+  atomic_store_explicit(&g->cap_pct, pct, memory_order_relaxed);
+  return 0;
+}
+
+int gvl_set_hook(gvl_t *g, gvl_hook_cb cb, void *arg) {
+  if (!g) return EINVAL;
+  atomic_store_explicit(&g->hook_arg, arg, memory_order_relaxed);
+  atomic_store_explicit(&g->hook, cb, memory_order_release);
+  return 0;
+}
+
+static void to_stats(const uint64_t *v, gvl_stats_t *out) {
+  out->acquires = v[C_ACQUIRES];
+  out->contended = v[C_CONTENDED];
+  out->handoffs = v[C_HANDOFFS];
+  out->yields = v[C_YIELDS];
+  out->preempt_reqs = v[C_PREEMPT_REQS];
+  out->preemptions = v[C_PREEMPTIONS];
+  out->boosts = v[C_BOOSTS];
+  out->boosts_refused = v[C_BOOSTS_REFUSED];
+  out->interactive = v[C_INTERACTIVE];
+  out->owner_died = v[C_OWNER_DIED];
+  out->wait_ns = v[C_WAIT_NS];
+  out->hold_ns = v[C_HOLD_NS];
+}
+
+int gvl_stats(gvl_t *g, gvl_stats_t *out) {
+  uint64_t v[C__COUNT];
+  if (!g || !out) return EINVAL;
+  pthread_mutex_lock(&g->mu);
+  memcpy(v, g->retired, sizeof v);
+  for (gvl_thread_t *t = g->threads; t; t = t->gnext)
+    for (int i = 0; i < C__COUNT; i++)
+      v[i] += atomic_load_explicit(&t->ctr[i], memory_order_relaxed);
+  pthread_mutex_unlock(&g->mu);
+  to_stats(v, out);
+  return 0;
+}
+
+int gvl_thread_stats(gvl_thread_t *t, gvl_stats_t *out) {
+  uint64_t v[C__COUNT];
+  if (!t || !out) return EINVAL;
+  for (int i = 0; i < C__COUNT; i++)
+    v[i] = atomic_load_explicit(&t->ctr[i], memory_order_relaxed);
+  to_stats(v, out);
+  return 0;
+}
+
+const char *gvl_strerror(int err) {
+  return err == 0 ? "success" : strerror(err);
+}
+
+uint64_t gvl_now_ns(void) { return gvl__now(); }

@@ -1,0 +1,211 @@
+/*
+ * gvl_sync.c -- a mutex and condition variable for host code.
+ *
+ * Their state is guarded by the GVL itself: every call needs it held, so
+ * no extra lock is taken.  A thread that must block releases the GVL and
+ * sleeps until it is handed the GVL again; whoever makes it runnable
+ * (unlock, signal) queues it for the GVL on its behalf.  That way a mutex
+ * handoff costs one wake-up, not two (wake, then wait for the GVL).
+ */
+#include "gvl_int.h"
+
+#define MUTEX_MAGIC 0x67766d75u  /* "gvmu" */
+#define COND_MAGIC  0x67766376u  /* "gvcv" */
+
+/* ---- FIFO of blocked threads (GVL held) ------------------------------------ */
+
+static void wq_push(gvl__waitq_t *q, gvl_thread_t *t) {
+  t->mnext = NULL;
+  t->mprev = q->tail;
+  if (q->tail) q->tail->mnext = t; else q->head = t;
+  q->tail = t;
+}
+
+static void wq_remove(gvl__waitq_t *q, gvl_thread_t *t) {
+  if (t->mprev) t->mprev->mnext = t->mnext; else q->head = t->mnext;
+  if (t->mnext) t->mnext->mprev = t->mprev; else q->tail = t->mprev;
+  t->mnext = t->mprev = NULL;
+}
+
+static gvl_thread_t *wq_pop(gvl__waitq_t *q) {
+  gvl_thread_t *t = q->head;
+  if (t) wq_remove(q, t);
+  return t;
+}
+
+/* ---- checks -------------------------------------------------------------------- */
+
+static int held(gvl_thread_t *t) {
+  int rc = gvl__check_self(t);
+  if (rc) return rc;
+  return atomic_load_explicit(&t->holding, memory_order_relaxed) ? 0 : EPERM;
+}
+
+static int check_m(gvl_thread_t *t, gvl_mutex_t *m) {
+  if (!m || m->magic != MUTEX_MAGIC) return EINVAL;
+  return held(t);
+}
+
+static int check_c(gvl_thread_t *t, gvl_cond_t *c) {
+  if (!c || c->magic != COND_MAGIC) return EINVAL;
+  return held(t);
+}
+
+/* ---- mutex ------------------------------------------------------------------------ */
+
+int gvl_mutex_init(gvl_mutex_t *m) {
+  if (!m) return EINVAL;
+  m->owner = NULL;
+  m->waiters.head = m->waiters.tail = NULL;
+  m->magic = MUTEX_MAGIC;
+  return 0;
+}
+
+int gvl_mutex_destroy(gvl_mutex_t *m) {
+  if (!m || m->magic != MUTEX_MAGIC) return EINVAL;
+  if (m->owner || m->waiters.head) return EBUSY;
+  m->magic = 0;
+  return 0;
+}
+
+/* Give m to w and queue w for the GVL.  The caller holds the GVL. */
+static void grant_mutex(gvl_mutex_t *m, gvl_thread_t *w) {
+  m->owner = w;
+  gvl__enqueue_other(w->g, w, w->prio);
+}
+
+static void unlock_m(gvl_mutex_t *m) {
+  gvl_thread_t *w = wq_pop(&m->waiters);
+  if (w) grant_mutex(m, w);
+  else m->owner = NULL;
+}
+
+/* Give up the GVL and sleep until someone has queued us for it and it has
+ * been handed over. */
+static void block(gvl_thread_t *t) {
+  uint64_t t0 = gvl__now();
+  gvl__drop_for_wait(t);
+  gvl__wait_granted(t->g, t);
+  gvl__after_acquire(t, t0);
+}
+
+int gvl_mutex_lock(gvl_thread_t *t, gvl_mutex_t *m) {
+  int rc = check_m(t, m);
+  if (rc) return rc;
+  if (m->owner == t) return EDEADLK;
+  if (!m->owner) {
+    m->owner = t;
+    return 0;
+  }
+  wq_push(&m->waiters, t);
+  block(t);                    /* returns owning m: unlock handed it over */
+  return 0;
+}
+
+int gvl_mutex_trylock(gvl_thread_t *t, gvl_mutex_t *m) {
+  int rc = check_m(t, m);
+  if (rc) return rc;
+  if (m->owner) return m->owner == t ? EDEADLK : EBUSY;
+  m->owner = t;
+  return 0;
+}
+
+int gvl_mutex_unlock(gvl_thread_t *t, gvl_mutex_t *m) {
+  int rc = check_m(t, m);
+  if (rc) return rc;
+  if (m->owner != t) return EPERM;
+  unlock_m(m);
+  return 0;
+}
+
+/* ---- condition variable ---------------------------------------------------------- */
+
+int gvl_cond_init(gvl_cond_t *c) {
+  if (!c) return EINVAL;
+  c->waiters.head = c->waiters.tail = NULL;
+  c->magic = COND_MAGIC;
+  return 0;
+}
+
+int gvl_cond_destroy(gvl_cond_t *c) {
+  if (!c || c->magic != COND_MAGIC) return EINVAL;
+  if (c->waiters.head) return EBUSY;
+  c->magic = 0;
+  return 0;
+}
+
+/* A waiter leaves the condition either signalled (the signaller moves it
+ * to the mutex or the GVL queue) or timed out (it reacquires by itself).
+ * The CAS on cstate decides which, exactly once. */
+static int cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m,
+                     uint64_t deadline) {
+  int rc = check_c(t, c);
+  if (!rc) rc = check_m(t, m);
+  if (rc) return rc;
+  if (m->owner != t) return EPERM;
+  uint64_t t0 = gvl__now();
+  atomic_store_explicit(&t->cstate, GVL__CW_WAITING, memory_order_relaxed);
+  t->cwait = c;
+  t->cmutex = m;
+  wq_push(&c->waiters, t);
+  unlock_m(m);
+  gvl__drop_for_wait(t);
+  if (gvl__wait_granted_until(t->g, t, deadline)) {
+    gvl__after_acquire(t, t0);
+    return 0;
+  }
+  int exp = GVL__CW_WAITING;
+  if (!atomic_compare_exchange_strong(&t->cstate, &exp, GVL__CW_TIMEDOUT)) {
+    gvl__wait_granted(t->g, t);    /* signalled meanwhile: it is coming */
+    gvl__after_acquire(t, t0);
+    return 0;
+  }
+  (void)gvl__acquire(t, t->prio, false);
+  if (t->cwait) {                  /* still linked: nobody popped us */
+    wq_remove(&c->waiters, t);
+    t->cwait = NULL;
+  }
+  (void)gvl_mutex_lock(t, m);
+  return ETIMEDOUT;
+}
+
+int gvl_cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m) {
+  return cond_wait(t, c, m, 0);
+}
+
+int gvl_cond_timedwait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m,
+                       uint64_t timeout_ns) {
+  uint64_t d = gvl__now() + timeout_ns;
+  return cond_wait(t, c, m, d);
+}
+
+/* Wake the first waiter that has not timed out.  Returns 1 if one was. */
+static int signal_one(gvl_cond_t *c) {
+  gvl_thread_t *w;
+  while ((w = wq_pop(&c->waiters))) {
+    int exp = GVL__CW_WAITING;
+    w->cwait = NULL;
+    if (!atomic_compare_exchange_strong(&w->cstate, &exp, GVL__CW_SIGNALED))
+      continue;                    /* timed out: it reacquires by itself */
+    gvl_mutex_t *m = w->cmutex;
+    if (m->owner) wq_push(&m->waiters, w);
+    else grant_mutex(m, w);
+    return 1;
+  }
+  return 0;
+}
+
+int gvl_cond_signal(gvl_thread_t *t, gvl_cond_t *c) {
+  int rc = check_c(t, c);
+  if (rc) return rc;
+  (void)signal_one(c);
+  return 0;
+}
+
+int gvl_cond_broadcast(gvl_thread_t *t, gvl_cond_t *c) {
+  int rc = check_c(t, c);
+  if (rc) return rc;
+  while (signal_one(c)) {
+  }
+  return 0;
+}

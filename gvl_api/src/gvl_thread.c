@@ -1,0 +1,320 @@
+/*
+ * gvl_thread.c -- attaching threads, foreign threads (gvl_call_with),
+ * threads that exit holding the GVL, and fork().
+ *
+ * Two pieces of process-wide state, both unavoidable:
+ *  - a thread-local list of the calling thread's attachments, with a
+ *    pthread key whose destructor detaches them when the thread exits
+ *    (that is how a thread exiting while holding the GVL is detected);
+ *  - a registry of live GVLs, so that pthread_atfork can make every GVL
+ *    consistent in the child.
+ */
+#include "gvl_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_key_t tls_key;
+static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static gvl_t *registry;                     /* guarded by registry_mu */
+static _Thread_local gvl_thread_t *tls_head; /* this thread's attachments */
+
+static void tls_destructor(void *unused);
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+
+static void init_once(void) {
+  if (pthread_key_create(&tls_key, tls_destructor)) abort();
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+int gvl__check_self(gvl_thread_t *t) {
+  if (!t || !t->g) return EINVAL;
+  if (!pthread_equal(t->tid, pthread_self())) return EPERM;
+  return 0;
+}
+
+void gvl__registry_add(gvl_t *g) {
+  pthread_once(&once, init_once);
+  pthread_mutex_lock(&registry_mu);
+  g->rnext = registry;
+  g->rprev = NULL;
+  if (registry) registry->rprev = g;
+  registry = g;
+  pthread_mutex_unlock(&registry_mu);
+}
+
+/* ---- thread list of a GVL (g->mu held) ---------------------------------- */
+
+static void glist_add(gvl_t *g, gvl_thread_t *t) {
+  t->gprev = NULL;
+  t->gnext = g->threads;
+  if (g->threads) g->threads->gprev = t;
+  g->threads = t;
+  if (!t->foreign) g->nthreads++;
+}
+
+static void glist_remove(gvl_t *g, gvl_thread_t *t) {
+  if (t->gprev) t->gprev->gnext = t->gnext; else g->threads = t->gnext;
+  if (t->gnext) t->gnext->gprev = t->gprev;
+  if (!t->foreign) g->nthreads--;
+  for (int i = 0; i < C__COUNT; i++)
+    g->retired[i] += atomic_load_explicit(&t->ctr[i], memory_order_relaxed);
+}
+
+/* ---- this thread's attachments ------------------------------------------- */
+
+static void tls_remove(gvl_thread_t *t) {
+  for (gvl_thread_t **pp = &tls_head; *pp; pp = &(*pp)->tls_next)
+    if (*pp == t) {
+      *pp = t->tls_next;
+      break;
+    }
+  if (!tls_head) pthread_setspecific(tls_key, NULL);
+}
+
+static void thread_free(gvl_thread_t *t) {
+  gvl__park_fini(&t->park);
+  pthread_mutex_destroy(&t->ilock);
+  free(t);
+}
+
+/* Free entries whose GVL was destroyed; return the live one for g. */
+static gvl_thread_t *tls_find(gvl_t *g) {
+  gvl_thread_t **pp = &tls_head, *t;
+  while ((t = *pp)) {
+    if (atomic_load_explicit(&t->orphan, memory_order_acquire)) {
+      *pp = t->tls_next;
+      thread_free(t);
+      continue;
+    }
+    if (t->g == g) return t;
+    pp = &t->tls_next;
+  }
+  return NULL;
+}
+
+static gvl_thread_t *attach(gvl_t *g, int prio, bool foreign) {
+  gvl_thread_t *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  if (gvl__park_init(&t->park) || pthread_mutex_init(&t->ilock, NULL)) {
+    free(t);
+    errno = ENOMEM;
+    return NULL;
+  }
+  t->g = g;
+  t->tid = pthread_self();
+  t->prio = prio;
+  t->foreign = foreign;
+  pthread_mutex_lock(&g->mu);
+  glist_add(g, t);
+  pthread_mutex_unlock(&g->mu);
+  t->tls_next = tls_head;
+  tls_head = t;
+  pthread_setspecific(tls_key, t);
+  return t;
+}
+
+gvl_thread_t *gvl_thread_attach(gvl_t *g, int prio) {
+  gvl_thread_t *t;
+  if (!g || prio < GVL_PRIO_MIN || prio > GVL_PRIO_MAX) {
+    errno = EINVAL;
+    return NULL;
+  }
+  pthread_once(&once, init_once);
+  pthread_mutex_lock(&registry_mu);  /* orders against gvl_destroy */
+  t = tls_find(g);
+  pthread_mutex_unlock(&registry_mu);
+  if (t && !t->foreign) {
+    errno = EEXIST;
+    return NULL;
+  }
+  if (t) {                  /* adopt the attachment gvl_call_with cached */
+    pthread_mutex_lock(&g->mu);
+    t->foreign = false;
+    g->nthreads++;
+    pthread_mutex_unlock(&g->mu);
+    t->prio = prio;
+    return t;
+  }
+  return attach(g, prio, false);
+}
+
+static void detach(gvl_thread_t *t) {
+  gvl_t *g = t->g;
+  pthread_mutex_lock(&g->mu);
+  glist_remove(g, t);
+  pthread_mutex_unlock(&g->mu);
+  tls_remove(t);
+  thread_free(t);
+}
+
+int gvl_thread_detach(gvl_thread_t *t) {
+  int rc = gvl__check_self(t);
+  if (rc) return rc;
+  if (atomic_load_explicit(&t->holding, memory_order_relaxed) || t->call_depth)
+    return EBUSY;
+  pthread_mutex_lock(&registry_mu);
+  detach(t);
+  pthread_mutex_unlock(&registry_mu);
+  return 0;
+}
+
+/* Runs when a thread with attachments exits.  A thread that still holds a
+ * GVL has died holding it: report it and hand the GVL on. */
+static void tls_destructor(void *unused) {
+  (void)unused;
+  pthread_mutex_lock(&registry_mu);
+  while (tls_head) {
+    gvl_thread_t *t = tls_head;
+    if (atomic_load_explicit(&t->orphan, memory_order_relaxed)) {
+      tls_head = t->tls_next;
+      thread_free(t);
+      continue;
+    }
+    if (atomic_load_explicit(&t->holding, memory_order_relaxed)) {
+      gvl__ctr_add(t, C_OWNER_DIED, 1);
+      gvl__hook(t->g, t, GVL_EV_OWNER_DIED);
+      (void)gvl__release(t);
+    }
+    detach(t);
+  }
+  pthread_mutex_unlock(&registry_mu);
+}
+
+gvl_thread_t *gvl_thread_self(gvl_t *g) {
+  gvl_thread_t *t;
+  if (!g) return NULL;
+  t = tls_find(g);
+  return t && !t->foreign ? t : NULL;
+}
+
+gvl_t *gvl_thread_gvl(gvl_thread_t *t) { return t ? t->g : NULL; }
+
+int gvl_thread_holds(gvl_thread_t *t) {
+  return t && atomic_load_explicit(&t->holding, memory_order_relaxed);
+}
+
+int gvl_thread_set_prio(gvl_thread_t *t, int prio) {
+  int rc = gvl__check_self(t);
+  if (rc) return rc;
+  if (prio < GVL_PRIO_MIN || prio > GVL_PRIO_MAX) return EINVAL;
+  t->prio = prio;
+  return 0;
+}
+
+int gvl_thread_set_interactive(gvl_thread_t *t, int on) {
+  int rc = gvl__check_self(t);
+  if (rc) return rc;
+  if (on != 0 && on != 1) return EINVAL;
+  t->interactive_off = !on;
+  return 0;
+}
+
+/* ---- foreign threads ------------------------------------------------------ */
+
+void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *), void *arg) {
+  gvl_thread_t *t;
+  void *ret;
+  int rc, saved;
+  if (!g || !fn || prio < GVL_PRIO_MIN || prio > GVL_PRIO_MAX) {
+    errno = EINVAL;
+    return NULL;
+  }
+  pthread_once(&once, init_once);
+  t = tls_find(g);
+  if (t && atomic_load_explicit(&t->holding, memory_order_relaxed))
+    return fn(arg);
+  if (!t && !(t = attach(g, prio, true))) return NULL;
+  t->call_depth++;
+  if ((rc = gvl__acquire(t, prio, false))) {
+    t->call_depth--;
+    errno = rc;
+    return NULL;
+  }
+  ret = fn(arg);
+  saved = errno;
+  (void)gvl__release(t);
+  t->call_depth--;
+  errno = saved;
+  return ret;
+}
+
+/* ---- destroy ---------------------------------------------------------------- */
+
+int gvl__destroy(gvl_t *g) {
+  pthread_mutex_lock(&registry_mu);
+  pthread_mutex_lock(&g->mu);
+  if (g->nthreads > 0 || atomic_load_explicit(&g->word, memory_order_relaxed)) {
+    pthread_mutex_unlock(&g->mu);
+    pthread_mutex_unlock(&registry_mu);
+    return EBUSY;
+  }
+  /* Only idle cached foreign attachments are left: orphan them.  Their
+   * threads free them on their next gvl_call_with, attach, or exit; all of
+   * those take registry_mu, which we hold. */
+  for (gvl_thread_t *t = g->threads, *next; t; t = next) {
+    next = t->gnext;           /* t may be freed as soon as it is orphaned */
+    atomic_store_explicit(&t->orphan, true, memory_order_release);
+  }
+  pthread_mutex_unlock(&g->mu);
+  if (g->rprev) g->rprev->rnext = g->rnext; else registry = g->rnext;
+  if (g->rnext) g->rnext->rprev = g->rprev;
+  pthread_mutex_unlock(&registry_mu);
+  pthread_mutex_destroy(&g->mu);
+  free(g);
+  return 0;
+}
+
+/* ---- fork ----------------------------------------------------------------------
+ * prepare takes every lock so the child inherits consistent state; the
+ * child then forgets every thread but the one that forked. */
+
+static void fork_prepare(void) {
+  pthread_mutex_lock(&registry_mu);
+  for (gvl_t *g = registry; g; g = g->rnext) pthread_mutex_lock(&g->mu);
+}
+
+static void fork_parent(void) {
+  for (gvl_t *g = registry; g; g = g->rnext) pthread_mutex_unlock(&g->mu);
+  pthread_mutex_unlock(&registry_mu);
+}
+
+static void fork_child_gvl(gvl_t *g, pthread_t self) {
+  gvl_thread_t *t = g->threads, *next, *owner;
+  owner = gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
+  /* The forking thread keeps the GVL if it held it; otherwise it is free. */
+  bool mine = owner && pthread_equal(owner->tid, self) &&
+              atomic_load_explicit(&owner->holding, memory_order_relaxed);
+  g->threads = NULL;
+  g->nthreads = 0;
+  g->qhead = g->qtail = g->timer = NULL;
+  for (; t; t = next) {
+    next = t->gnext;
+    if (!pthread_equal(t->tid, self)) {
+      /* Its thread does not exist here; its locks may be held forever,
+       * so the memory is released without destroying them. */
+      for (int i = 0; i < C__COUNT; i++)
+        g->retired[i] += atomic_load_explicit(&t->ctr[i], memory_order_relaxed);
+      free(t);
+      continue;
+    }
+    t->queued = false;
+    t->qnext = t->qprev = NULL;
+    atomic_store_explicit(&t->is_timer, 0, memory_order_relaxed);
+    pthread_mutex_init(&t->ilock, NULL);
+    gvl__park_after_fork(&t->park);
+    glist_add(g, t);
+  }
+  atomic_store_explicit(&g->word, mine ? (uintptr_t)owner : 0,
+                        memory_order_relaxed);
+  pthread_mutex_init(&g->mu, NULL);
+}
+
+static void fork_child(void) {
+  pthread_t self = pthread_self();
+  for (gvl_t *g = registry; g; g = g->rnext) fork_child_gvl(g, self);
+  pthread_mutex_init(&registry_mu, NULL);
+}
