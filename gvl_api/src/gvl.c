@@ -31,10 +31,15 @@ uint64_t gvl__now(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Instrumentation: the tracer (gvl_trace.c) and the user's hook.  With
+ * both off this is two plain loads and a branch. */
 void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev) {
   gvl_hook_cb cb = atomic_load_explicit(&g->hook, memory_order_acquire);
-  if (cb) cb(atomic_load_explicit(&g->hook_arg, memory_order_relaxed), t, ev,
-             gvl__now());
+  void *tr = atomic_load_explicit(&g->trace, memory_order_acquire);
+  if (!cb && !tr) return;
+  uint64_t now = gvl__now();
+  if (tr) gvl__trace_event(g, t, ev, now);
+  if (cb) cb(atomic_load_explicit(&g->hook_arg, memory_order_relaxed), t, ev, now);
 }
 
 static void set_ints(gvl_thread_t *t, uint32_t bit) {
@@ -255,6 +260,7 @@ static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
         t->boosted = prio > 0;
         ctr_own_inc(t, C_ACQUIRES);
         if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
+        gvl__hook(g, t, GVL_EV_RESUMED);
         return 0;
       }
       continue;
@@ -300,6 +306,7 @@ int gvl__acquire(gvl_thread_t *t, int prio, bool ia) {
     ctr_own_inc(t, C_ACQUIRES);
     if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
     if (ia) gvl__ctr_add(t, C_INTERACTIVE, 1);
+    gvl__hook(g, t, GVL_EV_RESUMED);
     return 0;
   }
   return acquire_slow(g, t, prio, ia);

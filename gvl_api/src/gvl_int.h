@@ -126,6 +126,7 @@ struct gvl_s {
   uint64_t cap_epoch[GVL__CAP_BUCKETS];  /* bucket's window index; mu      */
   _Atomic(gvl_hook_cb) hook;
   void *_Atomic hook_arg;
+  void *_Atomic trace;          /* tracer state when tracing, else NULL    */
   gvl_thread_t *threads;        /* attached threads; mu                    */
   int nthreads;                 /* explicit (non-foreign) attached; mu     */
   uint64_t retired[C__COUNT];   /* counters of detached threads; mu       */
@@ -144,6 +145,11 @@ void gvl__wait_granted(gvl_t *g, gvl_thread_t *t);
 void gvl__drop_for_wait(gvl_thread_t *t);
 bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t, uint64_t deadline);
 void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0);
+
+/* gvl_trace.c */
+void gvl__trace_event(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now);
+void gvl__trace_env(gvl_t *g);     /* GVLOOP_TRACE at creation */
+void gvl__trace_fini(gvl_t *g);    /* flush and free at destroy */
 
 /* gvl_thread.c */
 int  gvl__check_self(gvl_thread_t *t);

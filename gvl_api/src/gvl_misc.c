@@ -45,6 +45,7 @@ gvl_t *gvl_create(const gvl_config_t *cfg) {
   atomic_init(&g->hook_arg, c->hook_arg);
   g->uid = atomic_fetch_add(&next_uid, 1);
   gvl__registry_add(g);
+  gvl__trace_env(g);
   return g;
 }
 

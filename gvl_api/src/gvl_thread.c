@@ -263,6 +263,7 @@ int gvl__destroy(gvl_t *g) {
   if (g->rprev) g->rprev->rnext = g->rnext; else registry = g->rnext;
   if (g->rnext) g->rnext->rprev = g->rprev;
   pthread_mutex_unlock(&registry_mu);
+  gvl__trace_fini(g);
   pthread_mutex_destroy(&g->mu);
   free(g);
   return 0;
