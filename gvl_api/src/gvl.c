@@ -312,9 +312,31 @@ int gvl__acquire(gvl_thread_t *t, int prio, bool ia) {
   return acquire_slow(g, t, prio, ia);
 }
 
+static inline bool instrumented(gvl_t *g) {
+  return atomic_load_explicit(&g->hook, memory_order_relaxed) ||
+         atomic_load_explicit(&g->trace, memory_order_relaxed) ||
+         (g->flags & GVL_F_TIMING);
+}
+
+/* The uncontended path, kept lean because it is what a single-threaded
+ * interpreter pays on every blocking call: checks, one CAS, a few stores. */
 int gvl_acquire(gvl_thread_t *t) {
   int rc = gvl__check_self(t);
-  return rc ? rc : gvl__acquire(t, t->prio, false);
+  if (rc) return rc;
+  gvl_t *g = t->g;
+  uintptr_t exp = 0;
+  if (t->prio > 0 || instrumented(g)) return gvl__acquire(t, t->prio, false);
+  if (atomic_load_explicit(&t->holding, memory_order_relaxed)) return EDEADLK;
+  t->req_prio = t->prio;
+  atomic_store_explicit(&t->hold_prio, t->prio, memory_order_relaxed);
+  if (!atomic_compare_exchange_strong_explicit(&g->word, &exp, (uintptr_t)t,
+          memory_order_acq_rel, memory_order_relaxed))
+    return acquire_slow(g, t, t->prio, false);
+  atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
+  t->boosted = false;
+  t->hold_t0 = 0;
+  ctr_own_inc(t, C_ACQUIRES);
+  return 0;
 }
 
 int gvl_acquire_prio(gvl_thread_t *t, int prio) {
@@ -370,7 +392,17 @@ int gvl__release(gvl_thread_t *t) {
 
 int gvl_release(gvl_thread_t *t) {
   int rc = gvl__check_self(t);
-  return rc ? rc : gvl__release(t);
+  if (rc) return rc;
+  gvl_t *g = t->g;
+  uintptr_t exp = (uintptr_t)t;
+  if (t->boosted || t->hold_t0 || instrumented(g)) return gvl__release(t);
+  if (!atomic_load_explicit(&t->holding, memory_order_relaxed)) return EPERM;
+  atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
+  if (atomic_compare_exchange_strong_explicit(&g->word, &exp, 0,
+          memory_order_release, memory_order_relaxed))
+    return 0;
+  atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
+  return gvl__release(t);
 }
 
 /* Hand the GVL to the best waiter and queue behind it.  A thread that

@@ -64,6 +64,7 @@ struct gvl_thread_s {
   struct gvl__thread_head head; /* ints: must stay first (gvl_check_ints) */
   gvl_t *g;                     /* dangling once orphan is set             */
   pthread_t tid;                /* owning OS thread                        */
+  const char *self_key;         /* &gvl__self_key of that thread           */
   int prio;                     /* base priority; owner thread only        */
   int req_prio;                 /* priority asked for by the current hold  */
   _Atomic int hold_prio;        /* prio of the current hold; read by waiters
@@ -152,7 +153,17 @@ void gvl__trace_env(gvl_t *g);     /* GVLOOP_TRACE at creation */
 void gvl__trace_fini(gvl_t *g);    /* flush and free at destroy */
 
 /* gvl_thread.c */
-int  gvl__check_self(gvl_thread_t *t);
+/* Each OS thread's identity for handle checks: the address of a
+ * thread-local byte.  Cheaper than pthread_self(), which is a call;
+ * initial-exec keeps it a single %fs-relative lea in the shared library. */
+extern _Thread_local char gvl__self_key
+    __attribute__((tls_model("initial-exec")));
+
+static inline int gvl__check_self(gvl_thread_t *t) {
+  if (__builtin_expect(!t || !t->g, 0)) return EINVAL;
+  if (__builtin_expect(t->self_key != &gvl__self_key, 0)) return EPERM;
+  return 0;
+}
 void gvl__registry_add(gvl_t *g);
 int  gvl__destroy(gvl_t *g);
 

@@ -30,11 +30,7 @@ static void init_once(void) {
   pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-int gvl__check_self(gvl_thread_t *t) {
-  if (!t || !t->g) return EINVAL;
-  if (!pthread_equal(t->tid, pthread_self())) return EPERM;
-  return 0;
-}
+_Thread_local char gvl__self_key __attribute__((tls_model("initial-exec")));
 
 void gvl__registry_add(gvl_t *g) {
   pthread_once(&once, init_once);
@@ -106,6 +102,7 @@ static gvl_thread_t *attach(gvl_t *g, int prio, bool foreign) {
   }
   t->g = g;
   t->tid = pthread_self();
+  t->self_key = &gvl__self_key;
   t->prio = prio;
   t->foreign = foreign;
   pthread_mutex_lock(&g->mu);
