@@ -212,7 +212,12 @@ static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
  * none).  Returns true when granted. */
 bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
                                uint64_t user_deadline) {
-  if (t->spin_hint && g->spin_ns && spin_for_grant(g, t)) return true;
+  /* Spin when a quick handoff is expected: asked for by a boost, or this
+   * thread's last wait was itself short (ping-pong, Thread.pass loops).
+   * A thread that waited a whole slice last time goes straight to sleep. */
+  if (g->spin_ns && (t->spin_hint || t->last_wait_ns <= g->spin_ns) &&
+      spin_for_grant(g, t))
+    return true;
   for (;;) {
     uint32_t seq = atomic_load_explicit(&t->park.seq, memory_order_acquire);
     if (atomic_load_explicit(&t->granted, memory_order_acquire)) return true;
@@ -241,6 +246,7 @@ void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
   ctr_own_inc(t, C_ACQUIRES);
   gvl__ctr_add(t, C_CONTENDED, 1);
   gvl__ctr_add(t, C_WAIT_NS, now - wait_t0);
+  t->last_wait_ns = now - wait_t0;
   if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
   gvl__hook(t->g, t, GVL_EV_RESUMED);
 }

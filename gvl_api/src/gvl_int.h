@@ -47,6 +47,7 @@ enum {
 /* Platform parking: each thread sleeps on its own word (futex on Linux). */
 typedef struct {
   _Atomic uint32_t seq;   /* bumped by every wake                          */
+  _Atomic uint32_t sleepers; /* 1 while the owner may be in the kernel     */
 #ifndef GVL__PARK_FUTEX
   pthread_mutex_t mu;     /* portable fallback only                        */
   pthread_cond_t cv;
@@ -73,8 +74,7 @@ struct gvl_thread_s {
   int boosted;                  /* current hold counts against the cap     */
   int interactive_off;          /* owner thread only                       */
   uint64_t hold_t0;             /* start of the current hold, 0 = unknown  */
-  uint64_t last_block_ns;       /* length of the last blocking region      */
-  uint64_t recent_hold_ns;      /* decayed GVL use, for interactivity      */
+  uint64_t last_wait_ns;        /* length of the last wait for the GVL     */
 
   /* Wait queue node; all guarded by g->mu. */
   gvl_thread_t *qnext, *qprev;

@@ -16,6 +16,7 @@
 
 int gvl__park_init(gvl__park_t *p) {
   atomic_init(&p->seq, 0);
+  atomic_init(&p->sleepers, 0);
   return 0;
 }
 
@@ -33,11 +34,19 @@ void gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns) {
     ts.tv_nsec = (long)(rel % 1000000000u);
     tsp = &ts;
   }
+  /* Announce the sleep, then let the kernel re-check seq.  Paired with the
+   * waker's seq bump then sleepers load (both seq_cst): either the waker sees
+   * us and issues the wake, or the kernel sees the new seq and returns. */
+  atomic_store(&p->sleepers, 1);
   /* EINTR, EAGAIN (seq moved) and ETIMEDOUT all just return: callers loop. */
   syscall(SYS_futex, &p->seq, FUTEX_WAIT_PRIVATE, seq, tsp, NULL, 0);
+  atomic_store_explicit(&p->sleepers, 0, memory_order_relaxed);
 }
 
+/* A waiter that is spinning, or has not gone to sleep yet, needs no
+ * system call: it sees the new seq by itself. */
 void gvl__park_wake(gvl__park_t *p) {
-  atomic_fetch_add_explicit(&p->seq, 1, memory_order_release);
-  syscall(SYS_futex, &p->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  atomic_fetch_add(&p->seq, 1);
+  if (atomic_load(&p->sleepers))
+    syscall(SYS_futex, &p->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
