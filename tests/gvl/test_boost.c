@@ -1,0 +1,119 @@
+/*
+ * Priority boost: gvl_acquire_prio above the holder's priority sets the
+ * holder's preempt request at once, so a holder that only passes safe points
+ * gives the GVL up without waiting for its slice (an hour here).  A waiter at
+ * the holder's priority or below does not.
+ */
+#include "tgvl.h"
+
+static gvl_t *g;
+static tgvl_log_t hlog;
+static volatile int flag;          /* guarded by the GVL */
+static atomic_uint waiter_ran;     /* set by the waiter under the GVL */
+static gvl_thread_t *booster_t;    /* written before the flag is set */
+static pthread_t booster_self;
+
+static void *booster(void *arg) {
+  int prio = *(int *)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire_prio(t, prio));
+  booster_t = t;
+  booster_self = pthread_self();
+  flag = 1;
+  atomic_store(&waiter_ran, 1);
+  gvl_stats_t s = tgvl_tstats(t);
+  CHECK_EQ(s.handoffs, 1);
+  CHECK_EQ(s.contended, 1);
+  if (prio > 0) CHECK_EQ(s.boosts, 1);
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* The holder loops on safe points until a boosted waiter got in. */
+static void boost_preempts(int prio) {
+  gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
+  tgvl_log_reset(&hlog);
+  g = gvl_create(&cfg);
+  CHECK(g != NULL);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  CHECK_OK(gvl_acquire(me));
+  flag = 0;
+
+  pthread_t th;
+  tgvl_spawn(&th, booster, &prio);
+  while (!flag) CHECK_OK(gvl_check_ints(me));
+  CHECK(gvl_thread_holds(me));
+  CHECK_OK(gvl_release(me));
+  tgvl_join(th);
+
+  gvl_stats_t ms = tgvl_tstats(me);
+  CHECK_EQ(ms.preempt_reqs, 1);
+  CHECK_EQ(ms.preemptions, 1);
+  CHECK_EQ(ms.handoffs, 1); /* got it back from the booster */
+  gvl_stats_t s = tgvl_stats(g);
+  CHECK_EQ(s.preempt_reqs, 1);
+  CHECK_EQ(s.preemptions, 1);
+  CHECK_EQ(s.boosts, 1);
+  CHECK_EQ(s.boosts_refused, 0);
+  CHECK_EQ(s.handoffs, 2);
+  /* The request is reported on the requesting thread, about the holder. */
+  CHECK_EQ(tgvl_count(&hlog, GVL_EV_PREEMPT_REQ), 1);
+  int seen = 0;
+  for (unsigned i = 0; i < atomic_load(&hlog.n) && i < TGVL_LOG_MAX; i++) {
+    if (hlog.ev[i].ev != GVL_EV_PREEMPT_REQ) continue;
+    CHECK(hlog.ev[i].t == me);
+    CHECK(pthread_equal(hlog.ev[i].self, booster_self));
+    seen++;
+  }
+  CHECK_EQ(seen, 1);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* A waiter not above the holder's priority gets no preempt request sent for
+ * it before the (hour-long) slice ends: the holder passes many safe points
+ * and keeps the GVL. */
+static void no_preempt_at_equal_prio(int holder_prio, int waiter_prio) {
+  gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
+  tgvl_log_reset(&hlog);
+  g = gvl_create(&cfg);
+  CHECK(g != NULL);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  CHECK_OK(gvl_acquire_prio(me, holder_prio));
+  flag = 0;
+  atomic_store(&waiter_ran, 0);
+
+  pthread_t th;
+  tgvl_spawn(&th, booster, &waiter_prio);
+  tgvl_wait_ge(&hlog.count[GVL_EV_READY], 1);
+  for (int i = 0; i < 200000; i++) CHECK_OK(gvl_check_ints(me));
+  tgvl_sleep_us(2000); /* give a wrong preempt request time to show */
+  for (int i = 0; i < 200000; i++) CHECK_OK(gvl_check_ints(me));
+  CHECK_EQ(atomic_load(&waiter_ran), 0);
+  CHECK_EQ(flag, 0);
+  gvl_stats_t ms = tgvl_tstats(me);
+  CHECK_EQ(ms.preempt_reqs, 0);
+  CHECK_EQ(ms.preemptions, 0);
+  CHECK_EQ(tgvl_count(&hlog, GVL_EV_PREEMPT_REQ), 0);
+  CHECK_OK(gvl_release(me));
+  tgvl_join(th);
+  CHECK_EQ(flag, 1);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
+int main(void) {
+  tgvl_watchdog(60);
+  boost_preempts(GVL_PRIO_BOOST);
+  boost_preempts(1);
+  boost_preempts(GVL_PRIO_MAX);
+  no_preempt_at_equal_prio(0, 0);
+  no_preempt_at_equal_prio(0, -5);
+  no_preempt_at_equal_prio(GVL_PRIO_BOOST, GVL_PRIO_BOOST);
+  puts("ok");
+  return 0;
+}

@@ -1,0 +1,241 @@
+/*
+ * gvl_call_without: fn runs without the GVL and its result is returned with
+ * the GVL held again; other threads get the GVL while fn blocks; the ubf is
+ * called by gvl_thread_interrupt while fn blocks; a pending interrupt keeps
+ * fn from being called (EINTR); gvl_check_ints returns EINTR once after an
+ * interrupt.
+ */
+#include "tgvl.h"
+
+#include <semaphore.h>
+
+static gvl_t *g;
+static gvl_thread_t *main_t;
+
+/* ---- result and GVL state ------------------------------------------------ */
+
+static void *not_holding(void *arg) {
+  CHECK(!gvl_thread_holds(main_t));
+  return arg;
+}
+
+static void basic(void) {
+  int x;
+  CHECK_OK(gvl_acquire(main_t));
+  for (int i = 0; i < 100; i++) {
+    CHECK(gvl_call_without(main_t, not_holding, &x, NULL, NULL) == &x);
+    CHECK(gvl_thread_holds(main_t));
+  }
+  errno = 0;
+  CHECK(gvl_call_without(main_t, not_holding, NULL, NULL, NULL) == NULL);
+  CHECK_EQ(errno, 0); /* a NULL result from fn is not an error */
+  CHECK_OK(gvl_release(main_t));
+}
+
+/* ---- others run during fn ------------------------------------------------ */
+
+static sem_t other_ran;
+static volatile int other_count; /* guarded by the GVL */
+
+static void *other(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  other_count++;
+  CHECK_OK(sem_post(&other_ran)); /* while holding the GVL */
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* Blocks until `other` has held the GVL: would deadlock if fn ran with the
+ * GVL held (the watchdog would fail the test). */
+static void *wait_other(void *arg) {
+  while (sem_wait(&other_ran) != 0) CHECK_EQ(errno, EINTR);
+  return arg;
+}
+
+static void others_run(void) {
+  pthread_t th;
+  CHECK_OK(sem_init(&other_ran, 0, 0));
+  other_count = 0;
+  CHECK_OK(gvl_acquire(main_t));
+  tgvl_spawn(&th, other, NULL);
+  CHECK(gvl_call_without(main_t, wait_other, &th, NULL, NULL) == &th);
+  CHECK(gvl_thread_holds(main_t));
+  CHECK_EQ(other_count, 1);
+  CHECK_OK(gvl_release(main_t));
+  tgvl_join(th);
+  CHECK_OK(sem_destroy(&other_ran));
+}
+
+/* ---- ubf ----------------------------------------------------------------- */
+
+static int pipefd[2];
+static atomic_uint entered;
+static atomic_uint ubf_calls;
+
+static void *read_pipe(void *arg) {
+  char c;
+  atomic_store(&entered, 1);
+  ssize_t n;
+  while ((n = read(pipefd[0], &c, 1)) < 0 && errno == EINTR) {
+  }
+  CHECK_EQ(n, 1);
+  return arg;
+}
+
+static void write_pipe(void *arg) {
+  CHECK(arg == &pipefd);
+  atomic_fetch_add(&ubf_calls, 1);
+  char c = 'x';
+  CHECK_EQ(write(pipefd[1], &c, 1), 1);
+}
+
+static void *interrupter(void *arg) {
+  (void)arg;
+  tgvl_wait_ge(&entered, 1);
+  CHECK_OK(gvl_thread_interrupt(main_t));
+  return NULL;
+}
+
+static void ubf_wakes_fn(void) {
+  pthread_t th;
+  CHECK_OK(pipe(pipefd));
+  atomic_store(&entered, 0);
+  atomic_store(&ubf_calls, 0);
+  CHECK_OK(gvl_acquire(main_t));
+  tgvl_spawn(&th, interrupter, NULL);
+  CHECK(gvl_call_without(main_t, read_pipe, &th, write_pipe, &pipefd) == &th);
+  CHECK(gvl_thread_holds(main_t));
+  tgvl_join(th);
+  CHECK_EQ(atomic_load(&ubf_calls), 1);
+  /* The interrupt is still reported at the next safe point, once. */
+  CHECK_EQ(gvl_check_ints(main_t), EINTR);
+  CHECK_OK(gvl_check_ints(main_t));
+  CHECK_OK(gvl_release(main_t));
+  close(pipefd[0]);
+  close(pipefd[1]);
+}
+
+/* ---- pending interrupt ----------------------------------------------------- */
+
+static atomic_uint fn_calls;
+
+static void *count_call(void *arg) {
+  atomic_fetch_add(&fn_calls, 1);
+  return arg;
+}
+
+static void pending_interrupt(void) {
+  atomic_store(&fn_calls, 0);
+  atomic_store(&ubf_calls, 0);
+  CHECK_OK(gvl_acquire(main_t));
+  CHECK_OK(gvl_thread_interrupt(main_t));
+  CHECK_NULL_ERRNO(gvl_call_without(main_t, count_call, &fn_calls,
+                                    write_pipe, &pipefd), EINTR);
+  CHECK_EQ(atomic_load(&fn_calls), 0);
+  CHECK(gvl_thread_holds(main_t));
+  /* Whatever the pending state, a later interrupt-free round works. */
+  (void)gvl_check_ints(main_t);
+  CHECK_OK(gvl_check_ints(main_t));
+  CHECK(gvl_call_without(main_t, count_call, &fn_calls, NULL, NULL) ==
+        &fn_calls);
+  CHECK_EQ(atomic_load(&fn_calls), 1);
+  CHECK_OK(gvl_release(main_t));
+}
+
+/* ---- check_ints and EINTR -------------------------------------------------- */
+
+static atomic_uint looping;
+
+static void *interrupt_when_looping(void *arg) {
+  (void)arg;
+  tgvl_wait_ge(&looping, 1);
+  CHECK_OK(gvl_thread_interrupt(main_t));
+  return NULL;
+}
+
+static void check_ints_eintr(void) {
+  CHECK_OK(gvl_acquire(main_t));
+  CHECK_OK(gvl_check_ints(main_t));
+  CHECK_OK(gvl_thread_interrupt(main_t)); /* from itself */
+  CHECK_EQ(gvl_check_ints(main_t), EINTR);
+  CHECK_OK(gvl_check_ints(main_t));
+  /* Two interrupts before a safe point are still reported once. */
+  CHECK_OK(gvl_thread_interrupt(main_t));
+  CHECK_OK(gvl_thread_interrupt(main_t));
+  CHECK_EQ(gvl_check_ints(main_t), EINTR);
+  CHECK_OK(gvl_check_ints(main_t));
+
+  /* From another thread while looping on safe points. */
+  pthread_t th;
+  atomic_store(&looping, 0);
+  tgvl_spawn(&th, interrupt_when_looping, NULL);
+  int r;
+  atomic_store(&looping, 1);
+  while ((r = gvl_check_ints(main_t)) == 0) {
+  }
+  CHECK_EQ(r, EINTR);
+  CHECK(gvl_thread_holds(main_t));
+  CHECK_OK(gvl_check_ints(main_t));
+  tgvl_join(th);
+  CHECK_OK(gvl_release(main_t));
+}
+
+/* ---- contended reacquire ------------------------------------------------------ */
+
+static atomic_uint second_in;
+static volatile int second_done; /* guarded by the GVL */
+
+static void *second(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  atomic_store(&second_in, 1);
+  for (int i = 0; i < 1000; i++) CHECK_OK(gvl_check_ints(t));
+  second_done = 1;
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void *wait_second(void *arg) {
+  tgvl_wait_ge(&second_in, 1);
+  return arg;
+}
+
+/* fn returns while another thread holds the GVL: call_without waits for
+ * its turn and returns holding. */
+static void contended_return(void) {
+  pthread_t th;
+  atomic_store(&second_in, 0);
+  second_done = 0;
+  CHECK_OK(gvl_acquire(main_t));
+  tgvl_spawn(&th, second, NULL);
+  CHECK(gvl_call_without(main_t, wait_second, &th, NULL, NULL) == &th);
+  CHECK(gvl_thread_holds(main_t));
+  CHECK_EQ(second_done, 1);
+  CHECK_OK(gvl_release(main_t));
+  tgvl_join(th);
+}
+
+int main(void) {
+  tgvl_watchdog(60);
+  g = gvl_create(NULL);
+  CHECK(g != NULL);
+  main_t = gvl_thread_attach(g, 0);
+  CHECK(main_t != NULL);
+  basic();
+  others_run();
+  ubf_wakes_fn();
+  pending_interrupt();
+  check_ints_eintr();
+  contended_return();
+  CHECK_OK(gvl_thread_detach(main_t));
+  CHECK_OK(gvl_destroy(g));
+  puts("ok");
+  return 0;
+}

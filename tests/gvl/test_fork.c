@@ -1,0 +1,203 @@
+/*
+ * fork() in a multi-threaded process.  Other threads hold, wait for, or sit
+ * attached to the GVL while one thread forks.  In the child only the forking
+ * thread exists: it must find a working GVL (held by itself if it held it
+ * before), be able to release and acquire it, use every kind of call, make a
+ * new GVL, and exit 0.  The parent carries on unaffected.
+ *
+ * Cases: the forking thread holds the GVL; it is attached but does not hold
+ * (another thread holds and passes safe points); it is not attached at all.
+ */
+#include "tgvl.h"
+
+#include <sys/wait.h>
+
+static gvl_t *g;
+static tgvl_log_t hlog;
+static atomic_int stop_spin;     /* tells the holding spinner to finish */
+static atomic_uint spinner_in;
+static atomic_uint idle_go;
+
+static void *ident(void *arg) { return arg; }
+
+static void *spinner(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  atomic_store(&spinner_in, 1);
+  while (!atomic_load(&stop_spin)) CHECK_OK(gvl_check_ints(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void *waiter(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_yield(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* Attached, not holding, parked outside the GVL until told to go. */
+static void *idle(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  atomic_fetch_add(&idle_go, 1);
+  tgvl_wait_ge(&idle_go, 2);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void *child_thread(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+/* Everything a process does with a GVL, in the child.  me is the forking
+ * thread's handle (NULL if it was not attached). */
+static void child_body(gvl_thread_t *me, int held) {
+  tgvl_watchdog(30);
+  if (me == NULL) {
+    /* Unattached forking thread: foreign use and a fresh attach work. */
+    CHECK(gvl_call_with(g, 0, ident, &hlog) == &hlog);
+    me = gvl_thread_attach(g, 0);
+    CHECK(me != NULL);
+  } else if (held) {
+    CHECK(gvl_thread_holds(me));
+  }
+  if (!gvl_thread_holds(me)) CHECK_OK(gvl_acquire(me));
+  CHECK_OK(gvl_check_ints(me));
+  CHECK_OK(gvl_yield(me)); /* the parent's waiters are not in the child */
+  CHECK(gvl_call_without(me, ident, &hlog, NULL, NULL) == &hlog);
+  CHECK_OK(gvl_release(me));
+  CHECK_OK(gvl_acquire(me));
+  CHECK_OK(gvl_release(me));
+  CHECK(gvl_call_with(g, 0, ident, &hlog) == &hlog);
+  CHECK(!gvl_thread_holds(me));
+
+  /* New threads can use the old GVL.  (TSan cannot start threads after a
+   * multi-threaded fork, so that part runs without it only.) */
+  if (!TGVL_TSAN) {
+    pthread_t th;
+    CHECK_OK(gvl_acquire(me));
+    tgvl_spawn(&th, child_thread, NULL);
+    CHECK_OK(gvl_release(me));
+    tgvl_join(th);
+  }
+
+  gvl_t *g2 = gvl_create(NULL);
+  CHECK(g2 != NULL);
+  gvl_thread_t *t2 = gvl_thread_attach(g2, 0);
+  CHECK(t2 != NULL);
+  CHECK_OK(gvl_acquire(t2));
+  CHECK_OK(gvl_release(t2));
+  CHECK_OK(gvl_thread_detach(t2));
+  CHECK_OK(gvl_destroy(g2));
+
+  CHECK_OK(gvl_thread_detach(me));
+  /* The parent's other threads were forgotten: nothing is attached. */
+  CHECK_OK(gvl_destroy(g));
+  fflush(stdout);
+  _exit(0);
+}
+
+static void wait_child(pid_t pid) {
+  int st;
+  CHECK(pid > 0);
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    fprintf(stderr, "child status 0x%x\n", st);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+}
+
+static void setup(pthread_t *th, int spin) {
+  gvl_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.slice_ns = 1000000;
+  cfg.hook = tgvl_hook;
+  cfg.hook_arg = &hlog;
+  tgvl_log_reset(&hlog);
+  g = gvl_create(&cfg);
+  CHECK(g != NULL);
+  atomic_store(&stop_spin, 0);
+  atomic_store(&spinner_in, 0);
+  atomic_store(&idle_go, 0);
+  tgvl_spawn(&th[2], idle, NULL);
+  tgvl_wait_ge(&idle_go, 1);
+  if (spin) {
+    tgvl_spawn(&th[0], spinner, NULL);
+    tgvl_wait_ge(&spinner_in, 1);
+  }
+}
+
+static void finish(pthread_t *th, int spin) {
+  atomic_store(&stop_spin, 1);
+  atomic_fetch_add(&idle_go, 1);
+  tgvl_join(th[1]);
+  tgvl_join(th[2]);
+  if (spin) tgvl_join(th[0]);
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* The forking thread holds the GVL; a waiter queues behind it. */
+static void fork_holding(void) {
+  pthread_t th[3];
+  setup(th, 0);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  CHECK_OK(gvl_acquire(me));
+  tgvl_spawn(&th[1], waiter, NULL);
+  tgvl_wait_ge(&hlog.count[GVL_EV_READY], 1);
+  pid_t pid = fork();
+  if (pid == 0) child_body(me, 1);
+  wait_child(pid);
+  CHECK(gvl_thread_holds(me));
+  CHECK_OK(gvl_yield(me)); /* the waiter is still there in the parent */
+  CHECK_OK(gvl_release(me));
+  CHECK_OK(gvl_thread_detach(me));
+  finish(th, 0);
+}
+
+/* Another thread holds and passes safe points; one more waits. */
+static void fork_not_holding(int attached) {
+  pthread_t th[3];
+  setup(th, 1);
+  gvl_thread_t *me = NULL;
+  if (attached) {
+    me = gvl_thread_attach(g, 0);
+    CHECK(me != NULL);
+  }
+  tgvl_spawn(&th[1], waiter, NULL);
+  tgvl_wait_ge(&hlog.count[GVL_EV_READY], 1);
+  pid_t pid = fork();
+  if (pid == 0) child_body(me, 0);
+  wait_child(pid);
+  if (me) {
+    CHECK_OK(gvl_acquire(me));
+    CHECK_OK(gvl_release(me));
+    CHECK_OK(gvl_thread_detach(me));
+  }
+  finish(th, 1);
+}
+
+int main(void) {
+  tgvl_watchdog(60);
+  fork_holding();
+  fork_not_holding(1);
+  fork_not_holding(0);
+  puts("ok");
+  return 0;
+}

@@ -1,0 +1,137 @@
+/*
+ * Instrumentation hooks in a scripted scenario.  Per thread, READY/RESUMED/
+ * SUSPENDED must be balanced and well ordered:
+ *   - every READY is followed by exactly one RESUMED before the next READY
+ *     (a waiter either gets the GVL or is still waiting);
+ *   - a RESUMED is never reported while the thread is known to hold;
+ *   - at the end, #READY == #RESUMED.
+ * READY/RESUMED/SUSPENDED are reported on the thread concerned, with that
+ * thread's handle; PREEMPT_REQ on the requesting thread about the holder.
+ * Timestamps never go backwards on one thread.  The exact counts of the
+ * script are checked too.
+ */
+#include "tgvl.h"
+
+static gvl_t *g;
+static tgvl_log_t hlog;
+static gvl_thread_t *ta, *tb;
+static pthread_t pa, pb;
+static atomic_uint step;
+static volatile int flag; /* guarded by the GVL */
+
+static void *blocker(void *arg) { return arg; }
+
+/* B: waits for A twice (once normal, once boosted), blocks once.  `step`
+ * sequences the script between A (main) and B. */
+static void *thread_b(void *arg) {
+  (void)arg;
+  tb = gvl_thread_attach(g, 0);
+  CHECK(tb != NULL);
+  pb = pthread_self();
+  atomic_store(&step, 1);
+  tgvl_wait_ge(&step, 2);               /* A holds */
+  CHECK_OK(gvl_acquire(tb));            /* READY, RESUMED (A yields) */
+  CHECK(gvl_call_without(tb, blocker, &step, NULL, NULL) == &step);
+  CHECK_OK(gvl_release(tb));            /* SUSPENDED */
+  atomic_store(&step, 3);
+  tgvl_wait_ge(&step, 4);               /* A holds and spins */
+  CHECK_OK(gvl_acquire_prio(tb, GVL_PRIO_BOOST)); /* READY, PREEMPT_REQ(A) */
+  flag = 1;
+  CHECK_OK(gvl_release(tb));            /* SUSPENDED */
+  atomic_store(&step, 5);
+  CHECK_OK(gvl_thread_detach(tb));
+  return NULL;
+}
+
+/* Check one thread's READY/RESUMED/SUSPENDED sequence. */
+static void check_thread(gvl_thread_t *t, pthread_t self, unsigned *nready,
+                         unsigned *nresumed, unsigned *nsusp) {
+  int waiting = 0;
+  uint64_t last_ns = 0;
+  *nready = *nresumed = *nsusp = 0;
+  unsigned n = atomic_load(&hlog.n);
+  CHECK_LE(n, TGVL_LOG_MAX);
+  for (unsigned i = 0; i < n; i++) {
+    tgvl_event_t *e = &hlog.ev[i];
+    if (e->ev == GVL_EV_PREEMPT_REQ || e->ev == GVL_EV_OWNER_DIED) continue;
+    if (e->t != t) continue;
+    CHECK(pthread_equal(e->self, self)); /* on the thread concerned */
+    CHECK_GE(e->ns, last_ns);
+    last_ns = e->ns;
+    switch (e->ev) {
+    case GVL_EV_READY:
+      CHECK_EQ(waiting, 0);
+      waiting = 1;
+      (*nready)++;
+      break;
+    case GVL_EV_RESUMED:
+      CHECK_EQ(waiting, 1);
+      waiting = 0;
+      (*nresumed)++;
+      break;
+    case GVL_EV_SUSPENDED:
+      (*nsusp)++;
+      break;
+    default:
+      CHECK(0);
+    }
+  }
+  CHECK_EQ(waiting, 0);
+  CHECK_EQ(*nready, *nresumed);
+}
+
+int main(void) {
+  tgvl_watchdog(60);
+  gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
+  g = gvl_create(&cfg);
+  CHECK(g != NULL);
+  ta = gvl_thread_attach(g, 0);
+  CHECK(ta != NULL);
+  pa = pthread_self();
+
+  pthread_t th;
+  tgvl_spawn(&th, thread_b, NULL);
+  tgvl_wait_ge(&step, 1);
+  CHECK_OK(gvl_acquire(ta));                  /* uncontended */
+  atomic_store(&step, 2);
+  tgvl_wait_ge(&hlog.count[GVL_EV_READY], 1); /* B queued */
+  CHECK_OK(gvl_yield(ta));   /* SUSPENDED, READY ... RESUMED after B */
+  CHECK_OK(gvl_release(ta)); /* let B finish its first round */
+  tgvl_wait_ge(&step, 3);
+  CHECK_OK(gvl_acquire(ta)); /* uncontended again */
+  flag = 0;
+  atomic_store(&step, 4);
+  while (!flag) CHECK_OK(gvl_check_ints(ta)); /* B's boost preempts A */
+  CHECK_OK(gvl_release(ta));
+  tgvl_wait_ge(&step, 5);
+  tgvl_join(th);
+
+  unsigned r, m, s;
+  check_thread(ta, pa, &r, &m, &s);
+  /* A waited twice: behind B after its yield, and after the preemption. */
+  CHECK_EQ(r, 2);
+  CHECK_GE(s, 4); /* yield, release, preemption, final release */
+  check_thread(tb, pb, &r, &m, &s);
+  CHECK_GE(r, 2); /* the two contended acquires (plus the blocking
+                     region's reacquire if it had to wait) */
+  CHECK_GE(s, 3); /* release, blocking region, release */
+
+  CHECK_EQ(tgvl_count(&hlog, GVL_EV_PREEMPT_REQ), 1);
+  for (unsigned i = 0; i < atomic_load(&hlog.n); i++)
+    if (hlog.ev[i].ev == GVL_EV_PREEMPT_REQ) {
+      CHECK(hlog.ev[i].t == ta);
+      CHECK(pthread_equal(hlog.ev[i].self, pb));
+    }
+  CHECK_EQ(tgvl_count(&hlog, GVL_EV_OWNER_DIED), 0);
+
+  /* With the hook removed and every thread quiet, no more events. */
+  CHECK_OK(gvl_set_hook(g, NULL, NULL));
+  unsigned before = atomic_load(&hlog.n);
+  CHECK_OK(gvl_acquire(ta));
+  CHECK_OK(gvl_release(ta));
+  CHECK_EQ(atomic_load(&hlog.n), before);
+  CHECK_OK(gvl_thread_detach(ta));
+  CHECK_OK(gvl_destroy(g));
+  puts("ok");
+  return 0;
+}
