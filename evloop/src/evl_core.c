@@ -1,0 +1,403 @@
+/*
+ * evl_core.c -- the loop's life: start, the loop thread, evl_step, stop,
+ * shutdown and destroy.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evl_int.h"
+
+_Thread_local evl_t *evl__tls_loop;
+_Thread_local evl_t *evl__tls_work;
+
+#define EVL__DEFAULT_BUDGET_COUNT 64u
+#define EVL__DEFAULT_BUDGET_NS    2000000ull
+
+/* ---- configuration --------------------------------------------------------- */
+
+static int evl__prio_from(const evl_config_t *cfg, int *prio) {
+  int p = cfg != NULL ? cfg->prio : 0;
+  if (p == 0) p = GVL_PRIO_BOOST;
+  else if (p == EVL_PRIO_NORMAL) p = GVL_PRIO_NORMAL;
+  else if (p < GVL_PRIO_MIN || p > GVL_PRIO_MAX) return EINVAL;
+  *prio = p;
+  return 0;
+}
+
+static int evl__configure(evl_t *l, const evl_config_t *cfg) {
+  int err = evl__prio_from(cfg, &l->prio);
+  if (err != 0) return err;
+  l->budget_count = EVL__DEFAULT_BUDGET_COUNT;
+  l->budget_ns = EVL__DEFAULT_BUDGET_NS;
+  if (cfg == NULL) return 0;
+  if (cfg->no_thread != 0 && cfg->no_thread != 1) return EINVAL;
+  if (cfg->budget_count != 0) l->budget_count = cfg->budget_count;
+  if (cfg->budget_ns != 0) l->budget_ns = cfg->budget_ns;
+  l->no_thread = cfg->no_thread;
+  l->driver = cfg->driver;
+  l->driver_arg = cfg->driver_arg;
+  l->on_error = cfg->on_error;
+  l->on_error_arg = cfg->on_error_arg;
+  return 0;
+}
+
+/* ---- libuv plumbing -------------------------------------------------------- */
+
+static void evl__async_cb(uv_async_t *h) {
+  evl__drain(h->data);
+}
+
+static void evl__step_timer_cb(uv_timer_t *h) {
+  (void)h;  /* only makes uv_run return */
+}
+
+static int evl__uv_init(evl_t *l) {
+  int r = uv_loop_init(&l->loop);
+  if (r < 0) return -r;
+  r = uv_async_init(&l->loop, &l->async, evl__async_cb);
+  if (r < 0) {
+    uv_loop_close(&l->loop);
+    return -r;
+  }
+  l->async.data = l;
+  uv_timer_init(&l->loop, &l->step_timer);
+  /* The step timer must not keep the loop alive during shutdown. */
+  uv_unref((uv_handle_t *)&l->step_timer);
+  return 0;
+}
+
+static void evl__close_any(uv_handle_t *h, void *arg) {
+  int *n = arg;
+  if (uv_is_closing(h)) return;
+  uv_close(h, NULL);
+  (*n)++;
+}
+
+/* Close the loop.  Handles that a layer above left open are closed here so
+ * that shutdown cannot hang on them (and reported). */
+static void evl__uv_fini(evl_t *l) {
+  int left = 0;
+  uv_walk(&l->loop, evl__close_any, &left);
+  uv_run(&l->loop, UV_RUN_DEFAULT);
+  if (left > 0) evl__report(l, EBUSY, "evloop: handles left open at stop");
+  uv_loop_close(&l->loop);
+}
+
+/* ---- the loop thread ------------------------------------------------------- */
+
+/* Make the calling thread the loop thread: use its GVL handle if it has
+ * one (no_thread mode on an interpreter thread), else attach. */
+static int evl__enter(evl_t *l) {
+  l->gt = gvl_thread_self(l->g);
+  l->own_gt = 0;
+  if (l->gt == NULL) {
+    l->gt = gvl_thread_attach(l->g, l->prio);
+    if (l->gt == NULL) return errno != 0 ? errno : ENOMEM;
+    l->own_gt = 1;
+  }
+  l->saved_tls = evl__tls_loop;
+  evl__tls_loop = l;
+  return 0;
+}
+
+static void evl__leave(evl_t *l) {
+  evl__tls_loop = l->saved_tls;
+  if (l->own_gt) gvl_thread_detach(l->gt);
+  l->gt = NULL;
+  pthread_mutex_lock(&l->mu);
+  l->run_state = EVL__RS_DONE;
+  pthread_cond_broadcast(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+}
+
+static void evl__set_stopping(evl_t *l) {
+  pthread_mutex_lock(&l->mu);
+  atomic_store(&l->stopping, 1);
+  evl__async_send_locked(l);
+  pthread_mutex_unlock(&l->mu);
+}
+
+/* One uv_run pass without the GVL, then a dispatch.  It waits (at most
+ * timeout_ms, -1 for ever) only when no callback is waiting for dispatch. */
+static int evl__pass(evl_t *l, int64_t timeout_ms) {
+  uv_run_mode mode = UV_RUN_NOWAIT;
+  if (l->dq_head == NULL && timeout_ms != 0) {
+    mode = UV_RUN_ONCE;
+    if (timeout_ms > 0)
+      uv_timer_start(&l->step_timer, evl__step_timer_cb, (uint64_t)timeout_ms,
+                     0);
+  }
+  l->in_uv_run = 1;
+  uv_run(&l->loop, mode);
+  l->in_uv_run = 0;
+  EVL__STAT_ADD(l, iterations, 1);
+  if (mode == UV_RUN_ONCE && timeout_ms > 0) uv_timer_stop(&l->step_timer);
+  return evl__dispatch(l);
+}
+
+/* Shut the loop down on the loop thread: cancel every registration, close
+ * the wake-up handle, and run until every last call has been made and every
+ * handle is closed (running pool work is waited for). */
+static void evl__shutdown(evl_t *l) {
+  pthread_mutex_lock(&l->mu);
+  atomic_store(&l->stopping, 1);
+  l->closed = 1;
+  evl__mark_all_cancelled(l);
+  pthread_mutex_unlock(&l->mu);
+  evl__drain(l);
+  pthread_mutex_lock(&l->mu);
+  l->async_closed = 1;
+  pthread_mutex_unlock(&l->mu);
+  uv_close((uv_handle_t *)&l->async, NULL);
+  uv_close((uv_handle_t *)&l->step_timer, NULL);
+  /* Count our own handles and requests, not uv_loop_alive: a handle that a
+   * layer above left open would keep the loop alive for ever. */
+  while (l->dq_head != NULL || l->uv_pending > 0)
+    evl__pass(l, -1);
+  evl__uv_fini(l);
+}
+
+static void evl__body(evl_t *l) {
+  if (l->driver != NULL && !atomic_load(&l->stopping)) {
+    l->driver(l, l->driver_arg);
+  } else {
+    while (!atomic_load(&l->stopping)) evl_step(l, -1);
+  }
+  evl__shutdown(l);
+}
+
+static void *evl__thread_main(void *p) {
+  evl_t *l = p;
+  int err = evl__enter(l);
+  pthread_mutex_lock(&l->mu);
+  l->start_err = err;
+  l->start_done = 1;
+  if (err == 0) l->run_state = EVL__RS_RUNNING;
+  pthread_cond_broadcast(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+  if (err != 0) return NULL;
+  evl__body(l);
+  evl__leave(l);
+  return NULL;
+}
+
+/* ---- lifecycle ------------------------------------------------------------- */
+
+static void evl__free(evl_t *l) {
+  pthread_cond_destroy(&l->cv);
+  pthread_mutex_destroy(&l->mu);
+  free(l->map);
+  free(l);
+}
+
+/* Close the libuv side of a loop whose thread never ran. */
+static void evl__abort_start(evl_t *l) {
+  uv_close((uv_handle_t *)&l->async, NULL);
+  uv_close((uv_handle_t *)&l->step_timer, NULL);
+  uv_run(&l->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&l->loop);
+  evl__free(l);
+}
+
+static int evl__spawn(evl_t *l) {
+  int err = pthread_create(&l->thread, NULL, evl__thread_main, l);
+  if (err != 0) return err;
+  pthread_mutex_lock(&l->mu);
+  while (!l->start_done) pthread_cond_wait(&l->cv, &l->mu);
+  err = l->start_err;
+  pthread_mutex_unlock(&l->mu);
+  if (err != 0) pthread_join(l->thread, NULL);
+  else l->has_thread = 1;
+  return err;
+}
+
+static evl_t *evl__alloc(gvl_t *g, const evl_config_t *cfg, int *err) {
+  evl_t *l = calloc(1, sizeof *l);
+  if (l == NULL) {
+    *err = ENOMEM;
+    return NULL;
+  }
+  l->g = g;
+  if ((*err = evl__configure(l, cfg)) != 0 || (*err = evl__map_init(l)) != 0) {
+    free(l->map);
+    free(l);
+    return NULL;
+  }
+  pthread_mutex_init(&l->mu, NULL);
+  pthread_cond_init(&l->cv, NULL);
+  return l;
+}
+
+evl_t *evl_start(gvl_t *g, const evl_config_t *cfg) {
+  int err = 0;
+  evl_t *l;
+  if (g == NULL) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if ((l = evl__alloc(g, cfg, &err)) == NULL) {
+    errno = err;
+    return NULL;
+  }
+  if ((err = evl__uv_init(l)) != 0) {
+    evl__free(l);
+    errno = err;
+    return NULL;
+  }
+  if (!l->no_thread && (err = evl__spawn(l)) != 0) {
+    evl__abort_start(l);
+    errno = err;
+    return NULL;
+  }
+  return l;
+}
+
+int evl_run(evl_t *l) {
+  int err;
+  if (l == NULL) return EINVAL;
+  if (!l->no_thread) return EPERM;
+  pthread_mutex_lock(&l->mu);
+  err = l->run_state != EVL__RS_IDLE ? EBUSY : 0;
+  if (err == 0) l->run_state = EVL__RS_RUNNING;
+  pthread_mutex_unlock(&l->mu);
+  if (err != 0) return err;
+  if ((err = evl__enter(l)) != 0) {
+    pthread_mutex_lock(&l->mu);
+    l->run_state = EVL__RS_IDLE;
+    pthread_mutex_unlock(&l->mu);
+    return err;
+  }
+  evl__body(l);
+  evl__leave(l);
+  return 0;
+}
+
+int evl_step(evl_t *l, int64_t timeout_ms) {
+  int was_held, err;
+  if (l == NULL || timeout_ms < -1) return EINVAL;
+  if (evl__tls_loop != l) return EPERM;
+  if (l->in_uv_run) return EBUSY;
+  /* Never wait in the kernel holding the GVL: a dispatched callback that
+   * nests a wait gives it up here and gets it back below. */
+  was_held = gvl_thread_holds(l->gt);
+  if (was_held) gvl_release(l->gt);
+  evl__drain(l);
+  /* After a stop request only poll: the driver is about to return. */
+  err = evl__pass(l, atomic_load(&l->stopping) ? 0 : timeout_ms);
+  if (was_held) {
+    int e2 = gvl_acquire_prio(l->gt, l->prio);
+    if (err == 0) err = e2;
+  }
+  return err;
+}
+
+/* ---- stop and destroy --------------------------------------------------------- */
+
+static void *evl__wait_done(void *p) {
+  evl_t *l = p;
+  pthread_mutex_lock(&l->mu);
+  while (l->run_state == EVL__RS_RUNNING) pthread_cond_wait(&l->cv, &l->mu);
+  pthread_mutex_unlock(&l->mu);
+  return p;
+}
+
+/* Wait for the loop thread to finish.  A caller holding the GVL gives it up
+ * meanwhile: the loop thread needs it to make the last calls.  An interrupt
+ * pending on the caller makes gvl_call_without return EINTR without waiting;
+ * it is consumed, so the wait is simply tried again. */
+static void evl__wait_finished(evl_t *l) {
+  gvl_thread_t *me = gvl_thread_self(l->g);
+  if (me == NULL || !gvl_thread_holds(me)) {
+    evl__wait_done(l);
+    return;
+  }
+  while (gvl_call_without(me, evl__wait_done, l, NULL, NULL) == NULL &&
+         errno == EINTR) {
+  }
+}
+
+int evl_stop(evl_t *l) {
+  int wait;
+  if (l == NULL) return EINVAL;
+  evl__set_stopping(l);
+  if (evl__tls_loop == l) {
+    if (l->in_uv_run) uv_stop(&l->loop);
+    return 0;
+  }
+  if (evl__tls_work == l) return 0;
+  pthread_mutex_lock(&l->mu);
+  wait = l->run_state == EVL__RS_RUNNING;
+  pthread_mutex_unlock(&l->mu);
+  if (wait) evl__wait_finished(l);
+  return 0;
+}
+
+int evl_destroy(evl_t *l) {
+  int idle;
+  if (l == NULL) return EINVAL;
+  if (evl__tls_loop == l || evl__tls_work == l) return EBUSY;
+  evl__set_stopping(l);
+  pthread_mutex_lock(&l->mu);
+  idle = l->run_state == EVL__RS_IDLE;
+  pthread_mutex_unlock(&l->mu);
+  if (idle && l->no_thread) {
+    int err = evl_run(l);  /* shut down on this thread */
+    if (err != 0) return err;
+  }
+  evl_stop(l);
+  if (l->has_thread) pthread_join(l->thread, NULL);
+  evl__free(l);
+  return 0;
+}
+
+/* ---- small accessors ---------------------------------------------------------- */
+
+int evl_stopping(evl_t *l) {
+  return l != NULL && atomic_load(&l->stopping);
+}
+
+int evl_wakeup(evl_t *l) {
+  int err = 0;
+  if (l == NULL) return EINVAL;
+  pthread_mutex_lock(&l->mu);
+  if (l->async_closed) err = ESHUTDOWN;
+  else uv_async_send(&l->async);
+  pthread_mutex_unlock(&l->mu);
+  return err;
+}
+
+uv_loop_t *evl_uv_loop(evl_t *l) {
+  return l != NULL && evl__tls_loop == l ? &l->loop : NULL;
+}
+
+gvl_thread_t *evl_gvl_thread(evl_t *l) {
+  return l != NULL && evl__tls_loop == l ? l->gt : NULL;
+}
+
+gvl_t *evl_gvl(evl_t *l) {
+  return l != NULL ? l->g : NULL;
+}
+
+int evl_in_loop_thread(evl_t *l) {
+  return l != NULL && evl__tls_loop == l;
+}
+
+int evl_stats(evl_t *l, evl_stats_t *out) {
+  if (l == NULL || out == NULL) return EINVAL;
+  out->iterations = atomic_load_explicit(&l->st.iterations, memory_order_relaxed);
+  out->dispatched = atomic_load_explicit(&l->st.dispatched, memory_order_relaxed);
+  out->cancelled = atomic_load_explicit(&l->st.cancelled, memory_order_relaxed);
+  out->errors = atomic_load_explicit(&l->st.errors, memory_order_relaxed);
+  out->failures = atomic_load_explicit(&l->st.failures, memory_order_relaxed);
+  out->acquisitions =
+      atomic_load_explicit(&l->st.acquisitions, memory_order_relaxed);
+  out->budget_hits =
+      atomic_load_explicit(&l->st.budget_hits, memory_order_relaxed);
+  out->live = atomic_load_explicit(&l->st.live, memory_order_relaxed);
+  return 0;
+}
+
+const char *evl_strerror(int err) {
+  return strerror(err);
+}

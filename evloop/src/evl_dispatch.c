@@ -1,0 +1,184 @@
+/*
+ * evl_dispatch.c -- running host callbacks (loop thread, after uv_run).
+ *
+ * The dispatch queue is emptied in order.  The GVL is taken once, with the
+ * loop's priority, when the first callback that needs it comes up, and kept
+ * for the following ones until the budget (count or time) runs out or a
+ * callback flagged EVL_F_NOGVL comes up.  Whatever is left stays queued:
+ * the next evl_step polls the kernel without blocking and carries on, so
+ * interpreter threads get the GVL back between two budgets.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "evl_int.h"
+
+/* Report a failure of a host callback, or of the loop itself. */
+void evl__report(evl_t *l, int err, const char *what) {
+  EVL__STAT_ADD(l, failures, 1);
+  if (l->on_error != NULL) {
+    l->on_error(l, err, what, l->on_error_arg);
+    return;
+  }
+  fprintf(stderr, "evloop: callback failed: %s: %s\n",
+          what != NULL && what[0] != '\0' ? what : "(no detail)",
+          strerror(err));
+}
+
+int evl_fail(evl_t *l, int err, const char *what) {
+  evl__frame_t *fr;
+  if (l == NULL || err <= 0) return EINVAL;
+  if (evl__tls_loop != l || l->frame == NULL) return EPERM;
+  fr = l->frame;
+  fr->err = err;
+  fr->what[0] = '\0';
+  if (what != NULL) {
+    strncpy(fr->what, what, sizeof fr->what - 1);
+    fr->what[sizeof fr->what - 1] = '\0';
+  }
+  return 0;
+}
+
+static evl__item_t *evl__dq_pop(evl_t *l) {
+  evl__item_t *it = l->dq_head;
+  if (it == NULL) return NULL;
+  l->dq_head = it->dnext;
+  if (l->dq_head == NULL) l->dq_tail = NULL;
+  it->dnext = NULL;
+  it->in_dq = 0;
+  return it;
+}
+
+/* Decide the call a popped item gets.  Returns 0 to skip it: a tick of an
+ * item cancelled meanwhile (its last call is on its way).  A last call
+ * removes the id from the map first, so evl_cancel says ENOENT from then on.
+ * A cancelled one-shot call whose status is not fixed becomes ECANCELED. */
+static int evl__take(evl_t *l, evl__item_t *it, int *status, int *final) {
+  int cancelled;
+  pthread_mutex_lock(&l->mu);
+  cancelled = it->cancelled;
+  if (it->final) {
+    evl__map_remove(l, it);
+    evl__flist_remove(l, it);
+  }
+  pthread_mutex_unlock(&l->mu);
+  *final = it->final;
+  if (!it->final) {
+    *status = 0;
+    return !cancelled;
+  }
+  *status = it->status;
+  if (cancelled && it->status == 0 && !it->status_fixed) *status = ECANCELED;
+  return 1;
+}
+
+static void evl__call(evl_t *l, evl__item_t *it, int status, int final) {
+  unsigned ev = 0;
+  char *data;
+  switch (it->kind) {
+  case EVL__FD:
+    if (!final) ev = it->events;
+    it->events = 0;
+    it->io_cb(l, it->arg, status, ev);
+    break;
+  case EVL__READ:
+    data = status == 0 ? it->data : NULL;
+    it->data = NULL;
+    it->read_cb(l, it->arg, status, data, data != NULL ? it->len : 0);
+    break;
+  default:
+    if (it->cb != NULL) it->cb(l, it->arg, status);
+    break;
+  }
+}
+
+static void evl__count(evl_t *l, int status) {
+  if (status == 0)
+    EVL__STAT_ADD(l, dispatched, 1);
+  else if (status == ECANCELED)
+    EVL__STAT_ADD(l, cancelled, 1);
+  else
+    EVL__STAT_ADD(l, errors, 1);
+}
+
+/* Call it once, with a frame for evl_fail, then settle its references. */
+static void evl__invoke(evl_t *l, evl__item_t *it, int status, int final) {
+  evl__frame_t fr;
+  fr.up = l->frame;
+  fr.err = 0;
+  fr.what[0] = '\0';
+  l->frame = &fr;
+  it->running++;
+  it->refs++;
+  if (final) it->delivered = 1;
+  evl__call(l, it, status, final);
+  it->running--;
+  l->frame = fr.up;
+  evl__count(l, status);
+  if (fr.err != 0) evl__report(l, fr.err, fr.what);
+  if (it->deferred && it->running == 0) {
+    it->deferred = 0;
+    evl__dq_push(l, it, 0, 0, 0);
+  }
+  if (final) evl__item_unref(l, it);
+  evl__item_unref(l, it);
+}
+
+/* Bring the GVL to the state the next callback needs.  Returns 0 or the
+ * error of gvl_acquire_prio (a broken invariant: reported, and the callback
+ * stays queued). */
+static int evl__gvl_for(evl_t *l, int need, int *held, uint64_t *t0) {
+  int err;
+  if (need && !*held) {
+    err = gvl_acquire_prio(l->gt, l->prio);
+    if (err != 0) {
+      evl__report(l, err, "evloop: gvl_acquire_prio failed");
+      return err;
+    }
+    *held = 1;
+    *t0 = gvl_now_ns();
+    EVL__STAT_ADD(l, acquisitions, 1);
+  } else if (!need && *held) {
+    gvl_release(l->gt);
+    *held = 0;
+  }
+  return 0;
+}
+
+/* After a callback: it must leave the GVL as it found it.  A callback that
+ * broke that is reported, and the dispatcher adopts the real state (a
+ * callback without the GVL that left it held gets it released). */
+static void evl__gvl_check(evl_t *l, int need, int *held) {
+  int now = gvl_thread_holds(l->gt);
+  if (now == need) return;
+  evl__report(l, EPERM, need ? "evloop: callback returned without the GVL"
+                             : "evloop: EVL_F_NOGVL callback kept the GVL");
+  if (now && !need) gvl_release(l->gt);
+  *held = need && now;
+}
+
+/* Run ready callbacks until the queue is empty or the budget is spent.
+ * This is the one long function of the library: the GVL state, the budget
+ * and the queue walk belong together.  Entered and left without the GVL. */
+int evl__dispatch(evl_t *l) {
+  int held = 0, err = 0;
+  unsigned n = 0;
+  uint64_t t0 = 0;
+  while (l->dq_head != NULL) {
+    evl__item_t *it = l->dq_head;
+    int need = !(it->flags & EVL_F_NOGVL), status, final;
+    if ((err = evl__gvl_for(l, need, &held, &t0)) != 0) break;
+    evl__dq_pop(l);
+    if (!evl__take(l, it, &status, &final)) continue;
+    evl__invoke(l, it, status, final);
+    evl__gvl_check(l, need, &held);
+    if (++n >= l->budget_count ||
+        (held && gvl_now_ns() - t0 >= l->budget_ns)) {
+      if (l->dq_head != NULL) EVL__STAT_ADD(l, budget_hits, 1);
+      break;
+    }
+  }
+  if (held) gvl_release(l->gt);
+  return err;
+}

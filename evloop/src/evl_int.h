@@ -1,0 +1,192 @@
+/*
+ * evl_int.h -- libevloop's private state.
+ *
+ * Locks: one mutex per loop, evl_t.mu.  It guards the id map, the two
+ * incoming lists, the fd list and the flags other threads look at; every
+ * field below names either "mu" or "loop" (touched only by the loop thread,
+ * which needs no lock).  uv_async_send is called only under mu, after
+ * checking async_closed, so that no send can race with uv_close(async).
+ */
+#ifndef EVL_INT_H
+#define EVL_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <uv.h>
+
+#include "evloop.h"
+
+/* What a registration is. */
+enum {
+  EVL__POST = 1,
+  EVL__TIMER,
+  EVL__FD,
+  EVL__SIGNAL,
+  EVL__WORK,
+  EVL__READ
+};
+
+/* Where an item's libuv side is (loop). */
+enum {
+  EVL__UV_NONE = 0,   /* not started yet                              */
+  EVL__UV_ACTIVE,     /* handle open / work request queued             */
+  EVL__UV_DONE        /* handle closing or closed / work completed     */
+};
+
+typedef struct evl__item evl__item_t;
+
+/* One registration.  Freed by the loop thread once its last call has been
+ * made, its handle is closed and no call of it is on the stack (refs). */
+struct evl__item {
+  evl_t *l;
+  evl_id_t id;             /* set once under mu before publication       */
+  int kind;                /* EVL__*; immutable                          */
+  unsigned flags;          /* EVL_F_* and EVL_READ_*; immutable          */
+  void *arg;               /* immutable                                  */
+  evl_cb cb;               /* POST TIMER SIGNAL WORK                     */
+  evl_io_cb io_cb;         /* FD                                         */
+  evl_read_cb read_cb;     /* READ                                       */
+
+  evl__item_t *hnext;      /* mu: id map chain                           */
+  evl__item_t *inext;      /* mu: incoming "start" list                  */
+  evl__item_t *cnext;      /* mu: incoming "cancel" list                 */
+  evl__item_t *fnext;      /* mu: list of live fd watches                */
+  int in_map;              /* mu                                         */
+  int in_clist;            /* mu: linked in the cancel list              */
+  int in_flist;            /* mu                                         */
+  int zombie;              /* mu: freeable, but still in the cancel list */
+  int cancelled;           /* mu: evl_cancel or stop                     */
+  int started;             /* mu: WORK/READ function began               */
+  int skipped;             /* mu: WORK/READ function was not called      */
+
+  evl__item_t *dnext;      /* loop: dispatch queue                       */
+  int in_dq;               /* loop                                       */
+  int final;               /* loop: the queued call is the last one      */
+  int status;              /* loop: status of that last call             */
+  int status_fixed;        /* loop: never turned into ECANCELED          */
+  int delivered;           /* loop: last call made                       */
+  int running;             /* loop: calls of this item on the stack      */
+  int deferred;            /* loop: popped while running; re-queue       */
+  int uv_state;            /* loop: EVL__UV_*                            */
+  int refs;                /* loop: delivery + open handle + running     */
+  unsigned events;         /* loop: FD events merged since the last call */
+
+  uint64_t timeout_ms;     /* TIMER; immutable                           */
+  uint64_t repeat_ms;
+  int fd;                  /* FD; immutable                              */
+  unsigned want;           /* FD: EVL_READABLE | EVL_WRITABLE            */
+  int signum;              /* SIGNAL                                     */
+  evl_work_fn work_fn;     /* WORK                                       */
+  char *path;              /* READ: owned copy                           */
+  size_t limit;            /* READ                                       */
+  char *data;              /* READ: result (pool thread, then loop)      */
+  size_t len;
+  int read_err;
+
+  union {
+    uv_handle_t handle;
+    uv_timer_t timer;
+    uv_poll_t poll;
+    uv_signal_t sig;
+  } h;                     /* loop                                       */
+  uv_work_t work;          /* loop (and libuv's pool)                    */
+};
+
+/* A host callback running on the loop thread (for evl_fail). */
+typedef struct evl__frame {
+  struct evl__frame *up;
+  int err;
+  char what[256];
+} evl__frame_t;
+
+/* Counters: written by the loop thread, read by anyone. */
+typedef struct {
+  _Atomic uint64_t iterations, dispatched, cancelled, errors, failures,
+      acquisitions, budget_hits, live;
+} evl__stats_t;
+
+/* Run state of the loop (mu). */
+enum { EVL__RS_IDLE = 0, EVL__RS_RUNNING, EVL__RS_DONE };
+
+struct evl_s {
+  gvl_t *g;                /* immutable                                  */
+  int prio;                /* dispatch priority; immutable               */
+  unsigned budget_count;   /* immutable                                  */
+  uint64_t budget_ns;      /* immutable                                  */
+  int no_thread;           /* immutable                                  */
+  void (*driver)(evl_t *, void *);
+  void *driver_arg;
+  void (*on_error)(evl_t *, int, const char *, void *);
+  void *on_error_arg;
+
+  pthread_mutex_t mu;
+  pthread_cond_t cv;       /* run_state changes                          */
+  evl__item_t **map;       /* mu: id -> item, chained, power-of-2 size   */
+  size_t map_size;         /* mu                                         */
+  size_t map_count;        /* mu                                         */
+  evl_id_t next_id;        /* mu                                         */
+  evl__item_t *in_head;    /* mu: registrations to start on the loop     */
+  evl__item_t *in_tail;
+  evl__item_t *c_head;     /* mu: cancellations to apply on the loop     */
+  evl__item_t *c_tail;
+  evl__item_t *fds;        /* mu: fd watches not yet finished            */
+  int closed;              /* mu: shutdown began, registrations refused  */
+  int async_closed;        /* mu: no more uv_async_send                  */
+  int run_state;           /* mu: EVL__RS_*                              */
+  int start_done;          /* mu: loop thread finished its start-up      */
+  int start_err;           /* mu                                         */
+  atomic_int stopping;     /* written under mu, read anywhere            */
+
+  int has_thread;          /* immutable after evl_start                  */
+  pthread_t thread;
+
+  uv_loop_t loop;          /* loop                                       */
+  uv_async_t async;        /* loop (uv_async_send under mu)              */
+  uv_timer_t step_timer;   /* loop: evl_step's timeout                   */
+  gvl_thread_t *gt;        /* loop: the loop thread's GVL handle         */
+  int own_gt;              /* loop: attached by us, detach at the end    */
+  int in_uv_run;           /* loop                                       */
+  int uv_pending;          /* loop: item handles open + work in libuv    */
+  evl__item_t *dq_head;    /* loop: dispatch queue                       */
+  evl__item_t *dq_tail;
+  evl__frame_t *frame;     /* loop: innermost running callback           */
+  evl_t *saved_tls;        /* loop: evl__tls_loop before evl_run         */
+
+  evl__stats_t st;
+};
+
+/* The loop whose thread this is, and the loop whose work function this
+ * thread is running.  Thread-local because "which loop am I" is a property
+ * of the calling thread; the loop handles stay free of global state. */
+extern _Thread_local evl_t *evl__tls_loop;
+extern _Thread_local evl_t *evl__tls_work;
+
+#define EVL__STAT_ADD(l, f, n) \
+  atomic_fetch_add_explicit(&(l)->st.f, (n), memory_order_relaxed)
+
+/* evl_items.c */
+evl__item_t *evl__item_new(evl_t *l, int kind, unsigned flags, void *arg);
+void evl__item_free(evl__item_t *it);
+void evl__item_unref(evl_t *l, evl__item_t *it);
+int evl__submit(evl_t *l, evl__item_t *it, evl_id_t *id_out);
+void evl__map_remove(evl_t *l, evl__item_t *it);
+void evl__flist_remove(evl_t *l, evl__item_t *it);
+int evl__map_init(evl_t *l);
+void evl__mark_all_cancelled(evl_t *l);
+void evl__async_send_locked(evl_t *l);
+
+/* evl_uv.c: the libuv side, loop thread only */
+void evl__drain(evl_t *l);
+void evl__start_on_loop(evl_t *l, evl__item_t *it);
+void evl__cancel_on_loop(evl_t *l, evl__item_t *it);
+void evl__dq_push(evl_t *l, evl__item_t *it, int final, int status, int fixed);
+
+/* evl_dispatch.c */
+int evl__dispatch(evl_t *l);
+void evl__report(evl_t *l, int err, const char *what);
+
+/* evl_read.c */
+int evl__read_path(const char *path, unsigned flags, size_t limit,
+                   atomic_int *stop, char **data_out, size_t *len_out);
+
+#endif /* EVL_INT_H */

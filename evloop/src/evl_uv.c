@@ -1,0 +1,238 @@
+/*
+ * evl_uv.c -- the libuv side of registrations (loop thread only).
+ *
+ * Everything here runs inside uv_run (libuv callbacks) or between passes,
+ * never holding the GVL and never calling host code: a libuv callback only
+ * moves its item onto the dispatch queue, which evl__dispatch empties after
+ * uv_run has returned.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "evl_int.h"
+
+/* Queue a call of it.  final: this is its last call, with status; fixed:
+ * that status stays even if the item gets cancelled before the call.  An
+ * item is queued at most once: a tick that finds it queued merges into the
+ * queued call, and the first last call queued wins. */
+void evl__dq_push(evl_t *l, evl__item_t *it, int final, int status,
+                  int fixed) {
+  if (it->delivered) return;
+  if (final && !it->final) {
+    it->final = 1;
+    it->status = status;
+    it->status_fixed = fixed;
+  }
+  if (it->in_dq || it->running) {
+    /* Queued already, or running: the dispatcher re-queues it when the
+     * running call returns (a nested step must not call it again). */
+    if (it->running && !it->in_dq) it->deferred = 1;
+    return;
+  }
+  it->in_dq = 1;
+  it->dnext = NULL;
+  if (l->dq_tail != NULL) l->dq_tail->dnext = it; else l->dq_head = it;
+  l->dq_tail = it;
+}
+
+static void evl__handle_closed(uv_handle_t *h) {
+  evl__item_t *it = h->data;
+  it->l->uv_pending--;
+  evl__item_unref(it->l, it);
+}
+
+static void evl__close(evl__item_t *it) {
+  if (it->uv_state != EVL__UV_ACTIVE) return;
+  it->uv_state = EVL__UV_DONE;
+  uv_close(&it->h.handle, evl__handle_closed);
+}
+
+static void evl__timer_cb(uv_timer_t *h) {
+  evl__item_t *it = h->data;
+  if (it->repeat_ms == 0) {
+    evl__close(it);
+    evl__dq_push(it->l, it, 1, 0, 0);
+  } else {
+    evl__dq_push(it->l, it, 0, 0, 0);
+  }
+}
+
+/* A failed watch is over: it leaves the fd list so the fd may be watched
+ * again, and its last call carries the error. */
+static void evl__watch_failed(evl__item_t *it, int uverr) {
+  evl_t *l = it->l;
+  pthread_mutex_lock(&l->mu);
+  evl__flist_remove(l, it);
+  pthread_mutex_unlock(&l->mu);
+  evl__close(it);
+  evl__dq_push(l, it, 1, -uverr, 1);
+}
+
+static void evl__poll_cb(uv_poll_t *h, int status, int events) {
+  evl__item_t *it = h->data;
+  if (status < 0) {
+    evl__watch_failed(it, status);
+    return;
+  }
+  if (events & UV_READABLE) it->events |= EVL_READABLE;
+  if (events & UV_WRITABLE) it->events |= EVL_WRITABLE;
+  evl__dq_push(it->l, it, 0, 0, 0);
+}
+
+static void evl__signal_cb(uv_signal_t *h, int signum) {
+  evl__item_t *it = h->data;
+  (void)signum;
+  evl__dq_push(it->l, it, 0, 0, 0);
+}
+
+/* [pool thread] Run the work function unless cancelled first; the flag
+ * check and the "started" mark are one step under mu so that evl_cancel
+ * either prevents the call or reports EBUSY. */
+static void evl__work_cb(uv_work_t *req) {
+  evl__item_t *it = req->data;
+  evl_t *l = it->l;
+  int skip;
+  pthread_mutex_lock(&l->mu);
+  skip = it->cancelled;
+  if (skip) it->skipped = 1; else it->started = 1;
+  pthread_mutex_unlock(&l->mu);
+  if (skip) return;
+  evl__tls_work = l;
+  if (it->kind == EVL__WORK) {
+    it->work_fn(it->arg);
+  } else {
+    it->read_err = evl__read_path(it->path, it->flags, it->limit, NULL,
+                                  &it->data, &it->len);
+  }
+  evl__tls_work = NULL;
+}
+
+static void evl__after_work_cb(uv_work_t *req, int status) {
+  evl__item_t *it = req->data;
+  evl_t *l = it->l;
+  int skipped;
+  it->uv_state = EVL__UV_DONE;
+  l->uv_pending--;
+  pthread_mutex_lock(&l->mu);
+  skipped = it->skipped || !it->started;
+  pthread_mutex_unlock(&l->mu);
+  if (status == UV_ECANCELED || skipped)
+    evl__dq_push(l, it, 1, ECANCELED, 1);
+  else
+    evl__dq_push(l, it, 1, it->kind == EVL__READ ? it->read_err : 0, 1);
+}
+
+static int evl__start_handle(evl_t *l, evl__item_t *it) {
+  int r = 0;
+  switch (it->kind) {
+  case EVL__TIMER:
+    uv_timer_init(&l->loop, &it->h.timer);
+    it->h.handle.data = it;
+    it->uv_state = EVL__UV_ACTIVE;
+    it->refs++;
+    l->uv_pending++;
+    return uv_timer_start(&it->h.timer, evl__timer_cb, it->timeout_ms,
+                          it->repeat_ms);
+  case EVL__FD:
+    r = uv_poll_init(&l->loop, &it->h.poll, it->fd);
+    if (r < 0) return r;
+    it->h.handle.data = it;
+    it->uv_state = EVL__UV_ACTIVE;
+    it->refs++;
+    l->uv_pending++;
+    return uv_poll_start(&it->h.poll,
+                         ((it->want & EVL_READABLE) ? UV_READABLE : 0) |
+                         ((it->want & EVL_WRITABLE) ? UV_WRITABLE : 0),
+                         evl__poll_cb);
+  case EVL__SIGNAL:
+    r = uv_signal_init(&l->loop, &it->h.sig);
+    if (r < 0) return r;
+    it->h.handle.data = it;
+    it->uv_state = EVL__UV_ACTIVE;
+    it->refs++;
+    l->uv_pending++;
+    return uv_signal_start(&it->h.sig, evl__signal_cb, it->signum);
+  default:
+    it->work.data = it;
+    r = uv_queue_work(&l->loop, &it->work, evl__work_cb, evl__after_work_cb);
+    if (r == 0) {
+      it->uv_state = EVL__UV_ACTIVE;
+      l->uv_pending++;
+    }
+    return r;
+  }
+}
+
+/* Start a new registration on the loop, or finish it at once if it was
+ * cancelled before it got here. */
+void evl__start_on_loop(evl_t *l, evl__item_t *it) {
+  int cancelled, r;
+  pthread_mutex_lock(&l->mu);
+  cancelled = it->cancelled;
+  pthread_mutex_unlock(&l->mu);
+  if (cancelled) {
+    evl__dq_push(l, it, 1, ECANCELED, 1);
+    return;
+  }
+  if (it->kind == EVL__POST) {
+    evl__dq_push(l, it, 1, 0, 0);
+    return;
+  }
+  r = evl__start_handle(l, it);
+  if (r < 0) {
+    if (it->kind == EVL__FD) {
+      evl__watch_failed(it, r);
+    } else {
+      evl__close(it);
+      evl__dq_push(l, it, 1, -r, 1);
+    }
+  }
+}
+
+/* Apply a cancellation.  Handles close now and their last call is queued
+ * with ECANCELED (replacing a queued tick).  Items not started yet are
+ * finished by evl__start_on_loop; queued one-shot calls become ECANCELED in
+ * the dispatcher; queued work is cancelled in libuv if it has not reached a
+ * pool thread (otherwise evl__work_cb skips it). */
+void evl__cancel_on_loop(evl_t *l, evl__item_t *it) {
+  if (it->uv_state != EVL__UV_ACTIVE) return;
+  if (it->kind == EVL__WORK || it->kind == EVL__READ) {
+    uv_cancel((uv_req_t *)&it->work);
+    return;
+  }
+  evl__close(it);
+  evl__dq_push(l, it, 1, ECANCELED, 1);
+}
+
+/* Take both incoming lists and apply them: cancellations first, so that a
+ * watch cancelled and re-made on the same fd closes the old handle before
+ * the new one opens. */
+void evl__drain(evl_t *l) {
+  evl__item_t *starts, *cancels, *it, *next;
+  pthread_mutex_lock(&l->mu);
+  starts = l->in_head;
+  cancels = l->c_head;
+  l->in_head = l->in_tail = NULL;
+  l->c_head = l->c_tail = NULL;
+  pthread_mutex_unlock(&l->mu);
+  for (it = cancels; it != NULL; it = next) {
+    int zombie;
+    pthread_mutex_lock(&l->mu);
+    next = it->cnext;
+    it->cnext = NULL;
+    it->in_clist = 0;
+    zombie = it->zombie;
+    pthread_mutex_unlock(&l->mu);
+    if (zombie) {
+      EVL__STAT_ADD(l, live, (uint64_t)-1);
+      evl__item_free(it);
+    } else {
+      evl__cancel_on_loop(l, it);
+    }
+  }
+  for (it = starts; it != NULL; it = next) {
+    next = it->inext;
+    it->inext = NULL;
+    evl__start_on_loop(l, it);
+  }
+}
