@@ -1,0 +1,175 @@
+/*
+ * The interactivity policy (convoy effect): a thread that comes back from a
+ * short blocking region after a short stretch of GVL use is served ahead of
+ * CPU-bound waiters; one that computes for long between blocking calls is
+ * not; and the promotion is charged to the boost cap.
+ */
+#include "tgvl.h"
+
+static gvl_t *g;
+static int pipefd[2];
+static atomic_uint ready_waiters;
+static atomic_int order[2], norder;
+
+static void count_ready(void *arg, gvl_thread_t *t, gvl_event_t ev,
+                        uint64_t now) {
+  (void)arg; (void)t; (void)now;
+  if (ev == GVL_EV_READY) atomic_fetch_add(&ready_waiters, 1);
+}
+
+static void *noop(void *arg) { return arg; }
+
+static void *read_pipe(void *arg) {
+  char c;
+  (void)arg;
+  CHECK_EQ(read(pipefd[0], &c, 1), 1);
+  return NULL;
+}
+
+/* I/O-bound: a short hold, then a blocking read, then record its turn. */
+static void *io_thread(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  gvl_call_without(t, noop, NULL, NULL, NULL);   /* starts the hold clock */
+  gvl_call_without(t, read_pipe, NULL, NULL, NULL);
+  order[atomic_fetch_add(&norder, 1)] = 1;
+  *(gvl_stats_t *)arg = tgvl_tstats(t);
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* CPU-bound waiter: queued before the I/O thread comes back. */
+static void *cpu_thread(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  order[atomic_fetch_add(&norder, 1)] = 2;
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* Returns which thread got the GVL first after the holder let go. */
+static int run_order(unsigned flags, gvl_stats_t *io_stats) {
+  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+  pthread_t io, cpu;
+  c.flags = flags;
+  c.hook = count_ready;
+  atomic_store(&ready_waiters, 0);
+  atomic_store(&norder, 0);
+  CHECK_OK(pipe(pipefd));
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me);
+  tgvl_spawn(&io, io_thread, io_stats);
+  tgvl_sleep_us(20000);          /* the I/O thread is now blocked in read */
+  CHECK_OK(gvl_acquire(me));
+  tgvl_spawn(&cpu, cpu_thread, NULL);
+  tgvl_wait_ge(&ready_waiters, 1);   /* the CPU thread queued first */
+  CHECK_EQ(write(pipefd[1], "x", 1), 1);
+  tgvl_wait_ge(&ready_waiters, 2);   /* then the I/O thread */
+  CHECK_OK(gvl_release(me));
+  tgvl_join(io);
+  tgvl_join(cpu);
+  CHECK_EQ(atomic_load(&norder), 2);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+  close(pipefd[0]);
+  close(pipefd[1]);
+  return order[0];
+}
+
+static void test_io_thread_goes_first(void) {
+  gvl_stats_t s;
+  CHECK_EQ(run_order(0, &s), 1);
+  CHECK_EQ(s.interactive, 1);
+  /* With the policy off, plain FIFO: the CPU thread queued first. */
+  CHECK_EQ(run_order(GVL_F_NOINTERACTIVE, &s), 2);
+  CHECK_EQ(s.interactive, 0);
+}
+
+/* Computing for longer than a tenth of a slice between blocking calls is
+ * CPU-bound behaviour: never promoted. */
+static void test_heavy_compute_not_interactive(void) {
+  gvl_config_t c = tgvl_strict_config(10000000, NULL);   /* 10 ms slice */
+  c.flags = 0;
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  for (int i = 0; i < 20; i++) {
+    uint64_t end = gvl_now_ns() + 2000000;            /* 2 ms of work */
+    while (gvl_now_ns() < end) tgvl_work(10);
+    gvl_call_without(t, noop, NULL, NULL, NULL);
+  }
+  CHECK_EQ(tgvl_tstats(t).interactive, 0);
+  /* The same thread with short stretches is promoted. */
+  for (int i = 0; i < 20; i++) gvl_call_without(t, noop, NULL, NULL, NULL);
+  CHECK_GT(tgvl_tstats(t).interactive, 0);
+  CHECK_OK(gvl_thread_set_interactive(t, 0));
+  uint64_t before = tgvl_tstats(t).interactive;
+  for (int i = 0; i < 20; i++) gvl_call_without(t, noop, NULL, NULL, NULL);
+  CHECK_EQ(tgvl_tstats(t).interactive, before);
+  CHECK_EQ(gvl_thread_set_interactive(t, 2), EINVAL);
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* An "interactive" thread that holds for most of the time is stopped by
+ * the cap: its promotions are refused and the hog keeps its share. */
+static atomic_int stop_hog;
+static atomic_ulong hog_iters;
+
+static void *hog(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  while (!atomic_load(&stop_hog)) {
+    tgvl_work(1);
+    atomic_fetch_add(&hog_iters, 1);
+    gvl_check_ints(t);
+  }
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void test_cap_bounds_interactive(void) {
+  gvl_config_t c = tgvl_strict_config(100000000, NULL); /* 100 ms slice */
+  pthread_t h;
+  c.flags = 0;
+  c.boost_cap_pct = 20;
+  CHECK(g = gvl_create(&c));
+  tgvl_spawn(&h, hog, NULL);
+  while (atomic_load(&hog_iters) == 0) tgvl_sleep_us(100);
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  for (int i = 0; i < 300; i++) {
+    uint64_t end = gvl_now_ns() + 1000000;   /* 1 ms: under a tenth */
+    while (gvl_now_ns() < end) tgvl_work(5);
+    gvl_call_without(t, noop, NULL, NULL, NULL);
+  }
+  gvl_stats_t s = tgvl_tstats(t);
+  CHECK_OK(gvl_release(t));
+  atomic_store(&stop_hog, 1);
+  tgvl_join(h);
+  CHECK_GT(s.interactive, 0);
+  CHECK_GT(s.boosts_refused, 0);   /* the cap stepped in */
+  CHECK_OK(gvl_thread_detach(t));
+  CHECK_OK(gvl_destroy(g));
+}
+
+int main(void) {
+  tgvl_watchdog(120);
+  test_io_thread_goes_first();
+  test_heavy_compute_not_interactive();
+  test_cap_bounds_interactive();
+  puts("ok");
+  return 0;
+}
