@@ -66,7 +66,8 @@ typedef struct gvl_thread_s gvl_thread_t;
 /* Events passed to the instrumentation hook. */
 typedef enum {
   GVL_EV_READY = 1,       /* thread starts waiting for the GVL            */
-  GVL_EV_RESUMED,         /* thread got the GVL after waiting             */
+  GVL_EV_RESUMED,         /* thread got the GVL: after READY when it had to
+                             wait, alone when the GVL was free            */
   GVL_EV_SUSPENDED,       /* thread gave the GVL up (release/yield/block) */
   GVL_EV_PREEMPT_REQ,     /* a preempt request was set on this thread     */
   GVL_EV_OWNER_DIED       /* this thread exited holding; GVL recovered    */
@@ -145,7 +146,9 @@ GVL_EXPORT gvl_thread_t *gvl_thread_attach(gvl_t *g, int prio);
  * another OS thread. */
 GVL_EXPORT int gvl_thread_detach(gvl_thread_t *t);
 
-/* [self] The handle of the calling thread for g, or NULL if not attached. */
+/* [self] The handle of the calling thread for g, or NULL if not attached.
+ * Inside gvl_call_with on a foreign thread, the handle cached for it (valid
+ * until that gvl_call_with returns). */
 GVL_EXPORT gvl_thread_t *gvl_thread_self(gvl_t *g);
 /* [any] The GVL a handle belongs to. */
 GVL_EXPORT gvl_t *gvl_thread_gvl(gvl_thread_t *t);

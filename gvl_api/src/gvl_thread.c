@@ -185,7 +185,7 @@ gvl_thread_t *gvl_thread_self(gvl_t *g) {
   gvl_thread_t *t;
   if (!g) return NULL;
   t = tls_find(g);
-  return t && !t->foreign ? t : NULL;
+  return t && (!t->foreign || t->call_depth) ? t : NULL;
 }
 
 gvl_t *gvl_thread_gvl(gvl_thread_t *t) { return t ? t->g : NULL; }
