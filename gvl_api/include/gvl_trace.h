@@ -1,0 +1,138 @@
+/*
+ * gvl_trace.h -- timeline tracing of a GVL, written as Trace Event Format
+ * JSON (open the file in https://ui.perfetto.dev or chrome://tracing).
+ *
+ * What is recorded, per OS thread, from the GVL's own events:
+ *   "wait" / "wait boosted"   from the moment a thread queues for the GVL
+ *                             until it gets it (args: prio)
+ *   "hold" / "hold boosted"   from each acquisition to the release (args:
+ *                             prio, req_prio, from/handoff_to: the thread
+ *                             the GVL came from / was handed to, reason:
+ *                             release, yield, preempted, blocking, cond
+ *                             wait, died)
+ *   "blocking"                a gvl_call_without() region: released around
+ *                             a blocking call until the thread asks again
+ *   "cond wait"               a gvl_cond wait with the GVL released
+ *   "preempt request"         instant on the thread asked to give the GVL
+ *                             up (args: by = the thread that asked)
+ *   "handoff"                 a flow arrow from the releaser's hold to the
+ *                             receiver's hold, for every direct handoff
+ * and, from other layers (evloop, tkbridge, the host), spans, instants and
+ * counters given to gvl_trace_begin()/_end()/_instant()/_counter().
+ *
+ * GVL states appear under the process "GVL", one track per thread; the
+ * other layers' spans under the process "layers", with the same thread ids,
+ * so both line up on one time axis.  Timestamps are CLOCK_MONOTONIC,
+ * relative to the start of the trace (otherData.t0_ns holds the origin).
+ *
+ * Cost.  Off (the default) the lock pays one plain load and a branch per
+ * event it already reports to the hook, and gvl_check_ints() nothing at
+ * all; the gvl_trace_begin/_end/_instant/_counter calls cost a call and a
+ * load.  On, each event costs a clock read and a few stores into the
+ * calling thread's own buffer (no lock shared between threads).
+ *
+ * Memory is bounded: each thread that records gets one buffer of
+ * events_per_thread entries (40 bytes each), allocated on its first event;
+ * at most max_threads buffers.  When a buffer is full, newer events are
+ * dropped (or, with GVL_TRACE_RING, the oldest are overwritten) and counted
+ * as lost; so are events of threads past max_threads.  The file is written
+ * by gvl_trace_stop(), by gvl_destroy(), or at process exit (exit() or a
+ * return from main) for a trace still running then.
+ *
+ * Starting from the environment: if GVLOOP_TRACE=path.json is set when
+ * gvl_create() runs, the new GVL is traced with default settings into that
+ * file.  "%p" in the path is replaced by the process id and "%g" by a
+ * number that tells GVLs apart; without "%g", the second and later GVLs of
+ * the process write to "path.<n>.json" so that no file is overwritten.
+ * GVLOOP_TRACE_EVENTS=N sets events_per_thread.  A trace started this way
+ * that cannot open its file prints one line on stderr and is not started.
+ *
+ * Thread rules (as in gvl.h):
+ *   [any]  any thread, attached to the GVL or not, holding it or not.
+ * Every call here is [any].  The GVL must stay alive across each call (do
+ * not race a call with gvl_destroy() of the same GVL).  No call takes the
+ * GVL or waits for it; gvl_trace_stop() waits only for threads that are in
+ * the middle of recording one event.  After fork() the child's traces are
+ * stopped without being written (the parent writes them).
+ *
+ * Return values: 0 or a positive errno code:
+ *   EINVAL   NULL or out-of-range argument
+ *   EALREADY gvl_trace_start() while a trace of that GVL is running
+ *   ESRCH    gvl_trace_stop() with no trace running
+ *   ENOMEM   allocation failure
+ *   EIO      (or the errno of the failed call) writing the file failed
+ *   any errno of fopen() for a path that cannot be opened
+ */
+#ifndef GVL_TRACE_H
+#define GVL_TRACE_H
+
+#include "gvl.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Flags for gvl_trace_config_t.flags */
+#define GVL_TRACE_RING 0x1u  /* a full buffer overwrites its oldest events
+                                (keeps the last moments before the stop)
+                                instead of dropping the newest            */
+
+typedef struct {
+  uint32_t events_per_thread; /* buffer size; 0 = default (32768)         */
+  uint32_t max_threads;       /* buffers; 0 = default (128)               */
+  unsigned flags;             /* GVL_TRACE_*                              */
+} gvl_trace_config_t;
+
+/* Counters of the running trace, or of the last one after it stopped. */
+typedef struct {
+  uint64_t recorded;          /* events kept in the buffers               */
+  uint64_t lost;              /* events dropped or overwritten            */
+  uint32_t threads;           /* threads that recorded at least one event */
+} gvl_trace_stats_t;
+
+/* [any] Start tracing g into the file at path (created or truncated now, so
+ * that a bad path fails here; written at the stop).  cfg may be NULL for
+ * defaults.  EALREADY if g is already traced. */
+GVL_EXPORT int gvl_trace_start(gvl_t *g, const char *path,
+                               const gvl_trace_config_t *cfg);
+
+/* [any] Stop tracing g and write the file.  Events that threads record
+ * while this runs are dropped (not counted).  ESRCH if g is not traced. */
+GVL_EXPORT int gvl_trace_stop(gvl_t *g);
+
+/* [any] 1 if g is being traced, 0 if not or g is NULL. */
+GVL_EXPORT int gvl_trace_active(gvl_t *g);
+
+/* [any] Counters of the running or the last trace of g (zeros if none). */
+GVL_EXPORT int gvl_trace_stats(gvl_t *g, gvl_trace_stats_t *out);
+
+/* [any; names the calling thread] Name the calling thread's tracks in
+ * every trace, running or started later (the name is copied; at most 31
+ * bytes are kept).  Without a name a thread shows under its OS name. */
+GVL_EXPORT int gvl_trace_set_thread_name(const char *name);
+
+/* ---- events from other layers ---------------------------------------------
+ * cat (a category, e.g. "evloop", "tk") and name are kept by pointer until
+ * the trace is written: pass string literals or strings that outlive
+ * gvl_trace_stop().  Each call records on the calling thread's track and
+ * returns 0 at once when g is not traced.  Spans must nest per thread:
+ * gvl_trace_end() closes the innermost open span of the calling thread (an
+ * end with no span open is dropped); spans still open when the trace is
+ * written are closed at the stop. */
+
+/* [any] Open a span on the calling thread. */
+GVL_EXPORT int gvl_trace_begin(gvl_t *g, const char *cat, const char *name);
+/* [any] Close the calling thread's innermost span.  name may be NULL. */
+GVL_EXPORT int gvl_trace_end(gvl_t *g, const char *cat, const char *name);
+/* [any] A point event; arg is shown as args.arg (e.g. an event id). */
+GVL_EXPORT int gvl_trace_instant(gvl_t *g, const char *cat, const char *name,
+                                 uint64_t arg);
+/* [any] A counter track named name (e.g. a queue length). */
+GVL_EXPORT int gvl_trace_counter(gvl_t *g, const char *name, int64_t value);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GVL_TRACE_H */
