@@ -1,0 +1,188 @@
+/*
+ * tkbridge.h -- Tcl/Tk on the evloop's loop thread.
+ *
+ * A Tcl interpreter with Tk lives on the loop thread of an evloop.  Tcl's
+ * event loop is the evloop's driver: Tcl waits in libuv (through a Tcl
+ * notifier built on libuv) without the GVL, so Tk repaints and runs its own
+ * Tcl scripts while other threads hold the GVL.  Host code runs only under
+ * the GVL, taken with a priority boost:
+ *   - host commands (tkb_command_create) called from Tcl;
+ *   - completion callbacks of tkb_eval_async;
+ *   - the error callback.
+ * Other threads reach the interpreter with tkb_eval / tkb_eval_async /
+ * tkb_run, which marshal the work to the loop thread and release the GVL
+ * while the caller waits.  From the loop thread they run directly.
+ *
+ * Setup:
+ *     evl_config_t ec = {0};
+ *     tkb_evl_config(&ec);              // Tcl's event loop drives the evloop
+ *     evl_t *l = evl_start(gvl, &ec);
+ *     tkb_t *tk;
+ *     tkb_start(l, NULL, &tk);          // interp + Tk on the loop thread
+ *     ... tkb_eval(tk, "button .b -text hi; pack .b", NULL) ...
+ *     tkb_destroy(tk);                  // or evl_stop(l): tears down too
+ *
+ * Return values: 0 or a positive error code: an errno value, or TKB_ETCL
+ * when a Tcl script raised an error (the message is the result).
+ *   EINVAL     NULL or bad argument
+ *   ECANCELED  the bridge stopped before the call ran (pending at stop)
+ *   EINTR      the waiting thread was interrupted (gvl_thread_interrupt);
+ *              the call still runs on the loop thread
+ *   ENOMEM     allocation failure
+ *   EPERM      the evloop was not set up with tkb_evl_config
+ *   ENOTSUP    Tk could not be initialised (e.g. no display)
+ *
+ * Thread rules beside each call:
+ *   [any]          any thread, GVL held or not (it is released while waiting)
+ *   [loop thread]  only on the loop thread of the bridge's evloop
+ *   [GVL held]     the callback runs holding the GVL
+ *
+ * The notifier is process-wide (Tcl_SetNotifier): the first tkb_start
+ * installs it, and it must come before any other use of Tcl in the process.
+ */
+#ifndef TKBRIDGE_H
+#define TKBRIDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evloop.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(TKB_STATIC_DEFINE)
+#define TKB_EXPORT
+#elif defined(__GNUC__)
+#define TKB_EXPORT __attribute__((visibility("default")))
+#else
+#define TKB_EXPORT
+#endif
+
+/* A Tcl error, as a return code: above every errno value. */
+#define TKB_ETCL 10001
+
+/* tkb_config_t.prio: run host callbacks at GVL_PRIO_NORMAL (no boost);
+ * 0 there means the default, GVL_PRIO_BOOST. */
+#define TKB_PRIO_NORMAL INT32_MIN
+
+typedef struct tkb_s tkb_t;
+typedef struct tkb_result_s tkb_result_t;
+struct Tcl_Interp;
+
+/* [loop thread, GVL held] A Tcl command implemented by the host.  argv[0]
+ * is the command name.  Return 0 for success; anything else makes the Tcl
+ * command fail (the message is what tkb_result_set stored, else the
+ * tkb_strerror of the code), so errors in event bindings reach bgerror. */
+typedef int (*tkb_cmd_cb)(tkb_t *tk, void *arg, int argc,
+                          const char *const *argv, tkb_result_t *res);
+
+/* [loop thread, GVL held] Completion of tkb_eval_async: status 0, TKB_ETCL
+ * (result holds the message) or ECANCELED (bridge stopped; result "").
+ * Called exactly once for every tkb_eval_async that returned 0. */
+typedef void (*tkb_done_cb)(tkb_t *tk, int status, const char *result,
+                            void *arg);
+
+/* [loop thread, GVL held] A background error (Tcl's bgerror) occurred.  Tcl's
+ * own handler (a ::bgerror proc, or the default report) runs after it. */
+typedef void (*tkb_error_cb)(tkb_t *tk, const char *msg, void *arg);
+
+/* [loop thread, no GVL] Work run by tkb_run. */
+typedef void (*tkb_fn)(tkb_t *tk, struct Tcl_Interp *interp, void *arg);
+
+typedef struct {
+  int         argc;        /* $argc / $argv of the interp (may be 0)        */
+  char *const *argv;
+  const char *argv0;       /* $argv0; NULL: "tkbridge"                      */
+  const char *app_name;    /* Tk application name; NULL: from argv0         */
+  const char *display;     /* X display; NULL: $DISPLAY                     */
+  int         no_tk;       /* 1: Tcl only (no Tk package loaded)            */
+  int         prio;        /* GVL priority of host callbacks: 0 = boost,
+                              1..GVL_PRIO_MAX, or TKB_PRIO_NORMAL           */
+  tkb_error_cb on_error;   /* optional, see tkb_error_cb                    */
+  void       *on_error_arg;
+} tkb_config_t;
+
+/* Counters of one bridge, plus its loop thread's notifier. */
+typedef struct {
+  uint64_t evals;          /* scripts run for tkb_eval / tkb_eval_async     */
+  uint64_t evals_remote;   /* ... of which marshalled from other threads    */
+  uint64_t runs;           /* tkb_run calls executed                        */
+  uint64_t cmd_calls;      /* host command invocations                      */
+  uint64_t cmd_errors;     /* ... that returned an error                    */
+  uint64_t gvl_acquires;   /* GVL acquisitions for host callbacks           */
+  uint64_t bg_errors;      /* background errors seen                        */
+  uint64_t cancelled;      /* calls completed with ECANCELED                */
+  uint64_t ntf_waits;      /* Tcl_WaitForEvent calls                        */
+  uint64_t ntf_blocking;   /* ... that could block                          */
+  uint64_t ntf_file_events;/* file events queued by the notifier            */
+  uint64_t ntf_alerts;     /* cross-thread wake-ups of the notifier         */
+} tkb_stats_t;
+
+/* [any] Fill ec->driver and ec->driver_arg so that the evloop's loop thread
+ * runs Tcl's event loop (Tcl_DoOneEvent) instead of its default loop.  An
+ * evloop passed to tkb_start must have been started with such a config;
+ * several bridges may share one. */
+TKB_EXPORT int tkb_evl_config(evl_config_t *ec);
+
+/* [any] Create an interpreter (with Tk unless cfg->no_tk) on l's loop
+ * thread and wait until it is ready; cfg may be NULL.  On success *out is
+ * the bridge.  EPERM: l not set up with tkb_evl_config; ENOTSUP: Tk_Init
+ * failed (no display); ECANCELED: l is stopping. */
+TKB_EXPORT int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out);
+
+/* [any] Tear the interpreter down on the loop thread.  Calls pending at that
+ * point complete with ECANCELED; later calls fail with ECANCELED.  From
+ * another thread it waits until the teardown is done; from the loop thread
+ * it only starts it (running scripts are unwound first).  Idempotent. */
+TKB_EXPORT int tkb_stop(tkb_t *tk);
+
+/* [any, not from inside one of tk's own callbacks] tkb_stop, then release
+ * the caller's reference; memory goes when the last pending call ends. */
+TKB_EXPORT int tkb_destroy(tkb_t *tk);
+
+/* [any] Evaluate script at global level and wait for it.  With result
+ * non-NULL, *result receives a malloc'd copy of the interp result (the error
+ * message on TKB_ETCL; free() it), or NULL if the call did not run. */
+TKB_EXPORT int tkb_eval(tkb_t *tk, const char *script, char **result);
+
+/* [any] Queue script; done (may be NULL) is called once with the outcome. */
+TKB_EXPORT int tkb_eval_async(tkb_t *tk, const char *script, tkb_done_cb done,
+                              void *arg);
+
+/* [any] Run fn(tk, interp, arg) on the loop thread without the GVL and wait;
+ * for C code that uses the Tcl/Tk API directly. */
+TKB_EXPORT int tkb_run(tkb_t *tk, tkb_fn fn, void *arg);
+
+/* [any] Create (or replace) the Tcl command name (may include a namespace,
+ * created if missing) implemented by cb.  arg is passed to cb. */
+TKB_EXPORT int tkb_command_create(tkb_t *tk, const char *name, tkb_cmd_cb cb,
+                                  void *arg);
+
+/* [any] Delete a command created with tkb_command_create.  ENOENT if none. */
+TKB_EXPORT int tkb_command_delete(tkb_t *tk, const char *name);
+
+/* [loop thread, inside a tkb_cmd_cb] Set the command's result (copied). */
+TKB_EXPORT int tkb_result_set(tkb_result_t *res, const char *s);
+
+/* [loop thread] The Tcl interpreter, NULL after stop. */
+TKB_EXPORT struct Tcl_Interp *tkb_interp(tkb_t *tk);
+
+/* [any] The evloop of the bridge. */
+TKB_EXPORT evl_t *tkb_evl(tkb_t *tk);
+
+/* [any] Read the counters (notifier fields are filled when called on the
+ * loop thread or through tkb_run; otherwise they hold the last snapshot). */
+TKB_EXPORT int tkb_stats(tkb_t *tk, tkb_stats_t *out);
+
+/* [any] Name of the notifier integration in use ("libuv-notifier"). */
+TKB_EXPORT const char *tkb_notifier_name(void);
+
+/* [any] Message for a return code (errno values and TKB_ETCL). */
+TKB_EXPORT const char *tkb_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TKBRIDGE_H */

@@ -1,0 +1,379 @@
+/*
+ * tkb_bridge.c -- the evloop driver, and a bridge's life: start, stop, free.
+ *
+ * The driver is the loop thread's main loop.  Until the first bridge starts
+ * it is the evloop's default loop (evl_step); from then on it is Tcl's
+ * (Tcl_DoOneEvent), whose notifier waits in evl_step.  When the evloop stops
+ * the driver tears down every bridge on the thread, finalises Tcl's
+ * per-thread state (Tk's display connections go there) and returns.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tk.h>
+
+#include "tkb_int.h"
+
+/* The driver of this thread.  A thread local because post_cb and Tcl event
+ * procs get no other way to reach it. */
+static _Thread_local tkb__drv_t *tls_drv;
+
+static pthread_once_t tcl_once = PTHREAD_ONCE_INIT;
+
+tkb__drv_t *tkb__drv(void) {
+  return tls_drv;
+}
+
+/* ---- references and state ----------------------------------------------- */
+
+void tkb__ref(tkb_t *tk) {
+  atomic_fetch_add(&tk->refs, 1);
+}
+
+static void tk_free(tkb_t *tk) {
+  if (tk->argv_copy) {
+    for (int i = 0; i < tk->cfg.argc; i++) free(tk->argv_copy[i]);
+    free(tk->argv_copy);
+  }
+  free((char *)tk->cfg.argv0);
+  free((char *)tk->cfg.app_name);
+  free((char *)tk->cfg.display);
+  pthread_mutex_destroy(&tk->mu);
+  pthread_cond_destroy(&tk->cv);
+  free(tk);
+}
+
+void tkb__unref(tkb_t *tk) {
+  if (atomic_fetch_sub(&tk->refs, 1) == 1) tk_free(tk);
+}
+
+int tkb__state(tkb_t *tk) {
+  pthread_mutex_lock(&tk->mu);
+  int s = tk->state;
+  pthread_mutex_unlock(&tk->mu);
+  return s;
+}
+
+/* Move RUNNING to STOPPING and ask running scripts to unwind.  Tcl_CancelEval
+ * is thread-safe (it marks an async handler of the interp's thread). */
+static void begin_stop(tkb_t *tk) {
+  pthread_mutex_lock(&tk->mu);
+  if (tk->state == TKB_ST_RUNNING) {
+    tk->state = TKB_ST_STOPPING;
+    if (tk->interp) Tcl_CancelEval(tk->interp, NULL, NULL, TCL_CANCEL_UNWIND);
+  }
+  pthread_mutex_unlock(&tk->mu);
+}
+
+/* ---- boot and teardown (loop thread) ---------------------------------------- */
+
+static void tcl_once_fn(void) {
+  Tcl_FindExecutable(NULL);
+}
+
+static void set_var(Tcl_Interp *ip, const char *name, Tcl_Obj *v) {
+  Tcl_ObjSetVar2(ip, Tcl_NewStringObj(name, -1), NULL, v, TCL_GLOBAL_ONLY);
+}
+
+/* $argv for Tk_Init: our -display / -name first, then the user's words,
+ * which Tk parses as wish does (and removes the options it knows). */
+static void set_argv(tkb_t *tk, Tcl_Interp *ip, int for_tk) {
+  Tcl_Obj *l = Tcl_NewListObj(0, NULL);
+  if (for_tk && tk->cfg.display) {
+    Tcl_ListObjAppendElement(ip, l, Tcl_NewStringObj("-display", -1));
+    Tcl_ListObjAppendElement(ip, l, Tcl_NewStringObj(tk->cfg.display, -1));
+  }
+  if (for_tk && tk->cfg.app_name) {
+    Tcl_ListObjAppendElement(ip, l, Tcl_NewStringObj("-name", -1));
+    Tcl_ListObjAppendElement(ip, l, Tcl_NewStringObj(tk->cfg.app_name, -1));
+  }
+  for (int i = 0; i < tk->cfg.argc; i++)
+    Tcl_ListObjAppendElement(ip, l, Tcl_NewStringObj(tk->argv_copy[i], -1));
+  set_var(ip, "argv", l);
+  set_var(ip, "argc", Tcl_NewIntObj(tk->cfg.argc));
+}
+
+static int boot_interp(tkb_t *tk, Tcl_Interp *ip, char **msg) {
+  set_var(ip, "argv0", Tcl_NewStringObj(tk->cfg.argv0 ? tk->cfg.argv0 : "tkbridge", -1));
+  set_var(ip, "tcl_interactive", Tcl_NewIntObj(0));
+  set_argv(tk, ip, 0);
+  if (Tcl_Init(ip) != TCL_OK) {
+    *msg = tkb__strdup(Tcl_GetStringResult(ip));
+    return TKB_ETCL;
+  }
+  if (!tk->cfg.no_tk) {
+    set_argv(tk, ip, 1);
+    if (Tk_Init(ip) != TCL_OK) {
+      *msg = tkb__strdup(Tcl_GetStringResult(ip));
+      return ENOTSUP;
+    }
+    Tcl_StaticPackage(ip, "Tk", Tk_Init, Tk_SafeInit);
+  }
+  return tkb__install_builtins(tk, ip, msg);
+}
+
+/* [loop thread] Create tk's interp.  Returns 0, EPERM (not our driver),
+ * TKB_ETCL / ENOTSUP with *msg set. */
+int tkb__boot(tkb_t *tk, char **msg) {
+  tkb__drv_t *d = tls_drv;
+  if (d == NULL || d->l != tk->l) {
+    *msg = tkb__strdup("evloop not set up with tkb_evl_config");
+    return EPERM;
+  }
+  pthread_once(&tcl_once, tcl_once_fn);
+  Tcl_Interp *ip = Tcl_CreateInterp();
+  Tcl_Preserve(ip);
+  d->tcl_live = 1;
+  int rc = boot_interp(tk, ip, msg);
+  if (rc != 0) {
+    Tcl_DeleteInterp(ip);
+    Tcl_Release(ip);
+    pthread_mutex_lock(&tk->mu);
+    tk->state = TKB_ST_STOPPED;
+    pthread_mutex_unlock(&tk->mu);
+    return rc;
+  }
+  pthread_mutex_lock(&tk->mu);
+  tk->interp = ip;
+  pthread_mutex_unlock(&tk->mu);
+  tkb__ref(tk); /* the driver's list */
+  tk->next = d->bridges;
+  d->bridges = tk;
+  return 0;
+}
+
+static void drv_unlink(tkb_t *tk) {
+  tkb__drv_t *d = tls_drv;
+  if (d == NULL) return;
+  for (tkb_t **pp = &d->bridges; *pp; pp = &(*pp)->next) {
+    if (*pp == tk) {
+      *pp = tk->next;
+      tk->next = NULL;
+      tkb__unref(tk);
+      return;
+    }
+  }
+}
+
+/* [loop thread] Delete the interp, cancel what is queued, wake tkb_stop
+ * waiters.  Safe to call again, and from inside the interp's own scripts
+ * (Tcl defers the deletion until they unwind). */
+void tkb__teardown(tkb_t *tk) {
+  pthread_mutex_lock(&tk->mu);
+  Tcl_Interp *ip = tk->interp;
+  if (tk->state == TKB_ST_RUNNING) tk->state = TKB_ST_STOPPING;
+  tk->interp = NULL; /* no other thread may use it from here on */
+  pthread_mutex_unlock(&tk->mu);
+  if (ip != NULL) {
+    Tcl_CancelEval(ip, NULL, NULL, TCL_CANCEL_UNWIND);
+    tkb__call_cancel_queued(tk);
+    Tcl_DeleteInterp(ip);
+    Tcl_Release(ip);
+  }
+  tkb__call_cancel_queued(tk);
+  tkb__ntf_stats_t ns;
+  tkb__ntf_stats(&ns);
+  pthread_mutex_lock(&tk->mu);
+  tk->ntf = ns;
+  tk->state = TKB_ST_STOPPED;
+  pthread_cond_broadcast(&tk->cv);
+  pthread_mutex_unlock(&tk->mu);
+  drv_unlink(tk);
+}
+
+/* ---- the driver -------------------------------------------------------------- */
+
+/* Called by the notifier when a wait first sees the evloop stopping. */
+static void drv_on_stop(void *arg) {
+  tkb__drv_t *d = arg;
+  for (tkb_t *tk = d->bridges; tk; tk = tk->next) begin_stop(tk);
+}
+
+static void tkb__driver(evl_t *l, void *arg) {
+  (void)arg;
+  tkb__drv_t d = {l, 0, NULL};
+  if (tkb__ntf_install() != 0 || tkb__ntf_bind(l, drv_on_stop, &d) != 0) {
+    while (!evl_stopping(l)) evl_step(l, -1);
+    return;
+  }
+  tls_drv = &d;
+  while (!evl_stopping(l) && !d.tcl_live) evl_step(l, -1);
+  while (!evl_stopping(l)) Tcl_DoOneEvent(TCL_ALL_EVENTS);
+  while (d.bridges) {
+    begin_stop(d.bridges);
+    tkb__teardown(d.bridges);
+  }
+  if (d.tcl_live) Tcl_FinalizeThread();
+  tls_drv = NULL;
+  tkb__ntf_unbind();
+}
+
+/* ---- public calls ---------------------------------------------------------------- */
+
+int tkb_evl_config(evl_config_t *ec) {
+  if (ec == NULL) return EINVAL;
+  ec->driver = tkb__driver;
+  ec->driver_arg = NULL;
+  return 0;
+}
+
+static int copy_cfg(tkb_t *tk, const tkb_config_t *cfg) {
+  tk->cfg = *cfg;
+  tk->cfg.argv0 = cfg->argv0 ? strdup(cfg->argv0) : NULL;
+  tk->cfg.app_name = cfg->app_name ? strdup(cfg->app_name) : NULL;
+  tk->cfg.display = cfg->display ? strdup(cfg->display) : NULL;
+  tk->cfg.argv = NULL;
+  tk->argv_copy = calloc((size_t)cfg->argc + 1, sizeof(char *));
+  if (tk->argv_copy == NULL) return ENOMEM;
+  for (int i = 0; i < cfg->argc; i++) {
+    tk->argv_copy[i] = strdup(cfg->argv[i] ? cfg->argv[i] : "");
+    if (tk->argv_copy[i] == NULL) return ENOMEM;
+  }
+  if ((cfg->argv0 && !tk->cfg.argv0) || (cfg->app_name && !tk->cfg.app_name) ||
+      (cfg->display && !tk->cfg.display))
+    return ENOMEM;
+  return 0;
+}
+
+static int check_cfg(const tkb_config_t *cfg) {
+  if (cfg->argc < 0 || (cfg->argc > 0 && cfg->argv == NULL)) return EINVAL;
+  if (cfg->prio != TKB_PRIO_NORMAL && (cfg->prio < 0 || cfg->prio > GVL_PRIO_MAX))
+    return EINVAL;
+  return 0;
+}
+
+static tkb_t *tk_alloc(evl_t *l, const tkb_config_t *cfg, int *err) {
+  tkb_t *tk = calloc(1, sizeof(*tk));
+  if (tk == NULL) {
+    *err = ENOMEM;
+    return NULL;
+  }
+  atomic_init(&tk->refs, 1);
+  pthread_mutex_init(&tk->mu, NULL);
+  pthread_cond_init(&tk->cv, NULL);
+  tk->l = l;
+  tk->state = TKB_ST_RUNNING;
+  tk->prio = cfg->prio == TKB_PRIO_NORMAL ? GVL_PRIO_NORMAL
+             : cfg->prio ? cfg->prio : GVL_PRIO_BOOST;
+  tk->on_error = cfg->on_error;
+  tk->on_error_arg = cfg->on_error_arg;
+  *err = copy_cfg(tk, cfg);
+  if (*err != 0) {
+    tk->cfg.argc = 0; /* argv_copy may be partial; free what is there */
+    for (int i = 0; tk->argv_copy && i < cfg->argc; i++) free(tk->argv_copy[i]);
+    tk_free(tk);
+    return NULL;
+  }
+  return tk;
+}
+
+int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out) {
+  static const tkb_config_t defaults;
+  if (out) *out = NULL;
+  if (l == NULL || out == NULL) return EINVAL;
+  if (cfg == NULL) cfg = &defaults;
+  int rc = check_cfg(cfg);
+  if (rc != 0) return rc;
+  if (evl_stopping(l)) return ECANCELED;
+  rc = tkb__ntf_install();
+  if (rc != 0) return rc;
+  tkb_t *tk = tk_alloc(l, cfg, &rc);
+  if (tk == NULL) return rc;
+  tkb__call_t *c = tkb__call_new(tk, TKB_CALL_START);
+  if (c == NULL) {
+    tkb__unref(tk);
+    return ENOMEM;
+  }
+  c->sync = 1;
+  rc = tkb__call_submit(c);
+  if (rc == 0 && tkb__state(tk) != TKB_ST_RUNNING) rc = ECANCELED;
+  tkb__call_unref(c);
+  if (rc != 0) {
+    tkb_stop(tk);
+    tkb__unref(tk);
+    return rc;
+  }
+  *out = tk;
+  return 0;
+}
+
+static void *stop_wait_fn(void *arg) {
+  tkb_t *tk = arg;
+  pthread_mutex_lock(&tk->mu);
+  while (tk->state != TKB_ST_STOPPED) pthread_cond_wait(&tk->cv, &tk->mu);
+  pthread_mutex_unlock(&tk->mu);
+  return tk;
+}
+
+int tkb_stop(tkb_t *tk) {
+  if (tk == NULL) return EINVAL;
+  begin_stop(tk);
+  if (tkb__state(tk) == TKB_ST_STOPPED) return 0;
+  tkb__call_t *c = tkb__call_new(tk, TKB_CALL_STOP);
+  if (c == NULL) return ENOMEM;
+  int on_loop = evl_in_loop_thread(tk->l);
+  (void)tkb__call_submit(c); /* ECANCELED: the driver tears down instead */
+  tkb__call_unref(c);
+  if (on_loop) return 0;
+  gvl_thread_t *self = gvl_thread_self(evl_gvl(tk->l));
+  if (self != NULL && gvl_thread_holds(self)) {
+    /* An interrupt ends the GVL-free region early; wait on, holding it. */
+    if (gvl_call_without(self, stop_wait_fn, tk, NULL, NULL) == NULL)
+      stop_wait_fn(tk);
+  } else {
+    stop_wait_fn(tk);
+  }
+  return 0;
+}
+
+int tkb_destroy(tkb_t *tk) {
+  if (tk == NULL) return EINVAL;
+  int rc = tkb_stop(tk);
+  tkb__unref(tk);
+  return rc;
+}
+
+struct Tcl_Interp *tkb_interp(tkb_t *tk) {
+  if (tk == NULL || !evl_in_loop_thread(tk->l)) return NULL;
+  return tk->interp;
+}
+
+evl_t *tkb_evl(tkb_t *tk) {
+  return tk ? tk->l : NULL;
+}
+
+int tkb_stats(tkb_t *tk, tkb_stats_t *out) {
+  if (tk == NULL || out == NULL) return EINVAL;
+  memset(out, 0, sizeof(*out));
+  out->evals = atomic_load(&tk->evals);
+  out->evals_remote = atomic_load(&tk->evals_remote);
+  out->runs = atomic_load(&tk->runs);
+  out->cmd_calls = atomic_load(&tk->cmd_calls);
+  out->cmd_errors = atomic_load(&tk->cmd_errors);
+  out->gvl_acquires = atomic_load(&tk->gvl_acquires);
+  out->bg_errors = atomic_load(&tk->bg_errors);
+  out->cancelled = atomic_load(&tk->cancelled);
+  tkb__ntf_stats_t ns;
+  if (evl_in_loop_thread(tk->l)) {
+    tkb__ntf_stats(&ns);
+  } else {
+    pthread_mutex_lock(&tk->mu);
+    ns = tk->ntf;
+    pthread_mutex_unlock(&tk->mu);
+  }
+  out->ntf_waits = ns.waits;
+  out->ntf_blocking = ns.blocking;
+  out->ntf_file_events = ns.file_events;
+  out->ntf_alerts = ns.alerts;
+  return 0;
+}
+
+const char *tkb_notifier_name(void) {
+  return tkb__ntf_name();
+}
+
+const char *tkb_strerror(int err) {
+  if (err == TKB_ETCL) return "Tcl error";
+  return evl_strerror(err);
+}

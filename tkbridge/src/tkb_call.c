@@ -1,0 +1,289 @@
+/*
+ * tkb_call.c -- handing work to the loop thread, and host code under the GVL.
+ *
+ * A call made on another thread travels as evl_post_flags(EVL_F_NOGVL) to the
+ * loop thread, whose callback only queues a Tcl event; Tcl_DoOneEvent then
+ * runs the call from its event dispatch.  So scripts never run inside
+ * evl_step, vwait inside them nests cleanly, and the evloop's cancellation at
+ * stop (ECANCELED) reaches every call still in its queue.  Calls already in
+ * Tcl's queue at teardown are removed and completed with ECANCELED.
+ *
+ * A waiting submitter releases the GVL (gvl_call_without) if it holds it;
+ * foreign threads simply block.  An interrupt (gvl_thread_interrupt) ends
+ * the wait with EINTR; the call still runs, and its memory goes with the
+ * last reference.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tkb_int.h"
+
+typedef struct {
+  Tcl_Event hdr;
+  tkb__call_t *call;
+} call_event_t;
+
+char *tkb__strdup(const char *s) {
+  return strdup(s ? s : "");
+}
+
+tkb__call_t *tkb__call_new(tkb_t *tk, int kind) {
+  tkb__call_t *c = calloc(1, sizeof(*c));
+  if (c == NULL) return NULL;
+  atomic_init(&c->refs, 1);
+  c->kind = kind;
+  c->tk = tk;
+  tkb__ref(tk);
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_cond_init(&c->cv, NULL);
+  return c;
+}
+
+void tkb__call_unref(tkb__call_t *c) {
+  if (c == NULL || atomic_fetch_sub(&c->refs, 1) != 1) return;
+  pthread_mutex_destroy(&c->mu);
+  pthread_cond_destroy(&c->cv);
+  tkb__unref(c->tk);
+  free(c->text);
+  free(c->result);
+  free(c);
+}
+
+/* ---- host code under the GVL ---------------------------------------------- */
+
+/* [loop thread] Run fn(arg) holding the GVL, taken with the bridge's boost
+ * unless the caller already holds it.  Returns 0 or the acquire error. */
+int tkb__run_host(tkb_t *tk, void (*fn)(void *), void *arg) {
+  gvl_thread_t *t = evl_gvl_thread(tk->l);
+  if (t == NULL) return EPERM;
+  int held = gvl_thread_holds(t);
+  if (!held) {
+    int rc = gvl_acquire_prio(t, tk->prio);
+    if (rc != 0) return rc;
+    atomic_fetch_add(&tk->gvl_acquires, 1);
+  }
+  fn(arg);
+  if (!held) gvl_release(t);
+  return 0;
+}
+
+static void done_tramp(void *arg) {
+  tkb__call_t *c = arg;
+  c->done(c->tk, c->status, c->result ? c->result : "", c->done_arg);
+}
+
+/* [loop thread] Record the outcome, wake the waiter or run the completion,
+ * and drop the loop side's reference. */
+void tkb__call_finish(tkb__call_t *c, int status, const char *result) {
+  c->status = status;
+  if (result != NULL || status != 0) {
+    free(c->result);
+    c->result = tkb__strdup(result);
+  }
+  if (status == ECANCELED) atomic_fetch_add(&c->tk->cancelled, 1);
+  if (c->sync) {
+    pthread_mutex_lock(&c->mu);
+    c->finished = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+  } else if (c->done != NULL) {
+    (void)tkb__run_host(c->tk, done_tramp, c);
+  }
+  tkb__call_unref(c);
+}
+
+/* ---- running a call on the loop thread ------------------------------------- */
+
+static void exec_eval(tkb__call_t *c, Tcl_Interp *ip) {
+  tkb_t *tk = c->tk;
+  atomic_fetch_add(&tk->evals, 1);
+  if (c->remote) atomic_fetch_add(&tk->evals_remote, 1);
+  Tcl_Preserve(ip);
+  int code = Tcl_EvalEx(ip, c->text, -1, TCL_EVAL_GLOBAL);
+  int st = (code == TCL_OK || code == TCL_RETURN) ? 0 : TKB_ETCL;
+  /* A fire-and-forget script has nobody to tell: Tcl's bgerror is told. */
+  if (st != 0 && !c->sync && c->done == NULL)
+    Tcl_BackgroundException(ip, code);
+  tkb__call_finish(c, st, Tcl_GetStringResult(ip));
+  Tcl_ResetResult(ip);
+  Tcl_Release(ip);
+}
+
+static void exec_call(tkb__call_t *c) {
+  tkb_t *tk = c->tk;
+  char *msg = NULL;
+  int rc;
+  switch (c->kind) {
+  case TKB_CALL_START:
+    rc = tkb__boot(tk, &msg);
+    tkb__call_finish(c, rc, msg);
+    free(msg);
+    return;
+  case TKB_CALL_STOP:
+    tkb__teardown(tk);
+    tkb__call_finish(c, 0, NULL);
+    return;
+  default:
+    break;
+  }
+  Tcl_Interp *ip = tk->interp;
+  if (ip == NULL || tkb__state(tk) != TKB_ST_RUNNING) {
+    tkb__call_finish(c, ECANCELED, NULL);
+    return;
+  }
+  switch (c->kind) {
+  case TKB_CALL_EVAL:
+    exec_eval(c, ip);
+    return;
+  case TKB_CALL_RUN:
+    atomic_fetch_add(&tk->runs, 1);
+    c->fn(tk, ip, c->fn_arg);
+    tkb__call_finish(c, 0, NULL);
+    return;
+  case TKB_CALL_CMD_CREATE:
+    tkb__call_finish(c, tkb__cmd_create(tk, c->text, c->cmd, c->cmd_arg), NULL);
+    return;
+  case TKB_CALL_CMD_DELETE:
+    tkb__call_finish(c, tkb__cmd_delete(tk, c->text), NULL);
+    return;
+  default:
+    tkb__call_finish(c, EINVAL, NULL);
+  }
+}
+
+static void *exec_tramp(void *arg) {
+  exec_call(arg);
+  return arg;
+}
+
+/* [loop thread] Run c now.  A caller holding the GVL (a host callback) gives
+ * it up meanwhile: Tcl code never runs holding the GVL, and nested host
+ * commands take it again with the boost. */
+static void exec_direct(tkb__call_t *c) {
+  gvl_thread_t *t = evl_gvl_thread(c->tk->l);
+  if (t != NULL && gvl_thread_holds(t))
+    (void)gvl_call_without(t, exec_tramp, c, NULL, NULL);
+  else
+    exec_call(c);
+  tkb__ntf_note_tcl_ran();
+}
+
+static int call_event_proc(Tcl_Event *ev, int flags) {
+  if (!(flags & TCL_FILE_EVENTS)) return 0;
+  exec_call(((call_event_t *)ev)->call);
+  return 1;
+}
+
+static void queue_tcl_event(tkb__call_t *c) {
+  call_event_t *ev = (call_event_t *)ckalloc(sizeof(*ev));
+  ev->hdr.proc = call_event_proc;
+  ev->call = c;
+  Tcl_QueueEvent(&ev->hdr, TCL_QUEUE_TAIL);
+}
+
+/* evloop callback, on the loop thread without the GVL.  Before Tcl runs on
+ * this thread (the first tkb_start) nothing of Tcl is on the stack, so the
+ * call runs here; afterwards it becomes a Tcl event. */
+static void post_cb(evl_t *l, void *arg, int status) {
+  tkb__call_t *c = arg;
+  tkb__drv_t *d = tkb__drv();
+  if (status != 0) {
+    tkb__call_finish(c, ECANCELED, NULL);
+  } else if (d == NULL || d->l != l) {
+    tkb__call_finish(c, EPERM, "evloop not set up with tkb_evl_config");
+  } else if (!d->tcl_live) {
+    exec_call(c);
+  } else {
+    queue_tcl_event(c);
+  }
+}
+
+/* ---- submission and waiting ------------------------------------------------ */
+
+static void *wait_fn(void *arg) {
+  tkb__call_t *c = arg;
+  pthread_mutex_lock(&c->mu);
+  while (!c->finished && !c->abandoned) pthread_cond_wait(&c->cv, &c->mu);
+  pthread_mutex_unlock(&c->mu);
+  return c;
+}
+
+static void wait_ubf(void *arg) {
+  tkb__call_t *c = arg;
+  pthread_mutex_lock(&c->mu);
+  c->abandoned = 1;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Wait for a remote sync call, releasing the GVL if this thread holds it. */
+static int call_wait(tkb__call_t *c) {
+  gvl_thread_t *self = gvl_thread_self(evl_gvl(c->tk->l));
+  if (self != NULL && gvl_thread_holds(self)) {
+    if (gvl_call_without(self, wait_fn, c, wait_ubf, c) == NULL) wait_ubf(c);
+  } else {
+    wait_fn(c);
+  }
+  pthread_mutex_lock(&c->mu);
+  int fin = c->finished;
+  pthread_mutex_unlock(&c->mu);
+  return fin ? c->status : EINTR;
+}
+
+/* [any] Hand c to the loop thread (or run it now on the loop thread).  On
+ * success the loop side owns one reference; a sync caller then waits.  The
+ * caller keeps its own reference either way. */
+int tkb__call_submit(tkb__call_t *c) {
+  tkb_t *tk = c->tk;
+  int control = c->kind == TKB_CALL_START || c->kind == TKB_CALL_STOP;
+  if (!control && tkb__state(tk) != TKB_ST_RUNNING) return ECANCELED;
+  atomic_fetch_add(&c->refs, 1);
+  if (evl_in_loop_thread(tk->l)) {
+    tkb__drv_t *d = tkb__drv();
+    if (!c->sync && d != NULL && d->tcl_live) queue_tcl_event(c);
+    else exec_direct(c);
+    return c->sync ? c->status : 0;
+  }
+  c->remote = 1;
+  int rc = evl_post_flags(tk->l, post_cb, c, EVL_F_NOGVL, NULL);
+  if (rc != 0) {
+    atomic_fetch_sub(&c->refs, 1);
+    return rc == ESHUTDOWN ? ECANCELED : rc;
+  }
+  return c->sync ? call_wait(c) : 0;
+}
+
+/* ---- teardown ---------------------------------------------------------------- */
+
+typedef struct {
+  tkb_t *tk;
+  tkb__call_t **list;
+  size_t n, cap;
+} collect_t;
+
+static int collect_proc(Tcl_Event *ev, ClientData cd) {
+  collect_t *col = cd;
+  if (ev->proc != call_event_proc) return 0;
+  tkb__call_t *c = ((call_event_t *)ev)->call;
+  if (c->tk != col->tk) return 0;
+  if (col->n == col->cap) {
+    size_t cap = col->cap ? col->cap * 2 : 16;
+    tkb__call_t **nl = realloc(col->list, cap * sizeof(*nl));
+    if (nl == NULL) return 0; /* keep it queued: it fails with ECANCELED when run */
+    col->list = nl;
+    col->cap = cap;
+  }
+  col->list[col->n++] = c;
+  return 1;
+}
+
+/* [loop thread] Complete tk's calls still in Tcl's event queue with
+ * ECANCELED.  Completion runs after Tcl_DeleteEvents, outside Tcl's queue
+ * lock, because it may run host code. */
+void tkb__call_cancel_queued(tkb_t *tk) {
+  collect_t col = {tk, NULL, 0, 0};
+  Tcl_DeleteEvents(collect_proc, &col);
+  for (size_t i = 0; i < col.n; i++) tkb__call_finish(col.list[i], ECANCELED, NULL);
+  free(col.list);
+}

@@ -1,0 +1,64 @@
+/*
+ * tkb_notifier.h -- the notifier seam: how Tcl's event loop and libuv meet.
+ *
+ * Exactly one implementation is linked into libtkbridge, chosen at build
+ * time.  Today that is tkb_notifier_uv.c, which replaces Tcl's notifier with
+ * Tcl_SetNotifier so that Tcl_WaitForEvent waits in evl_step().
+ * Tcl_SetNotifier exists in Tcl 8.6 and 9.0 only; a second implementation
+ * (Tcl's stock notifier watching uv_backend_fd() with a Tcl file handler and
+ * a Tcl timer at uv_backend_timeout()) can replace this file without any
+ * change to the rest of the bridge, because the bridge only ever calls the
+ * functions below and runs Tcl's event loop with Tcl_DoOneEvent().
+ *
+ * Contract for every implementation:
+ *  - No Tcl script and no host callback runs inside uv_run(): libuv
+ *    callbacks only queue Tcl events.
+ *  - Host callbacks dispatched by evl_step() run under the GVL; everything
+ *    else (Tcl, Tk, the wait itself) runs without it.
+ *  - Tcl_DoOneEvent() returns soon after evl_stopping() becomes true.
+ */
+#ifndef TKB_NOTIFIER_H
+#define TKB_NOTIFIER_H
+
+#include <stdint.h>
+
+#include "evloop.h"
+
+/* Counters kept by the notifier, per loop thread. */
+typedef struct {
+  uint64_t waits;        /* Tcl_WaitForEvent calls                         */
+  uint64_t blocking;     /* ... of which could block (timeout != 0)        */
+  uint64_t file_events;  /* Tcl file events queued from libuv callbacks    */
+  uint64_t alerts;       /* Tcl_AlertNotifier calls (cross-thread wakeups) */
+} tkb__ntf_stats_t;
+
+/* [any] Install the notifier for the whole process.  Must run before the
+ * first Tcl interpreter exists anywhere in the process; idempotent.
+ * Returns 0 or an errno code (ENOTSUP when Tcl's notifier was already
+ * initialised by someone else). */
+int tkb__ntf_install(void);
+
+/* [loop thread] Bind the calling thread's Tcl notifier to l.  Must be called
+ * before the thread's first Tcl call.  on_stop(arg) is called once, on this
+ * thread, when a wait first sees evl_stopping(l) (the bridge cancels running
+ * scripts there, so nested vwaits unwind).  Returns 0, EINVAL, EBUSY. */
+int tkb__ntf_bind(evl_t *l, void (*on_stop)(void *), void *arg);
+
+/* [loop thread] Undo tkb__ntf_bind after Tcl_FinalizeThread(): runs the
+ * loop until the notifier's libuv handles are closed, since evloop wants
+ * every handle closed before the driver returns. */
+void tkb__ntf_unbind(void);
+
+/* [loop thread] Tell the notifier that Tcl code ran outside Tcl's own event
+ * dispatch (a host callback called tkb_eval directly), so that the current
+ * Tcl_WaitForEvent reports activity and vwait re-checks its variable. */
+void tkb__ntf_note_tcl_ran(void);
+
+/* [loop thread] Copy the calling thread's notifier counters; zeroes if the
+ * thread has no notifier. */
+void tkb__ntf_stats(tkb__ntf_stats_t *out);
+
+/* [any] Short name of the integration ("libuv-notifier"). */
+const char *tkb__ntf_name(void);
+
+#endif /* TKB_NOTIFIER_H */

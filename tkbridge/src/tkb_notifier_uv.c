@@ -1,0 +1,471 @@
+/*
+ * tkb_notifier_uv.c -- a Tcl notifier (Notifier.3) on libuv.
+ *
+ * Installed with Tcl_SetNotifier, so it serves every thread of the process
+ * that uses Tcl.  A thread bound to an evloop (tkb__ntf_bind) waits in
+ * evl_step(): host callbacks queued on the evloop are dispatched there under
+ * the GVL, and Tcl never waits with the GVL held.  Any other thread that
+ * happens to use Tcl gets a private uv_loop_t, so Tcl keeps working there.
+ *
+ * The rule that makes nested event loops (vwait, update, tkwait) safe:
+ * libuv callbacks never run Tcl code.  They only note readiness and queue
+ * Tcl events, which Tcl_DoOneEvent services after Tcl_WaitForEvent returns
+ * (the pattern of Tcl's Xt notifier).  uv_run is therefore never re-entered.
+ *
+ * Descriptor traps handled here:
+ *  - uv_poll_init() refuses a descriptor already watched by the same loop
+ *    (the host may watch it too): we always poll a dup() of Tcl's fd.
+ *  - uv_poll_init() sets O_NONBLOCK on the open file description (shared by
+ *    the dup): we restore the flags, since Tcl channels own blocking mode.
+ *  - Regular files (and other descriptors epoll refuses) are always ready,
+ *    as select() reports them: such handlers make the wait a poll.
+ *  - A handler deleted while its event is queued must not fire: events
+ *    carry the fd only and look the handler up when serviced (as Tcl does).
+ *  - While a handler's event is queued its poll is stopped, so an unread
+ *    level-triggered descriptor cannot make the wait spin.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tcl.h>
+#include <uv.h>
+
+#include "tkb_notifier.h"
+
+typedef struct ntf_s ntf_t;
+
+/* One Tcl file handler.  Owned by the thread's ntf_t; loop thread only. */
+typedef struct fh_s {
+  int fd;                 /* Tcl's descriptor (the lookup key)            */
+  int mask;               /* TCL_READABLE|TCL_WRITABLE|TCL_EXCEPTION      */
+  int ready;              /* readiness seen, not yet serviced             */
+  int always;             /* not pollable: always ready (regular file)    */
+  struct pollbox_s *pb;   /* the uv_poll on our dup, NULL if always       */
+  Tcl_FileProc *proc;
+  ClientData cd;
+  ntf_t *n;
+  struct fh_s *next;
+} fh_t;
+
+/* The uv_poll handle outlives its fh_t until libuv's close callback. */
+typedef struct pollbox_s {
+  uv_poll_t h;            /* h.data: the fh_t, NULL once deleted          */
+  int pfd;                /* our dup of the fd, closed in the close cb    */
+  int active;             /* uv_poll_start'ed                             */
+} pollbox_t;
+
+/* The Tcl event queued for a ready descriptor. */
+typedef struct {
+  Tcl_Event hdr;
+  int fd;
+} fh_event_t;
+
+/* Per-thread notifier state (the ClientData Tcl keeps for the thread). */
+struct ntf_s {
+  evl_t *evl;             /* bound evloop; NULL: standalone              */
+  uv_loop_t *loop;        /* evl_uv_loop(evl) or &own                    */
+  uv_loop_t own;          /* standalone only                             */
+  uv_async_t *own_async;  /* standalone only: Tcl_AlertNotifier target   */
+  uv_timer_t *wait_tm;    /* standalone only: bounds one wait            */
+  uv_timer_t *set_tm;     /* Tcl_SetTimer                                */
+  fh_t *handlers;         /* list of file handlers                       */
+  int service_mode;       /* last mode given to the service-mode hook    */
+  int tcl_ran;            /* Tcl code ran during the current wait        */
+  atomic_int alerted;     /* Tcl_AlertNotifier since the last wait       */
+  tkb__ntf_stats_t st;    /* counters (alerts: atomic via alerts_a)      */
+  atomic_ullong alerts_a;
+};
+
+/* The calling thread's notifier, and the evloop it should bind to.  Thread
+ * locals are unavoidable: Tcl calls WaitForEvent etc. without ClientData. */
+static _Thread_local ntf_t *tls_ntf;
+static _Thread_local evl_t *tls_bind;
+static _Thread_local void (*tls_on_stop)(void *);
+static _Thread_local void *tls_on_stop_arg;
+static _Thread_local int tls_closing;   /* uv_close'd, close cb not run yet */
+
+static pthread_once_t install_once = PTHREAD_ONCE_INIT;
+
+/* ---- small helpers ------------------------------------------------------ */
+
+/* Ceil a Tcl_Time to milliseconds: rounding down would turn a 0.5 ms wait
+ * into a string of zero-timeout polls. */
+static int64_t time_to_ms(const Tcl_Time *tp) {
+  if (tp == NULL) return -1;
+  if (tp->sec < 0 || (tp->sec == 0 && tp->usec <= 0)) return 0;
+  return (int64_t)tp->sec * 1000 + ((int64_t)tp->usec + 999) / 1000;
+}
+
+static int uv_to_tcl_mask(int ev) {
+  int m = 0;
+  if (ev & (UV_READABLE | UV_DISCONNECT)) m |= TCL_READABLE;
+  if (ev & UV_WRITABLE) m |= TCL_WRITABLE;
+  if (ev & UV_PRIORITIZED) m |= TCL_EXCEPTION;
+  return m;
+}
+
+static int tcl_to_uv_mask(int m) {
+  int ev = 0;
+  if (m & TCL_READABLE) ev |= UV_READABLE;
+  if (m & TCL_WRITABLE) ev |= UV_WRITABLE;
+  if (m & TCL_EXCEPTION) ev |= UV_PRIORITIZED;
+  return ev;
+}
+
+static fh_t *fh_find(ntf_t *n, int fd, fh_t ***prevp) {
+  fh_t **pp = &n->handlers;
+  for (; *pp != NULL; pp = &(*pp)->next)
+    if ((*pp)->fd == fd) break;
+  if (prevp) *prevp = pp;
+  return *pp;
+}
+
+static void free_cb(uv_handle_t *h) {
+  tls_closing--;
+  free(h);
+}
+
+static void close_handle(uv_handle_t *h) {
+  if (h == NULL) return;
+  tls_closing++;
+  uv_close(h, free_cb);
+}
+
+/* ---- file handlers ------------------------------------------------------- */
+
+static int fh_event_proc(Tcl_Event *ev, int flags);
+static void poll_cb(uv_poll_t *h, int status, int events);
+
+/* Queue one Tcl event for fh unless one is already queued (ready != 0). */
+static void fh_mark_ready(fh_t *fh, int mask) {
+  mask &= fh->mask;
+  if (mask == 0) return;
+  if (fh->ready == 0) {
+    fh_event_t *ev = (fh_event_t *)ckalloc(sizeof(*ev));
+    ev->hdr.proc = fh_event_proc;
+    ev->fd = fh->fd;
+    Tcl_QueueEvent(&ev->hdr, TCL_QUEUE_TAIL);
+    fh->n->st.file_events++;
+  }
+  fh->ready |= mask;
+}
+
+/* Start or stop the poll to match the handler's interest. */
+static void fh_arm(fh_t *fh) {
+  pollbox_t *pb = fh->pb;
+  int want = tcl_to_uv_mask(fh->mask);
+  if (pb == NULL) return;
+  if (want == 0 || fh->ready != 0) {
+    if (pb->active) uv_poll_stop(&pb->h);
+    pb->active = 0;
+    return;
+  }
+  if (uv_poll_start(&pb->h, want, poll_cb) == 0) pb->active = 1;
+}
+
+/* libuv callback: runs inside uv_run, so it only queues a Tcl event.  An
+ * error status (POLLERR) is reported as "ready", as select() would. */
+static void poll_cb(uv_poll_t *h, int status, int events) {
+  fh_t *fh = (fh_t *)h->data;
+  if (fh == NULL) return;
+  int mask = status < 0 ? fh->mask : uv_to_tcl_mask(events);
+  fh_mark_ready(fh, mask);
+  fh_arm(fh);
+}
+
+/* Tcl event proc: looks the handler up by fd, so a handler deleted (or
+ * replaced) while the event was queued does not fire. */
+static int fh_event_proc(Tcl_Event *ev, int flags) {
+  ntf_t *n = tls_ntf;
+  if (!(flags & TCL_FILE_EVENTS)) return 0;
+  if (n == NULL) return 1;
+  fh_t *fh = fh_find(n, ((fh_event_t *)ev)->fd, NULL);
+  if (fh == NULL) return 1;
+  int mask = fh->ready & fh->mask;
+  fh->ready = 0;
+  fh_arm(fh); /* before proc: proc may delete or change the handler */
+  if (mask != 0) fh->proc(fh->cd, mask);
+  return 1;
+}
+
+/* Poll a dup of fd, keeping the file's status flags as Tcl left them.
+ * Returns NULL when the descriptor cannot be polled (always ready). */
+static pollbox_t *pollbox_open(ntf_t *n, int fd) {
+  int fl = fcntl(fd, F_GETFL);
+  int pfd = fl < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (pfd < 0) return NULL;
+  pollbox_t *pb = calloc(1, sizeof(*pb));
+  if (pb == NULL) {
+    close(pfd);
+    return NULL;
+  }
+  int rc = uv_poll_init(n->loop, &pb->h, pfd);
+  (void)fcntl(fd, F_SETFL, fl);
+  if (rc != 0) {
+    free(pb);
+    close(pfd);
+    return NULL;
+  }
+  pb->pfd = pfd;
+  return pb;
+}
+
+static void pollbox_close_cb(uv_handle_t *h) {
+  pollbox_t *pb = (pollbox_t *)h;
+  close(pb->pfd);
+  tls_closing--;
+  free(pb);
+}
+
+static void pollbox_close(pollbox_t *pb) {
+  if (pb == NULL) return;
+  pb->h.data = NULL;
+  tls_closing++;
+  uv_close((uv_handle_t *)&pb->h, pollbox_close_cb);
+}
+
+static void ntf_create_file_handler(int fd, int mask, Tcl_FileProc *proc,
+                                    ClientData cd) {
+  ntf_t *n = tls_ntf;
+  if (n == NULL || fd < 0 || proc == NULL) return;
+  fh_t *fh = fh_find(n, fd, NULL);
+  if (fh == NULL) {
+    fh = calloc(1, sizeof(*fh));
+    if (fh == NULL) Tcl_Panic("tkbridge: out of memory (file handler)");
+    fh->fd = fd;
+    fh->n = n;
+    fh->pb = pollbox_open(n, fd);
+    fh->always = fh->pb == NULL;
+    if (fh->pb) fh->pb->h.data = fh;
+    fh->next = n->handlers;
+    n->handlers = fh;
+  }
+  fh->proc = proc;
+  fh->cd = cd;
+  fh->mask = mask;
+  fh_arm(fh);
+}
+
+static void ntf_delete_file_handler(int fd) {
+  ntf_t *n = tls_ntf;
+  fh_t **pp;
+  if (n == NULL) return;
+  fh_t *fh = fh_find(n, fd, &pp);
+  if (fh == NULL) return;
+  *pp = fh->next;
+  pollbox_close(fh->pb);
+  free(fh);
+}
+
+/* Always-ready handlers with nothing queued turn the next wait into a poll. */
+static int always_ready_pending(ntf_t *n) {
+  for (fh_t *fh = n->handlers; fh; fh = fh->next)
+    if (fh->always && fh->mask != 0 && fh->ready == 0) return 1;
+  return 0;
+}
+
+static void queue_always_ready(ntf_t *n) {
+  for (fh_t *fh = n->handlers; fh; fh = fh->next)
+    if (fh->always) fh_mark_ready(fh, fh->mask);
+}
+
+/* ---- timers, alerts, service mode ----------------------------------------- */
+
+static void set_timer_cb(uv_timer_t *t) {
+  (void)t; /* waking uv_run is all that is needed; see ntf_set_timer */
+}
+
+/* Tcl_SetTimer: only matters when something other than Tcl_DoOneEvent
+ * waits on this thread (a host callback blocking in evl_step); the timer
+ * then ends that wait so control returns to Tcl, which services its timers
+ * itself.  Tcl_DoOneEvent passes its own timeout to Tcl_WaitForEvent. */
+static void ntf_set_timer(const Tcl_Time *tp) {
+  ntf_t *n = tls_ntf;
+  if (n == NULL || n->set_tm == NULL) return;
+  if (tp == NULL) {
+    uv_timer_stop(n->set_tm);
+    return;
+  }
+  uv_timer_start(n->set_tm, set_timer_cb, (uint64_t)time_to_ms(tp), 0);
+}
+
+static void ntf_alert(ClientData cd) {
+  ntf_t *n = (ntf_t *)cd;
+  if (n == NULL) return;
+  atomic_store(&n->alerted, 1);
+  atomic_fetch_add(&n->alerts_a, 1);
+  if (n->evl) evl_wakeup(n->evl);
+  else uv_async_send(n->own_async);
+}
+
+static void ntf_service_mode_hook(int mode) {
+  ntf_t *n = tls_ntf;
+  if (n) n->service_mode = mode;
+}
+
+/* ---- waiting -------------------------------------------------------------- */
+
+static void wait_tm_cb(uv_timer_t *t) {
+  (void)t;
+}
+
+static void own_async_cb(uv_async_t *a) {
+  (void)a;
+}
+
+/* Standalone wait: one uv_run pass bounded by a timer. */
+static void standalone_wait(ntf_t *n, int64_t ms) {
+  if (ms == 0) {
+    uv_run(n->loop, UV_RUN_NOWAIT);
+    return;
+  }
+  if (ms > 0) uv_timer_start(n->wait_tm, wait_tm_cb, (uint64_t)ms, 0);
+  uv_run(n->loop, UV_RUN_ONCE);
+  uv_timer_stop(n->wait_tm);
+}
+
+/* Tcl_WaitForEvent.  Returns -1 once the evloop is stopping (Tcl_DoOneEvent
+ * then returns 0 and nested vwaits unwind), 1 when Tcl code ran during the
+ * wait (vwait must re-check its variable), else 0.  Ready descriptors are
+ * queued as Tcl events, which Tcl_DoOneEvent services after we return. */
+static int stopping(ntf_t *n) {
+  if (n->evl == NULL || !evl_stopping(n->evl)) return 0;
+  if (tls_on_stop) {
+    void (*fn)(void *) = tls_on_stop;
+    tls_on_stop = NULL; /* once */
+    fn(tls_on_stop_arg);
+  }
+  return 1;
+}
+
+static int ntf_wait(const Tcl_Time *tp) {
+  ntf_t *n = tls_ntf;
+  if (n == NULL) return -1;
+  if (stopping(n)) return -1;
+  int64_t ms = time_to_ms(tp);
+  if (atomic_exchange(&n->alerted, 0) || always_ready_pending(n)) ms = 0;
+  n->st.waits++;
+  if (ms != 0) n->st.blocking++;
+  int outer_ran = n->tcl_ran;
+  n->tcl_ran = 0;
+  if (n->evl) evl_step(n->evl, ms);
+  else standalone_wait(n, ms);
+  queue_always_ready(n);
+  int ran = n->tcl_ran;
+  n->tcl_ran = outer_ran | ran;
+  if (stopping(n)) return -1;
+  return ran ? 1 : 0;
+}
+
+/* ---- per-thread init and finalize ----------------------------------------- */
+
+static int standalone_init(ntf_t *n) {
+  if (uv_loop_init(&n->own) != 0) return -1;
+  n->loop = &n->own;
+  n->own_async = calloc(1, sizeof(uv_async_t));
+  n->wait_tm = calloc(1, sizeof(uv_timer_t));
+  if (n->own_async == NULL || n->wait_tm == NULL) return -1;
+  if (uv_async_init(n->loop, n->own_async, own_async_cb) != 0) return -1;
+  uv_timer_init(n->loop, n->wait_tm);
+  /* The async stays referenced: it keeps a blocking uv_run(ONCE) waiting
+   * when no descriptor is watched, instead of returning at once. */
+  uv_unref((uv_handle_t *)n->wait_tm);
+  return 0;
+}
+
+/* Tcl_InitNotifier: called by Tcl once per thread, before the thread's
+ * first interp.  Panics only on resource exhaustion, as Tcl's own does. */
+static ClientData ntf_init(void) {
+  ntf_t *n = calloc(1, sizeof(*n));
+  if (n == NULL) Tcl_Panic("tkbridge: out of memory (notifier)");
+  n->service_mode = TCL_SERVICE_NONE;
+  n->evl = tls_bind;
+  if (n->evl) {
+    n->loop = evl_uv_loop(n->evl);
+  } else if (standalone_init(n) != 0) {
+    Tcl_Panic("tkbridge: cannot create a libuv loop for the notifier");
+  }
+  n->set_tm = calloc(1, sizeof(uv_timer_t));
+  if (n->set_tm == NULL) Tcl_Panic("tkbridge: out of memory (notifier)");
+  uv_timer_init(n->loop, n->set_tm);
+  uv_unref((uv_handle_t *)n->set_tm);
+  tls_ntf = n;
+  return n;
+}
+
+/* Tcl_FinalizeNotifier: called with Tcl's notifier list lock held, so it
+ * must not call back into Tcl's notifier.  In evloop mode the loop belongs
+ * to the evloop, which runs the close callbacks of our handles later (they
+ * only free memory and close our dup descriptors). */
+static void ntf_finalize(ClientData cd) {
+  ntf_t *n = (ntf_t *)cd;
+  if (n == NULL) return;
+  while (n->handlers) ntf_delete_file_handler(n->handlers->fd);
+  close_handle((uv_handle_t *)n->set_tm);
+  if (n->evl == NULL) {
+    close_handle((uv_handle_t *)n->own_async);
+    close_handle((uv_handle_t *)n->wait_tm);
+    uv_run(n->loop, UV_RUN_DEFAULT);
+    uv_loop_close(n->loop);
+  }
+  if (tls_ntf == n) tls_ntf = NULL;
+  free(n);
+}
+
+/* ---- the seam ------------------------------------------------------------- */
+
+static void install_once_fn(void) {
+  static Tcl_NotifierProcs procs;
+  procs.setTimerProc = ntf_set_timer;
+  procs.waitForEventProc = ntf_wait;
+  procs.createFileHandlerProc = ntf_create_file_handler;
+  procs.deleteFileHandlerProc = ntf_delete_file_handler;
+  procs.initNotifierProc = ntf_init;
+  procs.finalizeNotifierProc = ntf_finalize;
+  procs.alertNotifierProc = ntf_alert;
+  procs.serviceModeHookProc = ntf_service_mode_hook;
+  Tcl_SetNotifier(&procs);
+}
+
+int tkb__ntf_install(void) {
+  return pthread_once(&install_once, install_once_fn);
+}
+
+int tkb__ntf_bind(evl_t *l, void (*on_stop)(void *), void *arg) {
+  if (l == NULL) return EINVAL;
+  if (tls_bind != NULL || tls_ntf != NULL) return EBUSY;
+  tls_bind = l;
+  tls_on_stop = on_stop;
+  tls_on_stop_arg = arg;
+  return 0;
+}
+
+void tkb__ntf_unbind(void) {
+  /* Bounded: each pass runs every pending close callback. */
+  for (int i = 0; i < 100 && tls_closing > 0 && tls_bind; i++)
+    evl_step(tls_bind, 0);
+  tls_bind = NULL;
+  tls_on_stop = NULL;
+  tls_on_stop_arg = NULL;
+}
+
+void tkb__ntf_note_tcl_ran(void) {
+  if (tls_ntf) tls_ntf->tcl_ran = 1;
+}
+
+void tkb__ntf_stats(tkb__ntf_stats_t *out) {
+  ntf_t *n = tls_ntf;
+  memset(out, 0, sizeof(*out));
+  if (n == NULL) return;
+  *out = n->st;
+  out->alerts = atomic_load(&n->alerts_a);
+}
+
+const char *tkb__ntf_name(void) {
+  return "libuv-notifier";
+}
