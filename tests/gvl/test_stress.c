@@ -81,19 +81,21 @@ static void call_without(worker_t *w, gvl_thread_t *t) {
 
 static void with_mutex(worker_t *w, gvl_thread_t *t) {
   CHECK_OK(gvl_mutex_lock(t, &mtx));
-  CHECK_EQ(minside, 0);
-  minside = 1;
-  unsigned long c = mcounter;
-  switch (rnd(w, 4)) {
-  case 0: CHECK_OK(gvl_yield(t)); break;
-  case 1: safe_point(t); break;
-  case 2: call_without(w, t); break;
-  default: {
+  unsigned k = rnd(w, 4);
+  if (k == 3) {
+    /* A cond wait gives the mutex up, so it comes before the section. */
     int r = gvl_cond_timedwait(t, &cnd, &mtx, 50000);
     CHECK(r == 0 || r == ETIMEDOUT);
     CHECK_EQ(gvl_mutex_lock(t, &mtx), EDEADLK);
-    break;
   }
+  CHECK_EQ(minside, 0);
+  minside = 1;
+  unsigned long c = mcounter;
+  switch (k) {
+  case 0: CHECK_OK(gvl_yield(t)); break;
+  case 1: safe_point(t); break;
+  case 2: call_without(w, t); break;
+  default: break;
   }
   CHECK_EQ(minside, 1);
   mcounter = c + 1;
