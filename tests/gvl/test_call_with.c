@@ -16,10 +16,13 @@ static long counter;           /* plain, guarded by the GVL */
 static volatile int inside;    /* guarded by the GVL */
 static int iters;
 
-/* Exclusion is checked with the inside flag: fn of a foreign thread has no
- * handle of its own to ask (gvl_thread_self reports explicit attachments
- * only). */
+/* Inside fn, gvl_thread_self gives the caller's handle (the cached one on
+ * a foreign thread), and it holds the GVL. */
 static void *bump(void *arg) {
+  gvl_thread_t *t = gvl_thread_self(g);
+  CHECK(t != NULL);
+  CHECK(gvl_thread_holds(t));
+  CHECK_OK(gvl_check_ints(t));
   CHECK_EQ(inside, 0);
   inside = 1;
   long c = counter;
@@ -37,6 +40,7 @@ static void *nested(void *arg) {
 static void *foreign(void *arg) {
   int id = *(int *)arg;
   for (int i = 0; i < iters; i++) {
+    CHECK(gvl_thread_self(g) == NULL); /* not attached between calls */
     int prio = (i % 3 == 0) ? GVL_PRIO_BOOST : (i % 3 == 1 ? 0 : -2);
     void *fn_res = gvl_call_with(g, prio, (i % 5) ? bump : nested, arg);
     CHECK(fn_res == arg);

@@ -65,6 +65,7 @@ static void run(int waiter_first, unsigned expect_total) {
 static atomic_uint fn_ran;
 
 static void *holds_self(void *arg) {
+  CHECK(gvl_thread_holds(gvl_thread_self(g)));
   atomic_fetch_add(&fn_ran, 1);
   return arg;
 }
