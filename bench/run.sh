@@ -1,0 +1,153 @@
+#!/bin/sh
+# bench/run.sh -- build gvloop in Release and run the benchmark suite.
+#
+#   bench/run.sh                 full run (5 runs per case, under 10 min on
+#                                2 cores); writes bench/results/
+#   bench/run.sh --quick         every case briefly (CI smoke test); writes
+#                                bench/build/quick-results/ unless --out
+#
+# Options:
+#   --runs N        runs per case (default 5; 1 with --quick)
+#   --case a,b      only these gvlbench cases (see `gvlbench --list`)
+#   --build-dir D   build tree (default bench/build, Release)
+#   --no-build      use the binaries already in the build tree
+#   --out D         output directory
+#   --no-anchors    skip the Ruby/Python anchors even if installed
+#   --no-outside    skip the programs of bench/evloop and bench/tkbridge
+#
+# Output in the output directory: results.md (table), results.csv (the
+# seed's shape: benchmark, then one column per variant), results.png (chart,
+# when gnuplot is installed) and raw.txt (every RESULT line of every run).
+# Exit status: 0 when every case ran and every line parsed; no timing is
+# ever asserted.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+quick=0 runs="" cases="" build="$here/build" nobuild=0 out="" anchors=1 outside=1
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --runs) runs=$2; shift ;;
+    --case) cases=$2; shift ;;
+    --build-dir) build=$2; shift ;;
+    --no-build) nobuild=1 ;;
+    --out) out=$2; shift ;;
+    --no-anchors) anchors=0 ;;
+    --no-outside) outside=0 ;;
+    -h|--help) usage ;;
+    *) echo "run.sh: unknown option $1" >&2; usage ;;
+  esac
+  shift
+done
+[ -n "$runs" ] || { [ $quick = 1 ] && runs=1 || runs=5; }
+[ -n "$out" ] || { [ $quick = 1 ] && out="$build/quick-results" || out="$here/results"; }
+mode=full; qflag=""
+[ $quick = 1 ] && { mode=quick; qflag=--quick; }
+
+if [ $nobuild = 0 ]; then
+  echo "== building Release in $build" >&2
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
+        -DGVLOOP_BUILD_EXAMPLES=OFF >"$build.cmake.log" 2>&1 ||
+    { cat "$build.cmake.log" >&2; exit 1; }
+  cmake --build "$build" -j2 >"$build.build.log" 2>&1 ||
+    { tail -40 "$build.build.log" >&2; exit 1; }
+fi
+gvlbench="$build/bench/gvlbench"
+report="$build/bench/benchreport"
+for b in "$gvlbench" "$report"; do
+  [ -x "$b" ] || { echo "run.sh: $b not built" >&2; exit 1; }
+done
+
+mkdir -p "$out"
+raw="$out/raw.txt"
+: >"$raw"
+fail=0
+
+# ---- header: the machine and the build ------------------------------------
+cache="$build/CMakeCache.txt"
+cachevar() { sed -n "s/^$1:[A-Z]*=//p" "$cache" 2>/dev/null | head -1; }
+cc=$(cachevar CMAKE_C_COMPILER)
+btype=$(cachevar CMAKE_BUILD_TYPE)
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1)
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$root" diff --quiet HEAD -- 2>/dev/null || commit="$commit (work tree modified)"
+{
+  echo "INFO date $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "INFO cpu ${cpu:-unknown}, $(nproc) cores online"
+  echo "INFO kernel $(uname -sr)"
+  echo "INFO compiler $("${cc:-cc}" --version 2>/dev/null | head -1)"
+  echo "INFO build ${btype:-unknown} ($(cachevar CMAKE_C_FLAGS_$(echo "${btype:-none}" | tr a-z A-Z)))"
+  echo "INFO commit $commit"
+  echo "INFO mode $mode, $runs run(s) per case"
+  echo "INFO load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
+} >>"$raw"
+
+# ---- gvlbench --------------------------------------------------------------
+echo "== gvlbench ($mode, $runs run(s))" >&2
+set -- $qflag --runs "$runs"
+[ -n "$cases" ] && set -- "$@" --case "$cases"
+"$gvlbench" "$@" >>"$raw" || { echo "run.sh: gvlbench failed" >&2; fail=1; }
+"$gvlbench" --list >"$out/expect.txt"
+if [ -n "$cases" ]; then
+  echo "$cases" | tr ',' '\n' >"$out/cases.txt"
+  grep -F -w -f "$out/cases.txt" "$out/expect.txt" >"$out/expect.sel" || :
+  mv "$out/expect.sel" "$out/expect.txt"
+  rm -f "$out/cases.txt"
+fi
+
+# ---- programs of bench/evloop and bench/tkbridge ---------------------------
+if [ $outside = 1 ] && [ -s "$build/bench/outside_programs.txt" ]; then
+  while IFS= read -r prog; do
+    [ -n "$prog" ] || continue
+    if [ ! -x "$prog" ]; then
+      echo "run.sh: $prog listed but not built" >&2; fail=1; continue
+    fi
+    echo "== $(basename "$prog")" >&2
+    if [ $quick = 1 ]; then set -- --quick; else set -- --runs "$runs"; fi
+    timeout 600 "$prog" "$@" >>"$raw" </dev/null ||
+      { echo "run.sh: $prog failed" >&2; fail=1; }
+  done <"$build/bench/outside_programs.txt"
+fi
+
+# ---- outside anchors: the same workloads in Ruby and Python -----------------
+if [ $anchors = 1 ]; then
+  set -- --runs "$runs"
+  [ $quick = 1 ] && set -- --quick --runs "$runs"
+  if command -v ruby >/dev/null 2>&1; then
+    echo "== anchor: $(ruby -e 'print RUBY_DESCRIPTION')" >&2
+    timeout 900 ruby "$here/anchors/anchor.rb" "$@" >>"$raw" </dev/null ||
+      { echo "run.sh: ruby anchor failed" >&2; fail=1; }
+  fi
+  # Debian's python3 when present (a python3 earlier on PATH may be another build).
+  py=$(command -v /usr/bin/python3 || command -v python3 || :)
+  if [ -n "$py" ]; then
+    echo "== anchor: $("$py" -c 'import sys; print(sys.version.split()[0])')" >&2
+    timeout 900 "$py" "$here/anchors/anchor.py" "$@" >>"$raw" </dev/null ||
+      { echo "run.sh: python anchor failed" >&2; fail=1; }
+  fi
+fi
+echo "INFO load average at end $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
+
+# ---- table, CSV, chart -------------------------------------------------------
+body="$out/body.md"
+"$report" --md "$body" --csv "$out/results.csv" --plot "$out" \
+  --expect "$out/expect.txt" --runs "$runs" "$raw" || { echo "run.sh: report check failed" >&2; fail=1; }
+{
+  echo "# gvloop benchmark results"
+  echo
+  echo "Produced by \`bench/run.sh${qflag:+ $qflag} --runs $runs${cases:+ --case $cases}\`."
+  echo "Ratios are against \`gvloop\` in the same run; see BENCHMARKS.md for how to read them."
+  echo
+  cat "$body"
+} >"$out/results.md"
+rm -f "$body"
+if command -v gnuplot >/dev/null 2>&1; then
+  (cd "$out" && gnuplot chart.gp) || { echo "run.sh: gnuplot failed" >&2; fail=1; }
+else
+  echo "run.sh: gnuplot not installed; no chart (apt-get install gnuplot-nox)" >&2
+fi
+sed -n '/^## Summary/,/^## All figures/p' "$out/results.md" | sed '$d'
+echo "== results in $out" >&2
+exit $fail

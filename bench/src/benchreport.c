@@ -1,0 +1,500 @@
+/*
+ * benchreport -- turns benchmark output into a table, a CSV and a chart.
+ *
+ *   benchreport [--md FILE] [--csv FILE] [--plot DIR] [--expect FILE] [--runs N]
+ *               [--ref VARIANT] INPUT...
+ *
+ * Input lines (anything else is ignored, so programs may print freely):
+ *   RESULT <bench> <variant> <metric> <value>     one figure of one run
+ *   META <bench> <metric> <unit> <low|high|none> <text...>
+ *   INFO <key> <text...>                          header lines, in order
+ *   DONE <case> <variant> <run>                   a case finished
+ * Output: medians over the runs with min-max and the ratio against the
+ * reference variant (gvloop), as Markdown; a CSV in the seed's shape
+ * (benchmark, then one column per variant); gnuplot data and a script.
+ * --expect FILE (the output of `gvlbench --list`): exit 1 unless every case
+ * listed finished for every variant listed, --runs times.  Exit 1 also when
+ * a RESULT line does not parse or no RESULT was seen.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NAME 64
+#define MAXV 64      /* variants */
+#define MAXM 512     /* bench/metric rows */
+
+typedef struct {
+  char bench[NAME], metric[NAME], unit[NAME], better[NAME];
+  char text[256];
+  double *vals[MAXV];
+  int nvals[MAXV], cap[MAXV];
+} row_t;
+
+typedef struct {
+  char name[NAME];
+  char design[256];
+} variant_t;
+
+static row_t rows[MAXM];
+static int nrows;
+static variant_t vars[MAXV];
+static int nvars;
+static char **infos;
+static int ninfos;
+static char **dones;
+static int ndones;
+static int bad_lines;
+static const char *ref = "gvloop";
+
+static void *xrealloc(void *p, size_t n) {
+  void *q = realloc(p, n);
+  if (!q) {
+    fprintf(stderr, "benchreport: out of memory\n");
+    exit(2);
+  }
+  return q;
+}
+
+static char *xstrdup(const char *s) {
+  char *d = xrealloc(NULL, strlen(s) + 1);
+  strcpy(d, s);
+  return d;
+}
+
+/* Copy with truncation (snprintf("%s") trips -Wformat-truncation). */
+static void copy_str(char *dst, size_t n, const char *src) {
+  size_t len = strlen(src);
+  if (len >= n) len = n - 1;
+  memcpy(dst, src, len);
+  dst[len] = 0;
+}
+
+static int var_index(const char *name, const char *design) {
+  for (int i = 0; i < nvars; i++)
+    if (strcmp(vars[i].name, name) == 0) {
+      if (design && !vars[i].design[0]) copy_str(vars[i].design, sizeof vars[i].design, design);
+      return i;
+    }
+  if (nvars == MAXV) return -1;
+  copy_str(vars[nvars].name, NAME, name);
+  copy_str(vars[nvars].design, sizeof vars[nvars].design, design ? design : "");
+  return nvars++;
+}
+
+static row_t *row_get(const char *bench, const char *metric) {
+  for (int i = 0; i < nrows; i++)
+    if (strcmp(rows[i].bench, bench) == 0 && strcmp(rows[i].metric, metric) == 0) return &rows[i];
+  if (nrows == MAXM) return NULL;
+  row_t *r = &rows[nrows++];
+  copy_str(r->bench, NAME, bench);
+  copy_str(r->metric, NAME, metric);
+  snprintf(r->better, NAME, "none");
+  return r;
+}
+
+static void add_value(row_t *r, int v, double x) {
+  if (r->nvals[v] == r->cap[v]) {
+    r->cap[v] = r->cap[v] ? 2 * r->cap[v] : 8;
+    r->vals[v] = xrealloc(r->vals[v], (size_t)r->cap[v] * sizeof(double));
+  }
+  r->vals[v][r->nvals[v]++] = x;
+}
+
+/* Text after the first n space-separated words of line. */
+static const char *rest_after(const char *line, int n) {
+  const char *p = line;
+  for (int i = 0; i < n; i++) {
+    while (*p == ' ') p++;
+    while (*p && *p != ' ') p++;
+  }
+  while (*p == ' ') p++;
+  return p;
+}
+
+static void parse_result(const char *line) {
+  char b[NAME], v[NAME], m[NAME], num[NAME], extra[8];
+  char *end;
+  int n = sscanf(line, "RESULT %63s %63s %63s %63s %7s", b, v, m, num, extra);
+  double x = n >= 4 ? strtod(num, &end) : 0;
+  if (n != 4 || *end || !isfinite(x)) {
+    fprintf(stderr, "benchreport: bad line: %s\n", line);
+    bad_lines++;
+    return;
+  }
+  row_t *r = row_get(b, m);
+  int vi = var_index(v, NULL);
+  if (!r || vi < 0) {
+    bad_lines++;
+    return;
+  }
+  add_value(r, vi, x);
+}
+
+static void parse_meta(const char *line) {
+  char b[NAME], m[NAME], u[NAME], better[NAME];
+  if (sscanf(line, "META %63s %63s %63s %63s", b, m, u, better) != 4) return;
+  row_t *r = row_get(b, m);
+  if (!r) return;
+  copy_str(r->unit, NAME, u);
+  copy_str(r->better, NAME, better);
+  copy_str(r->text, sizeof r->text, rest_after(line, 5));
+}
+
+static void parse_info(const char *line) {
+  char name[NAME];
+  if (sscanf(line, "INFO variant %63s", name) == 1) {
+    var_index(name, rest_after(line, 3));
+    return;
+  }
+  for (int i = 0; i < ninfos; i++)
+    if (strcmp(infos[i], line + 5) == 0) return;
+  infos = xrealloc(infos, (size_t)(ninfos + 1) * sizeof *infos);
+  infos[ninfos++] = xstrdup(line + 5);
+}
+
+static void parse_file(const char *path) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+  if (!f) {
+    perror(path);
+    exit(2);
+  }
+  char line[1024];
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\r\n")] = 0;
+    if (strncmp(line, "RESULT ", 7) == 0) parse_result(line);
+    else if (strncmp(line, "META ", 5) == 0) parse_meta(line);
+    else if (strncmp(line, "INFO ", 5) == 0) parse_info(line);
+    else if (strncmp(line, "DONE ", 5) == 0) {
+      dones = xrealloc(dones, (size_t)(ndones + 1) * sizeof *dones);
+      dones[ndones++] = xstrdup(line + 5);
+    }
+  }
+  if (f != stdin) fclose(f);
+}
+
+/* ---- statistics ------------------------------------------------------------ */
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+typedef struct {
+  int n;
+  double med, min, max;
+} summary_t;
+
+static summary_t summarize(row_t *r, int v) {
+  summary_t s = {r->nvals[v], 0, 0, 0};
+  if (!s.n) return s;
+  qsort(r->vals[v], (size_t)s.n, sizeof(double), cmp_d);
+  double *x = r->vals[v];
+  s.med = s.n % 2 ? x[s.n / 2] : (x[s.n / 2 - 1] + x[s.n / 2]) / 2;
+  s.min = x[0];
+  s.max = x[s.n - 1];
+  return s;
+}
+
+static void fmt_num(char *buf, size_t n, double x) {
+  double a = fabs(x);
+  if (x == 0) snprintf(buf, n, "0");
+  else if (a >= 1e5 || a < 1e-3) snprintf(buf, n, "%.3g", x);
+  else if (a >= 100) snprintf(buf, n, "%.0f", x);
+  else snprintf(buf, n, "%.3g", x);
+}
+
+/* Ratio of x to the reference's median; empty when undefined. */
+static void fmt_ratio(char *buf, size_t n, double x, double refmed) {
+  if (refmed == 0 || !isfinite(x / refmed)) {
+    snprintf(buf, n, "-");
+    return;
+  }
+  double q = x / refmed;
+  if (fabs(q) >= 100) snprintf(buf, n, "%.0fx", q);
+  else snprintf(buf, n, "%.2fx", q);
+}
+
+static int ref_index(void) {
+  for (int i = 0; i < nvars; i++)
+    if (strcmp(vars[i].name, ref) == 0) return i;
+  return -1;
+}
+
+static int var_used(int v) {
+  for (int i = 0; i < nrows; i++)
+    if (rows[i].nvals[v]) return 1;
+  return 0;
+}
+
+static int row_used(const row_t *r) {
+  for (int v = 0; v < nvars; v++)
+    if (r->nvals[v]) return 1;
+  return 0;
+}
+
+static int max_runs(void) {
+  int m = 0;
+  for (int i = 0; i < nrows; i++)
+    for (int v = 0; v < nvars; v++)
+      if (rows[i].nvals[v] > m) m = rows[i].nvals[v];
+  return m;
+}
+
+/* ---- Markdown ------------------------------------------------------------------ */
+
+static const char *better_word(const row_t *r) {
+  if (strcmp(r->better, "low") == 0) return "lower";
+  if (strcmp(r->better, "high") == 0) return "higher";
+  return "";
+}
+
+static void md_header(FILE *f) {
+  fprintf(f, "## Machine and build\n\n");
+  for (int i = 0; i < ninfos; i++) fprintf(f, "- %s\n", infos[i]);
+  fprintf(f, "\nEach figure: median of up to %d runs; min-max in the full table.\n\n", max_runs());
+  fprintf(f, "## Variants\n\n| variant | design |\n|---|---|\n");
+  for (int v = 0; v < nvars; v++)
+    if (var_used(v)) fprintf(f, "| %s | %s |\n", vars[v].name, vars[v].design);
+  fprintf(f, "\n");
+}
+
+static void md_summary(FILE *f) {
+  int rv = ref_index();
+  fprintf(f, "## Summary (median; ratio vs %s)\n\n| benchmark | metric | better |", ref);
+  for (int v = 0; v < nvars; v++)
+    if (var_used(v)) fprintf(f, " %s |", vars[v].name);
+  fprintf(f, "\n|---|---|---|");
+  for (int v = 0; v < nvars; v++)
+    if (var_used(v)) fprintf(f, "---|");
+  fprintf(f, "\n");
+  for (int i = 0; i < nrows; i++) {
+    row_t *r = &rows[i];
+    if (!row_used(r)) continue;
+    summary_t rs = rv >= 0 ? summarize(r, rv) : (summary_t){0, 0, 0, 0};
+    fprintf(f, "| %s | %s%s%s | %s |", r->bench, r->metric, r->unit[0] ? " " : "",
+            r->unit[0] ? r->unit : "", better_word(r));
+    for (int v = 0; v < nvars; v++) {
+      if (!var_used(v)) continue;
+      summary_t s = summarize(r, v);
+      char a[32], q[32];
+      if (!s.n) {
+        fprintf(f, " |");
+        continue;
+      }
+      fmt_num(a, sizeof a, s.med);
+      if (v != rv && rs.n && strcmp(r->better, "none") != 0) {
+        fmt_ratio(q, sizeof q, s.med, rs.med);
+        fprintf(f, " %s (%s) |", a, q);
+      } else {
+        fprintf(f, " %s |", a);
+      }
+    }
+    fprintf(f, "\n");
+  }
+  fprintf(f, "\n");
+}
+
+static void md_full(FILE *f) {
+  int rv = ref_index();
+  fprintf(f, "## All figures\n\n| benchmark | metric | variant | median | min-max | runs | vs %s |\n"
+             "|---|---|---|---|---|---|---|\n", ref);
+  for (int i = 0; i < nrows; i++) {
+    row_t *r = &rows[i];
+    summary_t rs = rv >= 0 ? summarize(r, rv) : (summary_t){0, 0, 0, 0};
+    for (int v = 0; v < nvars; v++) {
+      summary_t s = summarize(r, v);
+      if (!s.n) continue;
+      char a[32], lo[32], hi[32], q[32];
+      fmt_num(a, sizeof a, s.med);
+      fmt_num(lo, sizeof lo, s.min);
+      fmt_num(hi, sizeof hi, s.max);
+      if (rs.n) fmt_ratio(q, sizeof q, s.med, rs.med);
+      else snprintf(q, sizeof q, "-");
+      fprintf(f, "| %s | %s | %s | %s | %s-%s | %d | %s |\n", r->bench, r->metric, vars[v].name,
+              a, lo, hi, s.n, q);
+    }
+  }
+  fprintf(f, "\n## Metrics\n\n| benchmark | metric | unit | better | meaning |\n|---|---|---|---|---|\n");
+  for (int i = 0; i < nrows; i++)
+    if (row_used(&rows[i]))
+      fprintf(f, "| %s | %s | %s | %s | %s |\n", rows[i].bench, rows[i].metric, rows[i].unit,
+              better_word(&rows[i]), rows[i].text);
+}
+
+static void write_md(const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    exit(2);
+  }
+  md_header(f);
+  md_summary(f);
+  md_full(f);
+  fclose(f);
+}
+
+/* ---- CSV ---------------------------------------------------------------------- */
+
+static void write_csv(const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    exit(2);
+  }
+  fprintf(f, "benchmark");
+  for (int v = 0; v < nvars; v++)
+    if (var_used(v)) fprintf(f, ",%s", vars[v].name);
+  fprintf(f, "\n");
+  for (int i = 0; i < nrows; i++) {
+    if (!row_used(&rows[i])) continue;
+    fprintf(f, "%s_%s", rows[i].bench, rows[i].metric);
+    for (int v = 0; v < nvars; v++) {
+      if (!var_used(v)) continue;
+      summary_t s = summarize(&rows[i], v);
+      if (s.n) fprintf(f, ",%.6g", s.med);
+      else fprintf(f, ",");
+    }
+    fprintf(f, "\n");
+  }
+  fclose(f);
+}
+
+/* ---- gnuplot -------------------------------------------------------------------
+ * One panel per benchmark, showing its first metric that has a direction
+ * (the one the producer lists first): a bar per variant at the median with
+ * a min-max error bar.  Log scale when the medians span more than 30x. */
+
+static int chart_rows(int *out) {
+  int n = 0;
+  for (int i = 0; i < nrows; i++) {
+    if (!row_used(&rows[i]) || strcmp(rows[i].better, "none") == 0) continue;
+    int seen = 0;
+    for (int k = 0; k < n; k++)
+      if (strcmp(rows[out[k]].bench, rows[i].bench) == 0) seen = 1;
+    if (!seen) out[n++] = i;
+  }
+  return n;
+}
+
+static int write_panel_data(const char *dir, int idx, row_t *r, int *logscale) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/panel%02d.dat", dir, idx);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    exit(2);
+  }
+  double lo = INFINITY, hi = 0;
+  int n = 0;
+  for (int v = 0; v < nvars; v++) {
+    summary_t s = summarize(r, v);
+    if (!s.n) continue;
+    fprintf(f, "\"%s\" %.6g %.6g %.6g\n", vars[v].name, s.med, s.min, s.max);
+    if (s.med > 0 && s.med < lo) lo = s.med;
+    if (s.med > hi) hi = s.med;
+    n++;
+  }
+  fclose(f);
+  *logscale = n && lo > 0 && isfinite(lo) && hi / lo > 30;
+  return n;
+}
+
+static void write_plot(const char *dir) {
+  int sel[MAXM], n = chart_rows(sel), cols = 3, rws = (n + cols - 1) / cols;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/chart.gp", dir);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    exit(2);
+  }
+  fprintf(f, "# generated by benchreport; run from this directory: gnuplot chart.gp\n"
+             "set terminal pngcairo size %d,%d font 'DejaVu Sans,9'\n"
+             "set output 'results.png'\n"
+             "set multiplot layout %d,%d title 'gvloop benchmarks: median of runs, bars = min-max'\n"
+             "set style fill solid 0.6 border -1\nset boxwidth 0.7\nset grid ytics\n"
+             "set xtics rotate by -35 left nomirror\nunset key\nset bmargin 5\n",
+          cols * 520, rws * 330 + 60, rws ? rws : 1, cols);
+  for (int k = 0; k < n; k++) {
+    row_t *r = &rows[sel[k]];
+    int logscale;
+    write_panel_data(dir, k, r, &logscale);
+    fprintf(f, "set title '%s: %s (%s, %s is better)%s'\n", r->bench, r->metric, r->unit,
+            better_word(r), logscale ? ", log scale" : "");
+    fprintf(f, logscale ? "set logscale y\nset yrange [*:*]\n" : "unset logscale y\nset yrange [*:*]\n");
+    /* Log axes cannot show zero or negative bars; clip them at the axis. */
+    fprintf(f, "plot 'panel%02d.dat' using 0:($2>0||!%d?$2:1e-9):($3>0||!%d?$3:1e-9):4:xtic(1) "
+               "with boxerrorbars lc rgb '#4a7ab5'\n", k, logscale, logscale);
+  }
+  fprintf(f, "unset multiplot\n");
+  fclose(f);
+}
+
+/* ---- expectations -------------------------------------------------------------- */
+
+static int done_count(const char *c, const char *v) {
+  int n = 0;
+  char want[2 * NAME + 2];
+  snprintf(want, sizeof want, "%s %s ", c, v);
+  for (int i = 0; i < ndones; i++)
+    if (strncmp(dones[i], want, strlen(want)) == 0) n++;
+  return n;
+}
+
+static int check_expect(const char *path, int runs) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    perror(path);
+    return 1;
+  }
+  char line[1024];
+  int missing = 0;
+  while (fgets(line, sizeof line, f)) {
+    char *save = NULL, *c = strtok_r(line, " \r\n", &save), *v;
+    if (!c) continue;
+    while ((v = strtok_r(NULL, " \r\n", &save)) != NULL) {
+      int n = done_count(c, v);
+      if (n < runs) {
+        fprintf(stderr, "benchreport: case %s variant %s ran %d of %d times\n", c, v, n, runs);
+        missing++;
+      }
+    }
+  }
+  fclose(f);
+  return missing != 0;
+}
+
+int main(int argc, char **argv) {
+  const char *md = NULL, *csv = NULL, *plot = NULL, *expect = NULL;
+  int runs = 1, ninputs = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--md") == 0 && i + 1 < argc) md = argv[++i];
+    else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) csv = argv[++i];
+    else if (strcmp(argv[i], "--plot") == 0 && i + 1 < argc) plot = argv[++i];
+    else if (strcmp(argv[i], "--expect") == 0 && i + 1 < argc) expect = argv[++i];
+    else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--ref") == 0 && i + 1 < argc) ref = argv[++i];
+    else if (argv[i][0] == '-' && argv[i][1]) {
+      fprintf(stderr, "usage: benchreport [--md F] [--csv F] [--plot DIR] [--expect F] "
+                      "[--runs N] [--ref V] INPUT...\n");
+      return 2;
+    } else {
+      parse_file(argv[i]);
+      ninputs++;
+    }
+  }
+  if (!ninputs) parse_file("-");
+  int rc = 0;
+  if (bad_lines) rc = 1;
+  if (nrows == 0) {
+    fprintf(stderr, "benchreport: no RESULT lines\n");
+    rc = 1;
+  }
+  if (expect && check_expect(expect, runs)) rc = 1;
+  if (md) write_md(md);
+  if (csv) write_csv(csv);
+  if (plot) write_plot(plot);
+  return rc;
+}

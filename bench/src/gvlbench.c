@@ -1,0 +1,172 @@
+/*
+ * gvlbench -- runs every benchmark case against every GVL variant.
+ *
+ *   gvlbench [--quick] [--runs N] [--case a,b] [--variant x,y] [--list]
+ *
+ * stdout: META lines (what each metric means), INFO lines and one
+ *   RESULT <bench> <variant> <metric> <value>
+ * line per metric per run; bench/run.sh aggregates them (benchreport).
+ * stderr: a progress line per case.
+ *
+ * Order: for each case, run 1 of every variant, then run 2 of every
+ * variant, ...: a burst of load from the machine's other users then spreads
+ * over all variants instead of landing on one.
+ */
+#include "workloads.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Variant sets.  gvloop-noboost only where a boosted acquire happens;
+ * gvloop-noia only where a thread comes back from blocking regions; nogvl
+ * not where the case is about sharing one lock. */
+#define V_CORE 0x01u     /* gvloop, simple-mutex, cond-timer, cpython */
+#define V_NOGVL 0x02u
+#define V_NOBOOST 0x04u
+#define V_NOIA 0x08u
+
+typedef struct {
+  const char *name;
+  bench_case_fn fn;
+  unsigned variants;
+} case_t;
+
+static const case_t cases[] = {
+    {"uncontended", bench_case_uncontended, V_CORE | V_NOGVL},
+    {"check_ints", bench_case_check_ints, V_CORE | V_NOGVL},
+    {"thread_pass", bench_case_thread_pass, V_CORE | V_NOGVL},
+    {"pipe", bench_case_pipe, V_CORE | V_NOGVL},
+    {"mutex_10", bench_case_mutex_10, V_CORE | V_NOGVL},
+    {"mutex_100", bench_case_mutex_100, V_CORE | V_NOGVL},
+    {"busy_flag", bench_case_busy_flag, V_CORE | V_NOGVL},
+    {"wakeup", bench_case_wakeup, V_CORE | V_NOGVL | V_NOIA},
+    {"dispatch", bench_case_dispatch, V_CORE | V_NOGVL | V_NOBOOST},
+    {"fairness", bench_case_fairness, V_CORE | V_NOGVL},
+    {"starvation", bench_case_starvation, V_CORE | V_NOBOOST},
+    {"convoy", bench_case_convoy, V_CORE | V_NOGVL | V_NOIA},
+};
+#define NCASES (sizeof cases / sizeof cases[0])
+
+typedef struct {
+  const bench_gvl_ops_t *ops;
+  unsigned set;
+} variant_t;
+
+/* Table order: gvloop first (the reference), then its switched-off forms,
+ * the floor, then the baselines in historical order. */
+static const variant_t variants[] = {
+    {&bench_gvloop_ops, V_CORE},         {&bench_gvloop_noboost_ops, V_NOBOOST},
+    {&bench_gvloop_noia_ops, V_NOIA},    {&bench_nogvl_ops, V_NOGVL},
+    {&bench_simple_mutex_ops, V_CORE},   {&bench_cond_timer_ops, V_CORE},
+    {&bench_cpython_ops, V_CORE},
+};
+#define NVARIANTS (sizeof variants / sizeof variants[0])
+
+#define MS 1000000ull
+
+static void cfg_full(bench_cfg_t *c) {
+  *c = (bench_cfg_t){.quick = 0,
+                     .pairs = 200000,
+                     .rounds = 7,
+                     .round_ns = 20 * MS,
+                     .passes = 50000,
+                     .trips = 10000,
+                     .mutex_ops = 200000,
+                     .flag_cap_ns = 2000 * MS,
+                     .wakeup_ns = 1000 * MS,
+                     .solo_ns = 200 * MS,
+                     .events_ns = 1000 * MS,
+                     .fair_ns = 1000 * MS,
+                     .convoy_cap_ns = 1000 * MS};
+}
+
+/* Every case briefly: enough to exercise each code path, no more. */
+static void cfg_quick(bench_cfg_t *c) {
+  *c = (bench_cfg_t){.quick = 1,
+                     .pairs = 5000,
+                     .rounds = 2,
+                     .round_ns = 1 * MS,
+                     .passes = 500,
+                     .trips = 200,
+                     .mutex_ops = 2000,
+                     .flag_cap_ns = 300 * MS,
+                     .wakeup_ns = 60 * MS,
+                     .solo_ns = 20 * MS,
+                     .events_ns = 50 * MS,
+                     .fair_ns = 50 * MS,
+                     .convoy_cap_ns = 100 * MS};
+}
+
+/* Is name in the comma-separated list (NULL list = everything)? */
+static int listed(const char *list, const char *name) {
+  if (list == NULL) return 1;
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0) return 1;
+    if (!e) break;
+    p = e + 1;
+  }
+  return 0;
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: gvlbench [--quick] [--runs N] [--case a,b] [--variant x,y] [--list]\n");
+  exit(2);
+}
+
+static void list_all(void) {
+  for (size_t c = 0; c < NCASES; c++) {
+    printf("%s", cases[c].name);
+    for (size_t v = 0; v < NVARIANTS; v++)
+      if (cases[c].variants & variants[v].set) printf(" %s", variants[v].ops->name);
+    printf("\n");
+  }
+}
+
+static void run_case(const case_t *c, const bench_cfg_t *cfg, int runs, const char *vlist,
+                     size_t idx) {
+  uint64_t t0 = bench_now_ns();
+  for (int r = 0; r < runs; r++) {
+    for (size_t v = 0; v < NVARIANTS; v++) {
+      if (!(c->variants & variants[v].set) || !listed(vlist, variants[v].ops->name)) continue;
+      c->fn(variants[v].ops, cfg);
+      printf("DONE %s %s %d\n", c->name, variants[v].ops->name, r + 1);
+      fflush(stdout);
+    }
+  }
+  fprintf(stderr, "[%zu/%zu] %-12s %d run(s) done in %.1f s\n", idx + 1, NCASES, c->name, runs,
+          (double)(bench_now_ns() - t0) / 1e9);
+}
+
+int main(int argc, char **argv) {
+  int quick = 0, runs = -1;
+  const char *clist = NULL, *vlist = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) quick = 1;
+    else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) clist = argv[++i];
+    else if (strcmp(argv[i], "--variant") == 0 && i + 1 < argc) vlist = argv[++i];
+    else if (strcmp(argv[i], "--list") == 0) { list_all(); return 0; }
+    else usage();
+  }
+  if (runs < 0) runs = quick ? 1 : 5;
+  if (runs < 1) usage();
+  bench_cfg_t cfg;
+  if (quick) cfg_quick(&cfg); else cfg_full(&cfg);
+  bench_calibrate();
+  printf("INFO gvlbench steps_per_us %u\n", bench_steps_per_us);
+  printf("INFO gvlbench runs %d\n", runs);
+  printf("INFO gvlbench mode %s\n", quick ? "quick" : "full");
+  for (size_t v = 0; v < NVARIANTS; v++)
+    printf("INFO variant %s %s\n", variants[v].ops->name, variants[v].ops->design);
+  bench_meta_basic();
+  bench_meta_sched();
+  fflush(stdout);
+  for (size_t c = 0; c < NCASES; c++)
+    if (listed(clist, cases[c].name)) run_case(&cases[c], &cfg, runs, vlist, c);
+  return 0;
+}

@@ -1,0 +1,378 @@
+/*
+ * workloads_sched.c -- cases about who gets the GVL when: wakeup, dispatch
+ * (dispatch_latency + hog_throughput), fairness, starvation, convoy.
+ */
+#include "workloads.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MS 1000000ull
+
+/* ---- wakeup ----------------------------------------------------------------
+ * A thread sleeps 10 ms in a blocking region (call_without) while a hog
+ * spins; latency = from the end of its sleep to running with the GVL again.
+ * The same measurement as the Ruby/Python anchors (includes the OS timer's
+ * own wake-up delay, identical for every variant). */
+
+typedef struct {
+  uint64_t until;
+} sleep_arg_t;
+
+static void *sleep_fn(void *arg) {
+  bench_sleep_until(((sleep_arg_t *)arg)->until);
+  return NULL;
+}
+
+void bench_case_wakeup(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
+  void *g = ops->create();
+  atomic_int stop = 0;
+  bench_hog_t hog = {.ops = ops, .g = g, .stop = &stop,
+                     .deadline_ns = bench_now_ns() + cfg->wakeup_ns + 2000 * MS};
+  pthread_t tid;
+  bench_hogs_start(&hog, 1, &tid);
+  void *t = ops->attach(g);
+  ops->acquire(t);
+  size_t cap = (size_t)(cfg->wakeup_ns / (10 * MS)) + 2, n = 0;
+  double *lat = bench_xcalloc(cap, sizeof *lat);
+  uint64_t end = bench_now_ns() + cfg->wakeup_ns;
+  while (n < cap && bench_now_ns() < end) {
+    sleep_arg_t s = {bench_now_ns() + 10 * MS};
+    ops->call_without(t, sleep_fn, &s);
+    uint64_t now = bench_now_ns();
+    lat[n++] = now > s.until ? (double)(now - s.until) : 0;
+    ops->check_ints(t);
+  }
+  ops->release(t);
+  atomic_store(&stop, 1);
+  bench_hogs_join(1, &tid);
+  bench_report_latency("wakeup", ops->name, lat, n);
+  free(lat);
+  ops->detach(t);
+  ops->destroy(g);
+}
+
+/* ---- dispatch: dispatch_latency and hog_throughput -------------------------
+ * A hog passes a safe point every ~1 us.  An event thread wakes at 1 kHz
+ * without the GVL (as evloop's loop thread does), takes it with a boosted
+ * acquire, runs a ~1 us callback and releases.  Latency = the boosted
+ * acquire call alone (the OS timer's slack is not the GVL's).  The hog's
+ * rate during the events is compared with its rate alone just before and
+ * just after, in the same run. */
+
+typedef struct {
+  const bench_gvl_ops_t *ops;
+  void *g;
+  atomic_int phase;          /* 0 solo, 1 events, 2 solo, 3 done          */
+  double *lat;
+  size_t cap, n;
+} disp_t;
+
+static void *disp_events(void *arg) {
+  disp_t *d = arg;
+  void *t = d->ops->attach(d->g);
+  while (atomic_load(&d->phase) == 0) bench_sleep_ns(100000);
+  uint64_t next = bench_now_ns(), x = 1;
+  while (atomic_load(&d->phase) == 1 && d->n < d->cap) {
+    next += MS;
+    uint64_t now = bench_now_ns();
+    if (next < now) next = now + MS;
+    bench_sleep_until(next);
+    uint64_t t0 = bench_now_ns();
+    d->ops->acquire_prio(t, BENCH_PRIO_BOOST);
+    d->lat[d->n++] = (double)(bench_now_ns() - t0);
+    x = bench_spin(x, bench_steps_per_us);
+    d->ops->release(t);
+  }
+  bench_sink(x);
+  d->ops->detach(t);
+  return NULL;
+}
+
+typedef struct {
+  uint64_t t, u;
+} snap_t;
+
+static snap_t snap(bench_hog_t *h) { return (snap_t){bench_now_ns(), bench_hogs_units(h, 1)}; }
+
+void bench_case_dispatch(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
+  disp_t d = {.ops = ops, .g = ops->create()};
+  d.cap = (size_t)(cfg->events_ns / MS) + 16;
+  d.lat = bench_xcalloc(d.cap, sizeof *d.lat);
+  atomic_int stop = 0;
+  bench_hog_t hog = {.ops = ops, .g = d.g, .stop = &stop,
+                     .deadline_ns = bench_now_ns() + 2 * cfg->solo_ns + cfg->events_ns + 2000 * MS};
+  pthread_t hid, eid;
+  if (pthread_create(&eid, NULL, disp_events, &d)) bench_die("pthread_create", 0);
+  bench_hogs_start(&hog, 1, &hid);
+  snap_t s0 = snap(&hog);
+  bench_sleep_ns(cfg->solo_ns);
+  snap_t s1 = snap(&hog);
+  atomic_store(&d.phase, 1);
+  bench_sleep_ns(cfg->events_ns);
+  atomic_store(&d.phase, 2);
+  pthread_join(eid, NULL);
+  snap_t s2 = snap(&hog);
+  bench_sleep_ns(cfg->solo_ns);
+  snap_t s3 = snap(&hog);
+  atomic_store(&stop, 1);
+  bench_hogs_join(1, &hid);
+  double solo = (double)(s1.u - s0.u + s3.u - s2.u) / (double)(s1.t - s0.t + s3.t - s2.t);
+  double during = (double)(s2.u - s1.u) / (double)(s2.t - s1.t);
+  bench_stats_t st;
+  ops->stats(d.g, &st);
+  bench_report_latency("dispatch_latency", ops->name, d.lat, d.n);
+  bench_result("dispatch_latency", ops->name, "preemptions", (double)st.preemptions);
+  bench_result("hog_throughput", ops->name, "pct", during / solo * 100.0);
+  free(d.lat);
+  ops->destroy(d.g);
+}
+
+/* ---- fairness ---------------------------------------------------------------
+ * Four CPU-bound threads; Jain's index over the work each got:
+ * (sum x)^2 / (n * sum x^2), 1.0 = perfectly even. */
+
+#define FAIR_N 4
+
+void bench_case_fairness(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
+  void *g = ops->create();
+  atomic_int stop = 0;
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, FAIR_N + 1);
+  bench_hog_t h[FAIR_N];
+  pthread_t tids[FAIR_N];
+  for (int i = 0; i < FAIR_N; i++) {
+    h[i] = (bench_hog_t){.ops = ops, .g = g, .start = &bar, .stop = &stop,
+                         .deadline_ns = bench_now_ns() + cfg->fair_ns + 2000 * MS};
+    if (pthread_create(&tids[i], NULL, bench_hog_main, &h[i])) bench_die("pthread_create", 0);
+  }
+  pthread_barrier_wait(&bar);
+  bench_sleep_ns(cfg->fair_ns);
+  double x[FAIR_N], sum = 0, sq = 0;
+  for (int i = 0; i < FAIR_N; i++) {
+    x[i] = (double)atomic_load(&h[i].units);
+    sum += x[i];
+    sq += x[i] * x[i];
+  }
+  atomic_store(&stop, 1);
+  bench_hogs_join(FAIR_N, tids);
+  double jain = sq > 0 ? sum * sum / (FAIR_N * sq) : 0;
+  bench_stats_t st;
+  ops->stats(g, &st);
+  bench_result("fairness", ops->name, "jain", jain);
+  bench_result("fairness", ops->name, "preemptions", (double)st.preemptions);
+  pthread_barrier_destroy(&bar);
+  ops->destroy(g);
+}
+
+/* ---- starvation ---------------------------------------------------------------
+ * A flood thread takes the GVL boosted over and over (100 us of work each
+ * time, no pause) next to one background CPU thread.  Reports the
+ * background thread's share of the work done: with a starvation cap of C%
+ * it should get at least (100 - C)%. */
+
+typedef struct {
+  const bench_gvl_ops_t *ops;
+  void *g;
+  pthread_barrier_t *bar;
+  atomic_int *stop;
+  atomic_uint_fast64_t units;
+} flood_t;
+
+static void *flood_main(void *arg) {
+  flood_t *f = arg;
+  void *t = f->ops->attach(f->g);
+  pthread_barrier_wait(f->bar);
+  uint64_t x = 7, n = 0;
+  while (!atomic_load_explicit(f->stop, memory_order_relaxed)) {
+    f->ops->acquire_prio(t, BENCH_PRIO_BOOST);
+    for (int i = 0; i < 100; i++) {
+      x = bench_spin(x, bench_steps_per_us);
+      f->ops->check_ints(t);
+      n++;
+    }
+    atomic_store_explicit(&f->units, n, memory_order_relaxed);
+    f->ops->release(t);
+  }
+  bench_sink(x);
+  f->ops->detach(t);
+  return NULL;
+}
+
+void bench_case_starvation(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
+  void *g = ops->create();
+  atomic_int stop = 0;
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, 3);
+  bench_hog_t bg = {.ops = ops, .g = g, .start = &bar, .stop = &stop,
+                    .deadline_ns = bench_now_ns() + cfg->fair_ns + 2000 * MS};
+  flood_t fl = {.ops = ops, .g = g, .bar = &bar, .stop = &stop};
+  pthread_t a, b;
+  if (pthread_create(&a, NULL, bench_hog_main, &bg)) bench_die("pthread_create", 0);
+  if (pthread_create(&b, NULL, flood_main, &fl)) bench_die("pthread_create", 0);
+  pthread_barrier_wait(&bar);
+  bench_sleep_ns(cfg->fair_ns);
+  double ub = (double)atomic_load(&bg.units), uf = (double)atomic_load(&fl.units);
+  atomic_store(&stop, 1);
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+  bench_result("starvation", ops->name, "bg_share_pct", ub + uf > 0 ? ub / (ub + uf) * 100 : 0);
+  pthread_barrier_destroy(&bar);
+  ops->destroy(g);
+}
+
+/* ---- convoy ---------------------------------------------------------------------
+ * An I/O thread does short blocking round trips (write one byte, read the
+ * echo, each in its own blocking region, ~1 us of work per reply) against
+ * an echo served by a plain thread outside the GVL: alone, then beside 1
+ * and 2 CPU hogs.  io_ratio = time per trip beside the hogs / alone;
+ * hog_pct = the hogs' rate while the I/O thread runs / just before it.
+ * Beside hogs the I/O thread stops after convoy_cap_ns even if it has not
+ * done all its trips (a 100 ms-per-trip design would take 1000 s);
+ * trips_* says how many it did. */
+
+static void *echo_main(void *arg) {
+  int fd = *(int *)arg;
+  char c;
+  for (;;) {
+    ssize_t r = read(fd, &c, 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    if (write(fd, &c, 1) != 1) break;
+  }
+  return NULL;
+}
+
+typedef struct {
+  int fd;
+} fd_arg_t;
+
+static void *sock_write1(void *arg) {
+  char c = 'x';
+  ssize_t r;
+  do r = write(((fd_arg_t *)arg)->fd, &c, 1); while (r < 0 && errno == EINTR);
+  if (r != 1) bench_die("convoy write", errno);
+  return NULL;
+}
+
+static void *sock_read1(void *arg) {
+  char c;
+  ssize_t r;
+  do r = read(((fd_arg_t *)arg)->fd, &c, 1); while (r < 0 && errno == EINTR);
+  if (r != 1) bench_die("convoy read", r < 0 ? errno : EPIPE);
+  return NULL;
+}
+
+typedef struct {
+  const bench_gvl_ops_t *ops;
+  void *g;
+  int fd;
+  uint64_t trips, cap_ns;
+  uint64_t done, elapsed_ns;   /* results */
+} io_t;
+
+static void *io_main(void *arg) {
+  io_t *io = arg;
+  void *t = io->ops->attach(io->g);
+  fd_arg_t fa = {io->fd};
+  uint64_t x = 3, t0 = bench_now_ns(), end = t0 + io->cap_ns, i;
+  io->ops->acquire(t);
+  for (i = 0; i < io->trips; i++) {
+    io->ops->call_without(t, sock_write1, &fa);
+    io->ops->call_without(t, sock_read1, &fa);
+    x = bench_spin(x, bench_steps_per_us);
+    io->ops->check_ints(t);
+    if (bench_now_ns() > end) { i++; break; }
+  }
+  io->ops->release(t);
+  io->elapsed_ns = bench_now_ns() - t0;
+  io->done = i;
+  bench_sink(x);
+  io->ops->detach(t);
+  return NULL;
+}
+
+static void run_io(io_t *io) {
+  pthread_t tid;
+  if (pthread_create(&tid, NULL, io_main, io)) bench_die("pthread_create", 0);
+  pthread_join(tid, NULL);
+}
+
+static double per_trip(const io_t *io) {
+  return io->done ? (double)io->elapsed_ns / (double)io->done : 0;
+}
+
+/* One phase beside nhogs hogs; sets *io_ratio and *hog_pct. */
+static void convoy_phase(const bench_gvl_ops_t *ops, void *g, int fd, const bench_cfg_t *cfg,
+                         int nhogs, double alone, double out[3]) {
+  atomic_int stop = 0;
+  bench_hog_t h[2];
+  pthread_t tids[2];
+  uint64_t deadline = bench_now_ns() + cfg->solo_ns + cfg->convoy_cap_ns + 2000 * MS;
+  for (int i = 0; i < nhogs; i++)
+    h[i] = (bench_hog_t){.ops = ops, .g = g, .stop = &stop, .deadline_ns = deadline};
+  bench_hogs_start(h, nhogs, tids);
+  uint64_t t0 = bench_now_ns(), u0 = bench_hogs_units(h, nhogs);
+  bench_sleep_ns(cfg->solo_ns);
+  uint64_t t1 = bench_now_ns(), u1 = bench_hogs_units(h, nhogs);
+  io_t io = {ops, g, fd, cfg->trips, cfg->convoy_cap_ns, 0, 0};
+  run_io(&io);
+  uint64_t t2 = bench_now_ns(), u2 = bench_hogs_units(h, nhogs);
+  atomic_store(&stop, 1);
+  bench_hogs_join(nhogs, tids);
+  double solo = (double)(u1 - u0) / (double)(t1 - t0);
+  double during = (double)(u2 - u1) / (double)(t2 - t1);
+  out[0] = alone > 0 ? per_trip(&io) / alone : 0;
+  out[1] = solo > 0 ? during / solo * 100 : 0;
+  out[2] = (double)io.done;
+}
+
+void bench_case_convoy(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) bench_die("socketpair", errno);
+  pthread_t echo;
+  if (pthread_create(&echo, NULL, echo_main, &sv[1])) bench_die("pthread_create", 0);
+  void *g = ops->create();
+  io_t io = {ops, g, sv[0], cfg->trips, 20 * cfg->convoy_cap_ns, 0, 0};
+  run_io(&io);
+  double alone = per_trip(&io), r1[3], r2[3];
+  convoy_phase(ops, g, sv[0], cfg, 1, alone, r1);
+  convoy_phase(ops, g, sv[0], cfg, 2, alone, r2);
+  bench_result("convoy", ops->name, "io_ratio_1hog", r1[0]);
+  bench_result("convoy", ops->name, "hog_pct_1hog", r1[1]);
+  bench_result("convoy", ops->name, "io_ratio_2hog", r2[0]);
+  bench_result("convoy", ops->name, "hog_pct_2hog", r2[1]);
+  bench_result("convoy", ops->name, "io_us_alone", alone / 1000.0);
+  bench_result("convoy", ops->name, "trips_1hog", r1[2]);
+  bench_result("convoy", ops->name, "trips_2hog", r2[2]);
+  ops->destroy(g);
+  shutdown(sv[0], SHUT_RDWR);
+  pthread_join(echo, NULL);
+  close(sv[0]);
+  close(sv[1]);
+}
+
+void bench_meta_sched(void) {
+  bench_meta("wakeup", "p50_us", "us", "low", "thread sleeping 10 ms in a blocking region beside a hog: end of sleep to running");
+  bench_meta("wakeup", "p99_us", "us", "low", "as p50_us, 99th percentile");
+  bench_meta("wakeup", "max_us", "us", "low", "as p50_us, worst");
+  bench_meta("wakeup", "samples", "count", "none", "wake-ups measured");
+  bench_meta("dispatch_latency", "p50_us", "us", "low", "boosted acquire at 1 kHz beside a hog (target p50 <= 10)");
+  bench_meta("dispatch_latency", "p99_us", "us", "low", "as p50_us, 99th percentile (target <= 50)");
+  bench_meta("dispatch_latency", "max_us", "us", "low", "as p50_us, worst");
+  bench_meta("dispatch_latency", "samples", "count", "none", "events measured");
+  bench_meta("dispatch_latency", "preemptions", "count", "none", "safe points that gave the lock up");
+  bench_meta("hog_throughput", "pct", "%", "high", "hog's rate during the 1 kHz events vs alone (target >= 97)");
+  bench_meta("fairness", "jain", "index", "high", "Jain index of 4 CPU threads' work (target >= 0.99)");
+  bench_meta("fairness", "preemptions", "count", "none", "safe points that gave the lock up");
+  bench_meta("starvation", "bg_share_pct", "%", "high", "background thread's share beside a boosted flood (target >= 100 - cap)");
+  bench_meta("convoy", "io_ratio_1hog", "x", "low", "I/O round-trip time beside 1 hog / alone (target <= 1.5)");
+  bench_meta("convoy", "hog_pct_1hog", "%", "high", "hog rate while the I/O thread runs / before (target >= 90)");
+  bench_meta("convoy", "io_ratio_2hog", "x", "low", "I/O round-trip time beside 2 hogs / alone");
+  bench_meta("convoy", "hog_pct_2hog", "%", "high", "2 hogs' rate while the I/O thread runs / before");
+  bench_meta("convoy", "io_us_alone", "us", "low", "I/O round trip alone");
+  bench_meta("convoy", "trips_1hog", "count", "none", "round trips done beside 1 hog (capped by time)");
+  bench_meta("convoy", "trips_2hog", "count", "none", "round trips done beside 2 hogs (capped by time)");
+}
