@@ -126,12 +126,12 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
   t->qprev = g->qtail;
   if (g->qtail) g->qtail->qnext = t; else g->qhead = t;
   g->qtail = t;
-  t->spin_hint = false;
+  atomic_store_explicit(&t->spin_hint, false, memory_order_relaxed);
   if (owner && owner != t &&
       prio > atomic_load_explicit(&owner->hold_prio, memory_order_relaxed)) {
     set_ints(owner, GVL__INT_PREEMPT);
     gvl__ctr_add(owner, C_PREEMPT_REQS, 1);
-    t->spin_hint = true;         /* the holder will hand over shortly */
+    atomic_store_explicit(&t->spin_hint, true, memory_order_relaxed);
     target = owner;
   }
   if (!g->timer) {
@@ -215,7 +215,8 @@ bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
   /* Spin when a quick handoff is expected: asked for by a boost, or this
    * thread's last wait was itself short (ping-pong, Thread.pass loops).
    * A thread that waited a whole slice last time goes straight to sleep. */
-  if (g->spin_ns && (t->spin_hint || t->last_wait_ns <= g->spin_ns) &&
+  bool hint = atomic_load_explicit(&t->spin_hint, memory_order_relaxed);
+  if (g->spin_ns && (hint || t->last_wait_ns <= g->spin_ns) &&
       spin_for_grant(g, t))
     return true;
   for (;;) {
@@ -433,7 +434,8 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   end_hold(g, t, now);
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
   (void)enqueue(g, t, prio, now);    /* behind w; cannot outrank the holder */
-  t->spin_hint = w->qprio > mine;    /* preempted by a boost: back soon */
+  /* Preempted by a boost: back soon. */
+  atomic_store_explicit(&t->spin_hint, w->qprio > mine, memory_order_relaxed);
   handoff(g, w, now);
   gvl__ctr_add(t, ctr, 1);
   pthread_mutex_unlock(&g->mu);

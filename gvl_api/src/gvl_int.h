@@ -81,7 +81,8 @@ struct gvl_thread_s {
   int qprio;                    /* priority the thread queued with         */
   uint64_t qtime;               /* when it queued (for aging)              */
   bool queued;
-  bool spin_hint;               /* a quick handoff is expected             */
+  _Atomic bool spin_hint;       /* a quick handoff is expected; set under
+                                   g->mu, read by the waiter without it     */
   _Atomic uint32_t granted;     /* set by the releaser, under g->mu        */
   _Atomic int is_timer;         /* this waiter times the holder's slice    */
   gvl__park_t park;
