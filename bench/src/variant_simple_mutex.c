@@ -34,7 +34,9 @@ struct sm_gvl {
   sm_thread_t *last;              /* guarded by lock: previous holder     */
   atomic_int nthreads;            /* attached threads                     */
   pthread_t timer;
-  pthread_mutex_t timer_lk;       /* guards timer_stop; timer sleeps on it */
+  pthread_mutex_t timer_lk;       /* guards timer_stop; held while the timer
+                                     flags a thread, and by detach, so a
+                                     handle is never freed under the timer */
   pthread_cond_t timer_cv;
   int timer_stop;
   atomic_uint_fast64_t handoffs, preemptions;
@@ -88,6 +90,8 @@ static void *sm_attach(void *gp) {
 static void sm_detach(void *tp) {
   sm_thread_t *t = tp;
   atomic_fetch_sub(&t->g->nthreads, 1);
+  bench_lock(&t->g->timer_lk);
+  bench_unlock(&t->g->timer_lk);
   free(t);
 }
 

@@ -234,7 +234,9 @@ void bench_case_thread_pass(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) 
   void *g = ops->create();
   bench_gate_t gate;
   bench_gate_init(&gate, 2);
-  bench_track_t track = {0};
+  bench_track_t track;
+  atomic_init(&track.holder, NULL);
+  atomic_init(&track.switches, 0);
   atomic_int arrived = 0, ticket = 0;
   _Atomic uint64_t start_ns = 0, end_ns = 0;
   pass_arg_t a = {ops, g, &gate, &track, cfg->passes, &arrived, &ticket, &start_ns, &end_ns};
