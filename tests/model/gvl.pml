@@ -1,209 +1,359 @@
 /*
- * gvl.pml -- a SPIN model of the GVL handoff protocol (gvl_api/src).
+ * gvl.pml -- a SPIN model of the GVL handoff protocol in gvl_api/src/gvl.c.
  *
- * Three threads share one GVL.  Threads 0 and 1 run at normal priority,
- * thread 2 is boosted.  Each thread loops forever:
+ * Three threads share one GVL.  Threads 0 and 1 acquire at normal priority
+ * (0), thread 2 with a boost (1).  Each thread loops forever:
  *
- *     acquire (fast CAS, else the slow path under the internal mutex)
- *     critical section: any number of safe points, each of which may find
- *       the preempt flag set (gvl_check_ints slow path) or call gvl_yield
- *     release (fast CAS, else a direct handoff to the best waiter)
+ *   acquire   gvl__acquire: CAS word 0 -> me; else acquire_slow under mu
+ *   hold      any number of safe points; at each one the thread may find its
+ *             preempt flag set (gvl__check_ints_slow -> hand_over) or call
+ *             gvl_yield (hand_over when the CONTENDED bit is set), or keep
+ *             computing; a holder may hold forever this way (`0 until flag`)
+ *   release   gvl__release: unboosted holds try CAS me -> 0, boosted holds
+ *             and failed CASes take mu and hand the GVL to the best waiter
  *
- * The lock word, the wait queue, the per-thread preempt flag, granted flag
- * and futex sequence word, and the timer role are modelled one memory
- * access per step wherever another thread can observe the difference.
- * Steps that only touch state guarded by the internal mutex are grouped.
+ * State, named as in gvl_int.h: the lock word (owner id + CONTENDED), the
+ * internal mutex mu, the wait queue in arrival order with each waiter's
+ * qprio, every thread's hold_prio, ints (the preempt bit), granted,
+ * is_timer and futex sequence word, and g->timer / g->preempt_sent.
  *
- * What is checked (tests/model/check.sh runs it):
- *   - mutual exclusion: assertions on entry to the critical section and a
- *     monitor process that watches the invariants continuously;
- *   - the lock word and the queue agree: a non-empty queue implies the
- *     CONTENDED bit, so word == 0 implies an empty queue;
- *   - no deadlock: invalid end states (every thread blocked);
- *   - every waiter is eventually served, lost wake-ups included: the LTL
- *     properties wait0..wait2, [] (waiting[i] -> <> !waiting[i]), under
- *     weak fairness.
+ * Granularity.  Every access to a variable that other threads read or
+ * write without mu (word, ints, granted, seq, is_timer) is its own step,
+ * except that a critical section of mu is one step when it contains at
+ * most one access whose order matters to a lock-free observer, or when
+ * every lock-free observer of its writes can only go on to block on mu
+ * (Lipton reduction: taking mu moves right, releasing it moves left).  The
+ * waiter's "read seq, check granted, futex_wait(seq)" stays three steps: it
+ * is where a lost wake-up would live.
  *
- * Time is abstracted away: the timer's timed wait may time out at any
- * moment, and a holder counts as past its slice whenever it does.  Aging
- * and the boost cap are not modelled (both are time-based); with one
- * boosted thread, direct handoff alone must serve everyone, which is what
- * the liveness properties check.
+ * Time is abstracted away.  timer_tick decides "the holder is past its
+ * slice" nondeterministically, except after its timed sleep ran out, when
+ * it must say yes (the sleep's deadline was the end of the slice).  The
+ * timed sleep can run out at any moment.  Aging and the boost cap are not
+ * modelled (both depend on elapsed time); with a single boosted thread,
+ * direct handoff must serve everyone without them, and that is checked.
+ * Wait-queue cancellation (gvl_cond_timedwait), gvl_mutex/gvl_cond,
+ * blocking regions, the spin-before-sleep hint (a bounded prefix of
+ * "granted?" reads, subsumed by the first check of the wait loop) and
+ * futex spurious wake-ups are left out.
  *
- * Broken variants (each must make SPIN report an error, see check.sh):
- *   -DBUG_BARGE      fast release clears the word even when CONTENDED is set
- *                    (the releaser ignores the queue: barging, lost waiters)
- *   -DBUG_SEQ        a waiter reads its futex sequence word after checking
- *                    `granted` instead of before (classic lost wake-up)
- *   -DBUG_TIMERWAKE  the timer role passes to another waiter without waking
- *                    it, so it keeps sleeping without a timeout and a holder
- *                    that never releases is never preempted
- *   -DBUG_NOPREEMPT  the timer times out but never sets the holder's flag
+ * Checked (tests/model/check.sh):
+ *   - mutual exclusion (assertion on entry to the hold, monitor invariant);
+ *   - invariants in every state: a non-empty queue means CONTENDED is set
+ *     (so word == 0 means nobody waits: no barging); with mu free, a
+ *     non-empty queue has exactly one queued timer that knows it; a preempt
+ *     flag is only ever set on the owner; granted only on the owner;
+ *   - no deadlock (invalid end states);
+ *   - every waiter is eventually served, which also rules out lost
+ *     wake-ups and a lost timer role: LTL wait0..wait2,
+ *     [] (waiting[i] -> <> !waiting[i]), under weak fairness.
+ *
+ * Broken variants, each of which SPIN must reject (check.sh verifies it):
+ *   -DBUG_BARGE      release CASes the word to 0 ignoring CONTENDED, so
+ *                    queued waiters are never handed the GVL
+ *   -DBUG_SEQ        the waiter reads its sequence word after checking
+ *                    granted, not before: the classic lost wake-up
+ *   -DBUG_TIMERWAKE  handoff passes the timer role on without waking the new
+ *                    timer, which keeps sleeping with no deadline, so a
+ *                    holder that never releases is never preempted
+ *   -DBUG_NOPREEMPT  the timer never sets the holder's preempt flag
  */
 
-#define N        3
-#define CONTENDED 4         /* lock word bit; owner id is in bits 0..1    */
-#define NONE     3          /* no thread (queue slot, timer role)          */
-#define OWNER(w) (((w) & 3) - 1)
-#define ID(t)    ((t) + 1)  /* owner id stored in the word: 0 means free   */
+#define N          3
+#define CONTENDED  4           /* lock-word bit; the owner id is bits 0..1 */
+#define NONE       3           /* no thread: empty queue slot, no timer     */
+#define ID(t)      ((t) + 1)   /* owner id in the word; 0 means free        */
+#define OWNER(w)   (((w) & 3) - 1)
 #define BASEPRIO(t) ((t) == 2 -> 1 : 0)
 
-byte word;                  /* the lock word                               */
-byte mu;                    /* internal mutex: 0 free, else ID(holder)     */
-byte q[N] = NONE;           /* wait queue, best first (guarded by mu)      */
-byte qlen;                  /* (guarded by mu)                             */
-byte timer = NONE;          /* the waiter that sleeps with a timeout       */
-bit  eprio[N];              /* effective priority of the current request   */
-bit  preempt[N];            /* GVL__INT_PREEMPT in the thread's ints word  */
-bit  granted[N];            /* set by the thread that hands the GVL over   */
-byte seq[N];                /* futex word, bumped on every wake (mod 4)    */
-bit  asleep[N];             /* blocked in futex_wait                       */
+byte word;                     /* g->word                                    */
+byte mu;                       /* g->mu: 0 free, else ID(holder)             */
+byte mq[N - 1] = NONE;         /* threads blocked on mu, FIFO                */
+byte mqlen;
+byte q[N] = NONE;              /* g->qhead..qtail, arrival order; mu         */
+byte qlen;                     /* mu                                         */
+byte timer = NONE;             /* g->timer; mu                               */
+bit  preempt_sent;             /* g->preempt_sent; mu                        */
+bit  qprio[N];                 /* t->qprio; mu                               */
+bit  hold_prio[N];             /* t->hold_prio                               */
+bit  preempt[N];               /* GVL__INT_PREEMPT in t->head.ints           */
+bit  granted[N];               /* t->granted                                 */
+bit  is_timer[N];              /* t->is_timer                                */
+byte seq[N];                   /* t->park.seq (futex word)                   */
+bit  asleep[N];                /* blocked in futex_wait                      */
 
 /* ghost state, for the properties only */
-byte incs;                  /* threads inside the critical section         */
-bit  waiting[N];            /* wants the GVL and does not have it yet      */
+byte incs;                     /* threads holding the GVL                    */
+bit  waiting[N];               /* wants the GVL and does not have it         */
 
-inline lock_mu()   { d_step { mu == 0 -> mu = ID(me) } }
-inline unlock_mu() { d_step { assert(mu == ID(me)); mu = 0 } }
+/* gvl__park_wake: bump the sequence word, then FUTEX_WAKE.  The sequence
+ * word only moves while its thread is queued, and at most twice per wait
+ * (timer role, grant), so it stays small (it is reset once granted). */
+#define park_wake(x)  seq[x] = seq[x] + 1; asleep[x] = 0
 
-/* compare-and-swap on the lock word */
-inline cas(old, new, ok) {
-  d_step { if :: word == old -> word = new; ok = 1 :: else -> ok = 0 fi }
-}
+/* g->mu, a fair lock: a thread that finds it taken queues, and unlock
+ * hands it straight to the first one.  (A pthread mutex promises no such
+ * thing, but starving on it is not a property of this protocol; with an
+ * unfair lock the liveness check finds exactly that.)  lock_mu is one step;
+ * the critical section is the next step, guarded by mu == ID(me). */
+#define LOCK_MU \
+  if \
+  :: mu == 0 -> mu = ID(me) \
+  :: else -> mq[mqlen] = me; mqlen++ \
+  fi
 
-/* Insert x behind every waiter of equal or higher effective priority
- * (priority order, FIFO within a priority).  Called with mu held. */
-inline enqueue(x) {
-  i = qlen;
-  do
-  :: i > 0 ->
-     if
-     :: eprio[q[i - 1]] < eprio[x] -> q[i] = q[i - 1]; i--
-     :: else -> break
-     fi
-  :: else -> break
-  od;
-  q[i] = x;
-  qlen++;
-  i = 0
-}
+inline lock_mu() { atomic { LOCK_MU } }
 
-/* Remove the best waiter into W.  Called with mu held, qlen > 0. */
-inline pop(W) {
-  W = q[0]; q[0] = q[1]; q[1] = q[2]; q[2] = NONE; qlen--
-}
-
-/* W has just left the queue.  If it held the timer role (or nobody does),
- * give the role to the new head of the queue and wake it so that it goes
- * back to sleep with a timeout.  Called with mu held; the wake itself is
- * done after mu is released (tw). */
-inline fix_timer(W) {
+inline unlock_mu() {
   if
-  :: timer == W || timer == NONE ->
+  :: mqlen > 0 -> mu = ID(mq[0]); mq[0] = mq[1]; mq[N - 2] = NONE; mqlen--
+  :: else -> mu = 0
+  fi
+}
+
+/* enqueue() in gvl.c, with mu held and CONTENDED set: append x, ask the
+ * owner to give way if x outranks it, take the timer role if free (waking
+ * x if it is not the calling thread). */
+inline enqueue(x, p) {
+  qprio[x] = p;
+  q[qlen] = x;
+  qlen++;
+  if
+  :: OWNER(word) != x && p > hold_prio[OWNER(word)] ->
+     preempt[OWNER(word)] = 1
+  :: else -> skip
+  fi;
+  if
+  :: timer == NONE ->
+     timer = x;
+     is_timer[x] = 1;
      if
-     :: qlen > 0 ->
-        timer = q[0];
-        if
-        :: timer != me ->
-#ifndef BUG_TIMERWAKE
-           tw = timer;
-           seq[tw] = (seq[tw] + 1) % 4
-#else
-           skip
-#endif
-        :: else -> skip
-        fi
-     :: else -> timer = NONE
+     :: x != me -> park_wake(x)
+     :: else -> skip
      fi
   :: else -> skip
   fi
 }
 
-/* futex_wake after mu is released: the grantee, then the new timer */
-inline wake_after_handoff() {
-  asleep[W] = 0;
+/* q_best + q_remove: the highest qprio, the earliest arrival among equals.
+ * With mu held and qlen > 0; leaves the chosen thread in W. */
+inline take_best() {
+  i = 0;
   if
-  :: tw != NONE -> asleep[tw] = 0; tw = NONE
+  :: qlen > 1 && qprio[q[1]] > qprio[q[0]] -> i = 1
   :: else -> skip
   fi;
+  if
+  :: qlen > 2 && qprio[q[2]] > qprio[q[i]] -> i = 2
+  :: else -> skip
+  fi;
+  W = q[i];
+  do
+  :: i < N - 1 -> q[i] = q[i + 1]; i++
+  :: else -> break
+  od;
+  q[N - 1] = NONE;
+  qlen--;
+  i = 0
+}
+
+/* handoff() in gvl.c, with mu held: W has been taken off the queue. */
+inline handoff() {
+  hold_prio[W] = qprio[W];
+  word = ID(W) | (qlen > 0 -> CONTENDED : 0);
+  preempt_sent = 0;
+  if
+  :: timer == W ->
+     is_timer[W] = 0;
+     timer = (qlen > 0 -> q[0] : NONE);
+     if
+     :: timer != NONE ->
+        is_timer[timer] = 1;
+#ifndef BUG_TIMERWAKE
+        park_wake(timer)
+#else
+        skip
+#endif
+     :: else -> skip
+     fi
+  :: else -> skip
+  fi;
+  granted[W] = 1;
+  park_wake(W);
   W = 0
 }
+
+/* Entering the hold: the ghost checks, and the dead-value resets that keep
+ * the state space small (nobody reads granted or seq of a thread that is
+ * not queued, and nobody bumps its seq). */
+#ifndef BUG_SEQ
+#define SEQ_AGAIN s = seq[me]
+#else
+#define SEQ_AGAIN skip
+#endif
+
+#define ENTER_HOLD \
+  assert(incs == 0); \
+  assert(OWNER(word) == me); \
+  incs++; \
+  waiting[me] = 0; \
+  boosted = hold_prio[me]
 
 active [N] proctype T()
 {
   byte me = _pid;
-  byte w, s, i;
-  byte W;
-  byte tw = NONE;
-  bit ok, timed;
+  byte w, s, i, W;
+  bit ok, boosted, it, timed, tout;
 
   assert(me < N);
 
-idle:
-  atomic { waiting[me] = 1; eprio[me] = BASEPRIO(me) }
-
-  /* ---- fast acquire: CAS 0 -> me ---- */
-  cas(0, ID(me), ok);
+  /* ---- gvl__acquire: fast path ---- */
+acquire:
+  atomic {
+    waiting[me] = 1;
+    hold_prio[me] = BASEPRIO(me);
+    if
+    :: word == 0 -> word = ID(me); ENTER_HOLD; ok = 1
+    :: else -> ok = 0
+    fi
+  };
   if
-  :: ok -> ok = 0; goto acquired
+  :: ok -> ok = 0; goto hold
   :: else -> skip
   fi;
 
-  /* ---- slow acquire ---- */
+  /* ---- acquire_slow ---- */
   lock_mu();
-slow:
-  w = word;
+#ifdef ENTRY_FETCH_OR
+  /* Set CONTENDED with one fetch_or: nobody can win the word from us now.
+   * If it was free, take it (the queue is empty whenever word is 0). */
+  d_step {
+    mu == ID(me) ->
+    w = word;
+    word = word | CONTENDED;
+    if
+    :: w != 0 && (w & CONTENDED) == 0 -> preempt_sent = 0
+    :: else -> skip
+    fi
+  };
   if
   :: w == 0 ->
-     cas(0, ID(me), ok);
+     d_step {
+       assert(qlen == 0);
+       word = ID(me);
+       ENTER_HOLD;
+       unlock_mu()
+     };
+     goto hold
+  :: else ->
+     d_step {
+       granted[me] = 0;
+       enqueue(me, hold_prio[me]);
+       unlock_mu();
+       w = 0
+     };
+     goto wait
+  fi;
+#endif
+  d_step { mu == ID(me) -> w = word };
+slow:
+  if
+  :: w == 0 ->
+     /* the holder left meanwhile; the queue is empty whenever word is 0 */
+     d_step {
+       if
+       :: word == 0 ->
+          assert(qlen == 0);
+          word = ID(me);
+          ENTER_HOLD;
+          unlock_mu();
+          ok = 1
+       :: else -> w = word; ok = 0
+       fi
+     };
      if
-     :: ok ->
-        /* the queue is empty whenever the word is 0 */
-        d_step { assert(qlen == 0); ok = 0 };
-        unlock_mu();
-        goto acquired
+     :: ok -> ok = 0; goto hold
      :: else -> goto slow
      fi
-  :: else ->
-     cas(w, w | CONTENDED, ok);
+  :: w != 0 ->
+     d_step {
+       if
+       :: (w & CONTENDED) != 0 -> ok = 1
+       :: word == w ->
+          word = w | CONTENDED;
+          preempt_sent = 0;          /* the holder's slice counts from now */
+          ok = 1
+       :: else -> w = word; ok = 0
+       fi;
+       if
+       :: ok ->
+          granted[me] = 0;
+          enqueue(me, hold_prio[me]);
+          unlock_mu();
+          w = 0
+       :: else -> skip
+       fi
+     };
      if
-     :: ok ->
-        d_step {
-          enqueue(me);
-          /* a boosted waiter asks the holder to give way at once */
-          if
-          :: eprio[me] > eprio[OWNER(w)] -> preempt[OWNER(w)] = 1
-          :: else -> skip
-          fi;
-          if
-          :: timer == NONE -> timer = me
-          :: else -> skip
-          fi;
-          ok = 0; w = 0
-        };
-        unlock_mu();
-        goto wait
+     :: ok -> ok = 0; goto wait
      :: else -> goto slow
      fi
   fi;
 
-  /* ---- sleep until granted ---- */
+  /* ---- gvl__wait_granted_until ---- */
+  /* Read seq, then check granted (and is_timer), then futex_wait(seq).
+   * Waking up and reading seq again for the next round are one step: the
+   * return from futex_wait is invisible to other threads. */
 wait:
 #ifndef BUG_SEQ
   s = seq[me];
-  if
-  :: granted[me] -> s = 0; goto got
-  :: else -> skip
-  fi;
-#else
-  if
-  :: granted[me] -> goto got
-  :: else -> skip
-  fi;
+#endif
+wait_check:
+  atomic {
+    if
+    :: granted[me] -> goto got
+    :: else -> it = is_timer[me]
+    fi;
+    if
+    :: !it -> timed = 0; tout = 0
+    :: else -> skip
+    fi
+  };
+#ifdef BUG_SEQ
   s = seq[me];
 #endif
-  timed = (timer == me);
-  /* futex_wait(&seq, s): returns at once if seq changed */
+  /* timer_tick: under mu, decide whether the holder is past its slice */
+  if
+  :: atomic { it -> LOCK_MU };
+     atomic {
+       mu == ID(me) ->
+       if
+       :: timer == me && !granted[me] ->
+          timed = 1;
+          if
+          :: true ->                               /* past the slice */
+             if
+             :: !preempt_sent ->
+#ifndef BUG_NOPREEMPT
+                if
+                :: (word & 3) != 0 -> preempt[OWNER(word)] = 1
+                :: else -> skip   /* [unreached-ok] a timer implies an owner */
+                fi;
+#endif
+                preempt_sent = 1
+             :: else -> skip
+             fi
+          :: !tout -> skip                         /* not yet */
+          fi
+       :: else -> timed = 0
+       fi;
+       tout = 0;
+       it = 0;
+       unlock_mu()
+     }
+  :: else -> skip
+  fi;
+  /* gvl__park_wait(seq): sleep only if nobody bumped seq since it was read */
   d_step {
     if
     :: seq[me] == s -> asleep[me] = 1
@@ -212,114 +362,98 @@ wait:
     s = 0
   };
   if
-  :: !asleep[me] -> skip                         /* woken, or never slept */
-  :: d_step { timed && asleep[me] -> asleep[me] = 0 } ->
-     /* timed out: the holder is past its slice */
-     lock_mu();
-#ifndef BUG_NOPREEMPT
-     d_step {
-       if
-       :: !granted[me] && (word & 3) != 0 -> preempt[OWNER(word)] = 1
-       :: else -> skip
-       fi
-     };
-#endif
-     unlock_mu()
+  :: d_step { !asleep[me] -> timed = 0; SEQ_AGAIN }           /* woken */
+  :: d_step { timed && asleep[me] ->                     /* timed out */
+              asleep[me] = 0; tout = 1; timed = 0; SEQ_AGAIN }
   fi;
-  timed = 0;
-  goto wait;
+  goto wait_check;
 
 got:
-  /* Nobody bumps seq[me] until this thread queues again, so only its
-   * changes matter, not its value: reset it to keep the state space small
-   * (the real word is a free-running 32-bit counter). */
-  atomic { granted[me] = 0; seq[me] = 0 };
+  atomic { granted[me] = 0; seq[me] = 0; ok = 0; tout = 0; ENTER_HOLD };
 
-acquired:
-  atomic {
-    assert(incs == 0);
-    assert(OWNER(word) == me);
-    incs++;
-    waiting[me] = 0
-  };
-
-  /* ---- critical section: safe points ---- */
-cs:
+  /* ---- holding: safe points ---- */
+  /* Checking the flag (or CONTENDED) and taking mu are one step: only this
+   * thread clears either while it holds the GVL, so a later read would see
+   * the same value. */
+hold:
   do
-  :: !preempt[me] -> skip              /* gvl_check_ints, nothing pending */
-  :: preempt[me] -> goto yield         /* gvl_check_ints slow path        */
-  :: (word & CONTENDED) != 0 -> goto yield   /* gvl_yield with a waiter   */
-  :: break
+  :: !preempt[me] -> skip                  /* gvl_check_ints: nothing pending */
+  :: atomic { preempt[me] -> LOCK_MU; goto hand_over }  /* check_ints_slow */
+  :: atomic { (word & CONTENDED) != 0 -> LOCK_MU; goto hand_over } /* yield */
+  :: break                                 /* done: release                   */
   od;
 
-  /* ---- release ---- */
-  incs--;
-#ifdef BUG_BARGE
-  d_step { assert(OWNER(word) == me); word = 0 };
-  goto idle;
-#endif
-  cas(ID(me), 0, ok);
-  if
-  :: ok -> ok = 0; goto idle
-  :: else -> skip
-  fi;
-  lock_mu();
-  if
-  :: qlen > 0 ->
-     d_step {
-       pop(W);
-       word = ID(W) | (qlen > 0 -> CONTENDED : 0)
-     };
-     granted[W] = 1;
-     seq[W] = (seq[W] + 1) % 4;
-     d_step { fix_timer(W) };
-     unlock_mu();
-     wake_after_handoff()
-  :: else ->
-     word = 0;
-     unlock_mu()
-  fi;
-  goto idle;
-
-  /* ---- yield / preemption at a safe point ---- */
-yield:
-  lock_mu();
-  if
-  :: qlen > 0 ->
-     d_step {
-       preempt[me] = 0;
-       pop(W);
-       /* queue behind W */
+  /* ---- gvl__release ---- */
+  /* A failed CAS and taking mu are one step, for the same reason. */
+  atomic {
+    incs--;
+    if
+    :: !boosted ->
+#ifndef BUG_BARGE
        if
-       :: eprio[W] < eprio[me] -> eprio[me] = eprio[W]
+       :: word == ID(me) -> word = 0; boosted = 0; goto acquire
        :: else -> skip
-       fi;
-       enqueue(me)
-     };
-     d_step {
+       fi
+#else
+       assert(OWNER(word) == me);
+       word = 0;
+       goto acquire
+#endif
+    :: else -> skip
+    fi;
+    boosted = 0;
+    LOCK_MU
+  };
+  d_step {
+    mu == ID(me) ->
+    preempt[me] = 0;
+    if
+    :: qlen > 0 -> take_best(); handoff()
+    :: else -> word = 0    /* [unreached-ok] CONTENDED implies a waiter here */
+    fi;
+    unlock_mu()
+  };
+  goto acquire;
+
+  /* ---- hand_over (gvl_yield, preemption) ---- */
+hand_over:
+  atomic {
+    mu == ID(me) ->
+    preempt[me] = 0;
+    if
+    :: qlen > 0 ->
+       take_best();
+       /* queue behind W, at the lower of the two priorities */
+       ok = (hold_prio[me] < qprio[W] -> hold_prio[me] : qprio[W]);
        incs--;
        waiting[me] = 1;
-       word = ID(W) | CONTENDED
-     };
-     granted[W] = 1;
-     seq[W] = (seq[W] + 1) % 4;
-     d_step { fix_timer(W) };
-     unlock_mu();
-     wake_after_handoff();
-     goto wait
-  :: else ->
-     preempt[me] = 0;
-     unlock_mu();
-     goto cs
-  fi
+       boosted = 0;
+       granted[me] = 0;
+       enqueue(me, ok);
+       ok = 0;
+       handoff();
+       unlock_mu();
+       goto wait
+    :: else -> ok = 0    /* [unreached-ok] preempt and CONTENDED imply a waiter */
+    fi;
+    unlock_mu()
+  };
+  goto hold
 }
 
-/* Invariants, checked in every reachable state. */
-#define TIMER_QUEUED (timer != NONE && \
-                      (timer == q[0] || timer == q[1] || timer == q[2]))
+/* ---- invariants, checked in every reachable state ---- */
+#define QUEUED(t)   (q[0] == (t) || q[1] == (t) || q[2] == (t))
+#define TIMER_OK    (qlen == 0 -> timer == NONE : \
+                     (timer != NONE && QUEUED(timer) && is_timer[timer]))
+#define ONE_TIMER(t) (!is_timer[t] || timer == (t))
+#define PREEMPT_OK(t) (!preempt[t] || OWNER(word) == (t))
+#define GRANT_OK(t)  (!granted[t] || (OWNER(word) == (t) && !QUEUED(t)))
 #define INV (incs <= 1 && \
              (qlen == 0 || (word & CONTENDED) != 0) && \
-             (mu != 0 || qlen == 0 || TIMER_QUEUED))
+             PREEMPT_OK(0) && PREEMPT_OK(1) && PREEMPT_OK(2) && \
+             GRANT_OK(0) && GRANT_OK(1) && GRANT_OK(2) && \
+             (mu != 0 || (TIMER_OK && \
+                          ONE_TIMER(0) && ONE_TIMER(1) && ONE_TIMER(2))))
 
 active proctype monitor()
 {
@@ -327,7 +461,11 @@ end:
   d_step { !(INV) -> assert(INV) }
 }
 
-/* Every waiter is eventually served (checked under weak fairness). */
+/* ---- every waiter is eventually served (with weak fairness) ---- */
 ltl wait0 { [] (waiting[0] -> <> !waiting[0]) }
 ltl wait1 { [] (waiting[1] -> <> !waiting[1]) }
 ltl wait2 { [] (waiting[2] -> <> !waiting[2]) }
+/* ---- every queued waiter is eventually served ---- */
+ltl queued0 { [] ((q[0] == 0 || q[1] == 0 || q[2] == 0) -> <> !waiting[0]) }
+ltl queued1 { [] ((q[0] == 1 || q[1] == 1 || q[2] == 1) -> <> !waiting[1]) }
+ltl queued2 { [] ((q[0] == 2 || q[1] == 2 || q[2] == 2) -> <> !waiting[2]) }
