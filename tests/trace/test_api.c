@@ -1,0 +1,141 @@
+/*
+ * test_api.c -- argument checks, error codes, start/stop cycles, spans of
+ * other layers, GVLOOP_TRACE, and a trace written by gvl_destroy().
+ */
+#include "ttrace.h"
+
+static void bad_input(const ttrace_env_t *e, gvl_t *g) {
+  char path[512];
+  gvl_trace_config_t big = {(1u << 24) + 1, 0, 0}, many = {0, 5000, 0},
+                     flags = {0, 0, 0x80};
+  gvl_trace_stats_t st;
+  ttrace_path(e, "bad", path, sizeof path);
+  CHECK_EQ(gvl_trace_start(NULL, path, NULL), EINVAL);
+  CHECK_EQ(gvl_trace_start(g, NULL, NULL), EINVAL);
+  CHECK_EQ(gvl_trace_start(g, "", NULL), EINVAL);
+  CHECK_EQ(gvl_trace_start(g, path, &big), EINVAL);
+  CHECK_EQ(gvl_trace_start(g, path, &many), EINVAL);
+  CHECK_EQ(gvl_trace_start(g, path, &flags), EINVAL);
+  CHECK_EQ(gvl_trace_start(g, "/nonexistent-dir/x/trace.json", NULL), ENOENT);
+  CHECK_EQ(gvl_trace_active(g), 0);
+  CHECK_EQ(gvl_trace_active(NULL), 0);
+  CHECK_EQ(gvl_trace_stop(NULL), EINVAL);
+  CHECK_EQ(gvl_trace_stop(g), ESRCH);
+  CHECK_EQ(gvl_trace_stats(NULL, &st), EINVAL);
+  CHECK_EQ(gvl_trace_stats(g, NULL), EINVAL);
+  CHECK_EQ(gvl_trace_set_thread_name(NULL), EINVAL);
+  CHECK_EQ(gvl_trace_begin(NULL, "c", "n"), EINVAL);
+  CHECK_EQ(gvl_trace_begin(g, NULL, "n"), EINVAL);
+  CHECK_EQ(gvl_trace_begin(g, "c", NULL), EINVAL);
+  CHECK_EQ(gvl_trace_end(NULL, "c", NULL), EINVAL);
+  CHECK_EQ(gvl_trace_end(g, NULL, NULL), EINVAL);
+  CHECK_EQ(gvl_trace_instant(g, "c", NULL, 0), EINVAL);
+  CHECK_EQ(gvl_trace_instant(NULL, "c", "n", 0), EINVAL);
+  CHECK_EQ(gvl_trace_counter(g, NULL, 0), EINVAL);
+  CHECK_EQ(gvl_trace_counter(NULL, "n", 0), EINVAL);
+  /* Off: the calls succeed and record nothing. */
+  CHECK_OK(gvl_trace_begin(g, "c", "n"));
+  CHECK_OK(gvl_trace_end(g, "c", "n"));
+  CHECK_OK(gvl_trace_instant(g, "c", "n", 1));
+  CHECK_OK(gvl_trace_counter(g, "n", 1));
+  CHECK_OK(gvl_trace_stats(g, &st));
+  CHECK_EQ(st.recorded, 0);
+  CHECK_EQ(st.threads, 0);
+}
+
+/* Two runs on one GVL: each file holds only its own run. */
+static void cycles(const ttrace_env_t *e, gvl_t *g) {
+  char p1[512], p2[512];
+  gvl_trace_stats_t st;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  ttrace_path(e, "run1", p1, sizeof p1);
+  ttrace_path(e, "run2", p2, sizeof p2);
+  CHECK_OK(gvl_trace_set_thread_name("main \"quoted\"\n"));
+  CHECK_OK(gvl_trace_start(g, p1, NULL));
+  CHECK_EQ(gvl_trace_start(g, p2, NULL), EALREADY);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_trace_begin(g, "evloop", "dispatch"));
+  CHECK_OK(gvl_trace_begin(g, "host", "callback"));
+  CHECK_OK(gvl_trace_counter(g, "queue", 3));
+  CHECK_OK(gvl_trace_end(g, "host", "callback"));
+  CHECK_OK(gvl_trace_end(g, "evloop", "dispatch"));
+  CHECK_OK(gvl_trace_end(g, "evloop", "extra"));   /* nothing open: dropped */
+  CHECK_OK(gvl_trace_begin(g, "evloop", "left open"));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_trace_stop(g));
+  CHECK_EQ(gvl_trace_stop(g), ESRCH);
+  TTRACE_CHECK(e, p1, "--holds", "1", "--unmatched", "1", "--lost", "0",
+               "--has", "callback@main \"quoted\"\n", "--has", "queue@main \"quoted\"\n");
+
+  CHECK_OK(gvl_trace_set_thread_name("second"));
+  CHECK_OK(gvl_trace_start(g, p2, NULL));
+  for (int i = 0; i < 3; i++) {
+    CHECK_OK(gvl_acquire(t));
+    CHECK_OK(gvl_release(t));
+  }
+  CHECK_OK(gvl_trace_stats(g, &st));
+  CHECK_EQ(st.recorded, 6);
+  CHECK_OK(gvl_trace_stop(g));
+  TTRACE_CHECK(e, p2, "--holders", "second,second,second", "--unmatched", "0");
+  CHECK_OK(gvl_thread_detach(t));
+}
+
+static void *noop(void *arg) { return arg; }
+
+/* gvl_destroy() writes a trace that is still running. */
+static void destroy_writes(const ttrace_env_t *e) {
+  char path[512];
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  ttrace_path(e, "destroy", path, sizeof path);
+  CHECK_OK(gvl_trace_start(g, path, NULL));
+  CHECK(gvl_call_with(g, 0, noop, g) == g);     /* one hold, foreign */
+  CHECK_OK(gvl_destroy(g));
+  TTRACE_CHECK(e, path, "--holds", "1");
+}
+
+/* GVLOOP_TRACE: the first GVL writes to the path, the second to
+ * path.<n>.json. */
+static void from_env(const ttrace_env_t *e) {
+  char path[512], pattern[600];
+  ttrace_path(e, "env", path, sizeof path);
+  CHECK_OK(setenv("GVLOOP_TRACE", path, 1));
+  gvl_t *g1 = gvl_create(NULL), *g2 = gvl_create(NULL);
+  CHECK(g1 && g2);
+  CHECK_OK(unsetenv("GVLOOP_TRACE"));
+  CHECK_EQ(gvl_trace_active(g1), 1);
+  CHECK_EQ(gvl_trace_active(g2), 1);
+  gvl_thread_t *t = gvl_thread_attach(g2, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  CHECK_OK(gvl_destroy(g1));
+  CHECK_OK(gvl_destroy(g2));
+  TTRACE_CHECK(e, path, "--holds", "0");
+  /* The second file: find it by listing env.*.json. */
+  snprintf(pattern, sizeof pattern, "%s/env.", e->dir);
+  FILE *p;
+  char cmd[700], second[600] = "";
+  snprintf(cmd, sizeof cmd, "ls %s*.json", pattern);
+  CHECK((p = popen(cmd, "r")) != NULL);
+  CHECK(fgets(second, sizeof second, p) != NULL);
+  pclose(p);
+  second[strcspn(second, "\n")] = '\0';
+  TTRACE_CHECK(e, second, "--holds", "1");
+  CHECK_OK(unlink(second));
+}
+
+int main(int argc, char **argv) {
+  ttrace_env_t e = ttrace_args(argc, argv);
+  tgvl_watchdog(60);
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  bad_input(&e, g);
+  cycles(&e, g);
+  CHECK_OK(gvl_destroy(g));
+  destroy_writes(&e);
+  from_env(&e);
+  return 0;
+}
