@@ -1,0 +1,2 @@
+proc fail {} {error "deliberate failure"}
+fail

@@ -1,0 +1,837 @@
+/*
+ * test_core.c -- libtkbridge without a display: the notifier (timers, file
+ * handlers and their traps, alerts, zero block time), evals from threads,
+ * host commands under the GVL, errors, shutdown, bad arguments.
+ * Run as `tkb_test_core CASE`; each case is its own ctest.
+ */
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <tcl.h>
+
+#include "tkb_test.h"
+
+/* ---- evals ------------------------------------------------------------------- */
+
+static void t_eval(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  fx_expect(f.tk, "expr {6*7}", "42");
+  CHECK_RC(tkb_eval(f.tk, "set x 1", NULL), 0);
+  fx_expect(f.tk, "set x", "1");
+  CHECK(strcmp(tkb_notifier_name(), "libuv-notifier") == 0);
+  CHECK(tkb_evl(f.tk) == f.l);
+  CHECK(tkb_interp(f.tk) == NULL); /* not the loop thread */
+  fx_stop(&f);
+}
+
+/* `after` ordering: expired timers in creation order, idle after them, later
+ * timers after idle. */
+static void t_after_order(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  fx_expect(f.tk,
+            "set ::l {}\n"
+            "after 20 {lappend ::l c}\n"
+            "after 0 {lappend ::l a}\n"
+            "after 0 {lappend ::l b}\n"
+            "after idle {lappend ::l i}\n"
+            "after 20 {lappend ::l d; set ::done 1}\n"
+            "set id [after 1 {lappend ::l never}]\n"
+            "after cancel $id\n"
+            "vwait ::done\n"
+            "set ::l",
+            "a b i c d");
+  fx_stop(&f);
+}
+
+static void t_fileevent_pipe(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  fx_expect(f.tk,
+            "lassign [chan pipe] r w\n"
+            "fconfigure $r -blocking 0\n"
+            "fconfigure $w -buffering none\n"
+            "set ::got {}\n"
+            "fileevent $r readable {\n"
+            "  set d [read $r]\n"
+            "  if {[eof $r]} {close $r; set ::done 1} else {append ::got $d}\n"
+            "}\n"
+            "after 0 [list puts -nonewline $w hello]\n"
+            "after 5 [list apply {w {puts -nonewline $w world; close $w}} $w]\n"
+            "vwait ::done\n"
+            "set ::got",
+            "helloworld");
+  fx_stop(&f);
+}
+
+static void t_socket(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  fx_expect(f.tk,
+            "proc accept {s a p} {fconfigure $s -buffering line -blocking 0;"
+            " fileevent $s readable [list echo $s]}\n"
+            "proc echo {s} {\n"
+            "  if {[gets $s line] < 0} {if {[eof $s]} {close $s}; return}\n"
+            "  puts $s echo:$line\n"
+            "}\n"
+            "set srv [socket -server accept -myaddr 127.0.0.1 0]\n"
+            "set port [lindex [fconfigure $srv -sockname] 2]\n"
+            "set c [socket -async 127.0.0.1 $port]\n"
+            "fconfigure $c -buffering line -blocking 0\n"
+            "fileevent $c writable {fileevent $c writable {}; puts $c ping; puts $c pong}\n"
+            "set ::lines {}\n"
+            "fileevent $c readable {\n"
+            "  if {[gets $c line] >= 0} {lappend ::lines $line\n"
+            "    if {[llength $::lines] == 2} {set ::done 1}\n"
+            "  } elseif {[eof $c]} {set ::done eof}\n"
+            "}\n"
+            "vwait ::done\n"
+            "close $c; close $srv\n"
+            "set ::lines",
+            "echo:ping echo:pong");
+  fx_stop(&f);
+}
+
+/* A regular file cannot be polled by epoll: it must count as always ready. */
+static void t_regular_file(void) {
+  char path[] = "/tmp/tkb_regXXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  CHECK(write(fd, "abc\n", 4) == 4);
+  close(fd);
+  fx_t f;
+  fx_start(&f, 1);
+  char script[512];
+  snprintf(script, sizeof script,
+           "set f [open %s r]\n"
+           "fileevent $f readable {append ::r [read $f]; if {[eof $f]} {set ::done 1}}\n"
+           "vwait ::done\n"
+           "close $f\n"
+           "set ::r",
+           path);
+  fx_expect(f.tk, script, "abc\n");
+  fx_stop(&f);
+  unlink(path);
+}
+
+/* ---- notifier traps, driven from C on the loop thread ------------------------ */
+
+typedef struct {
+  int rfd, wfd;
+  int n1, n2;
+  int flags_before, flags_after;
+} fdt_t;
+
+static void count1(ClientData cd, int mask) {
+  fdt_t *t = cd;
+  (void)mask;
+  t->n1++;
+}
+
+static void count2(ClientData cd, int mask) {
+  fdt_t *t = cd;
+  char c;
+  (void)mask;
+  t->n2++;
+  CHECK(read(t->rfd, &c, 1) == 1);
+  Tcl_DeleteFileHandler(t->rfd);
+}
+
+/* A handler deleted while its event is queued must not fire; a handler that
+ * replaced it for the same fd fires only for readiness seen after. */
+static void deleted_handler_fn(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  fdt_t *t = arg;
+  (void)tk;
+  (void)ip;
+  CHECK(write(t->wfd, "x", 1) == 1);
+  Tcl_CreateFileHandler(t->rfd, TCL_READABLE, count1, t);
+  /* Waits (queuing the file event) but services timer events only. */
+  Tcl_DoOneEvent(TCL_TIMER_EVENTS | TCL_DONT_WAIT);
+  Tcl_DeleteFileHandler(t->rfd);
+  Tcl_CreateFileHandler(t->rfd, TCL_READABLE, count2, t);
+  for (int i = 0; i < 100 && t->n2 == 0; i++) Tcl_DoOneEvent(TCL_ALL_EVENTS | TCL_DONT_WAIT);
+}
+
+static void t_deleted_handler(void) {
+  fx_t f;
+  int p[2];
+  CHECK(pipe(p) == 0);
+  fdt_t t = {p[0], p[1], 0, 0, 0, 0};
+  fx_start(&f, 1);
+  CHECK_RC(tkb_run(f.tk, deleted_handler_fn, &t), 0);
+  CHECK(t.n1 == 0);
+  CHECK(t.n2 == 1);
+  fx_stop(&f);
+  close(p[0]);
+  close(p[1]);
+}
+
+/* uv_poll_init sets O_NONBLOCK; Tcl channels own the blocking mode. */
+static void blocking_fn(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  fdt_t *t = arg;
+  (void)tk;
+  (void)ip;
+  t->flags_before = fcntl(t->rfd, F_GETFL);
+  Tcl_CreateFileHandler(t->rfd, TCL_READABLE, count1, t);
+  t->flags_after = fcntl(t->rfd, F_GETFL);
+  Tcl_DeleteFileHandler(t->rfd);
+}
+
+static void t_blocking_mode(void) {
+  fx_t f;
+  int p[2];
+  CHECK(pipe(p) == 0);
+  fdt_t t = {p[0], p[1], 0, 0, 0, 0};
+  fx_start(&f, 1);
+  CHECK_RC(tkb_run(f.tk, blocking_fn, &t), 0);
+  CHECK((t.flags_before & O_NONBLOCK) == 0);
+  CHECK(t.flags_after == t.flags_before);
+  CHECK(fcntl(p[1], F_SETFL, O_NONBLOCK) == 0 && fcntl(p[0], F_SETFL, O_NONBLOCK) == 0);
+  CHECK_RC(tkb_run(f.tk, blocking_fn, &t), 0);
+  CHECK((t.flags_after & O_NONBLOCK) != 0);
+  fx_stop(&f);
+  close(p[0]);
+  close(p[1]);
+}
+
+/* The host watches the same descriptor on the same loop as a Tcl handler:
+ * both hear about it (a plain uv_poll_init would fail with EEXIST). */
+typedef struct {
+  fdt_t t;
+  atomic_int host;
+  evl_id_t id;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int tcl_seen;
+} shared_t;
+
+static void shared_host_cb(evl_t *l, void *arg, int status, unsigned events) {
+  shared_t *s = arg;
+  (void)events;
+  if (status != 0) return;
+  if (atomic_fetch_add(&s->host, 1) == 0) evl_cancel(l, s->id);
+}
+
+static void shared_tcl_proc(ClientData cd, int mask) {
+  shared_t *s = cd;
+  (void)mask;
+  Tcl_DeleteFileHandler(s->t.rfd);
+  pthread_mutex_lock(&s->mu);
+  s->tcl_seen = 1;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void shared_fn(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  shared_t *s = arg;
+  (void)tk;
+  (void)ip;
+  Tcl_CreateFileHandler(s->t.rfd, TCL_READABLE, shared_tcl_proc, s);
+}
+
+static void t_shared_fd(void) {
+  fx_t f;
+  int p[2];
+  CHECK(pipe(p) == 0);
+  shared_t s;
+  memset(&s, 0, sizeof s);
+  s.t.rfd = p[0];
+  s.t.wfd = p[1];
+  pthread_mutex_init(&s.mu, NULL);
+  pthread_cond_init(&s.cv, NULL);
+  fx_start(&f, 1);
+  CHECK_RC(evl_fd_watch(f.l, p[0], EVL_READABLE, 0, shared_host_cb, &s, &s.id), 0);
+  CHECK_RC(tkb_run(f.tk, shared_fn, &s), 0);
+  CHECK(write(p[1], "x", 1) == 1);
+  pthread_mutex_lock(&s.mu);
+  while (!s.tcl_seen) pthread_cond_wait(&s.cv, &s.mu);
+  pthread_mutex_unlock(&s.mu);
+  fx_stop(&f); /* the watch's last call has come by now */
+  CHECK(atomic_load(&s.host) >= 1);
+  close(p[0]);
+  close(p[1]);
+}
+
+/* Zero block time (what Tk asks for while Xlib holds queued events) must
+ * make the wait a poll; were it ignored, this test would hang. */
+typedef struct {
+  int pending;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done;
+} zb_t;
+
+static zb_t zb = {0, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+
+static void zb_setup(ClientData cd, int flags) {
+  (void)cd;
+  (void)flags;
+  if (zb.pending) {
+    Tcl_Time t = {0, 0};
+    Tcl_SetMaxBlockTime(&t);
+  }
+}
+
+static int zb_event(Tcl_Event *ev, int flags) {
+  (void)ev;
+  (void)flags;
+  pthread_mutex_lock(&zb.mu);
+  zb.done = 1;
+  pthread_cond_broadcast(&zb.cv);
+  pthread_mutex_unlock(&zb.mu);
+  return 1;
+}
+
+static void zb_check(ClientData cd, int flags) {
+  (void)cd;
+  (void)flags;
+  if (!zb.pending) return;
+  zb.pending = 0;
+  Tcl_Event *ev = (Tcl_Event *)ckalloc(sizeof(Tcl_Event));
+  ev->proc = zb_event;
+  Tcl_QueueEvent(ev, TCL_QUEUE_TAIL);
+}
+
+static void zb_install(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  (void)tk;
+  (void)ip;
+  (void)arg;
+  Tcl_CreateEventSource(zb_setup, zb_check, NULL);
+  zb.pending = 1; /* nothing else will wake the loop */
+}
+
+static void zb_remove(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  (void)tk;
+  (void)ip;
+  (void)arg;
+  Tcl_DeleteEventSource(zb_setup, zb_check, NULL);
+}
+
+static void t_zero_block_time(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  CHECK_RC(tkb_run(f.tk, zb_install, NULL), 0);
+  pthread_mutex_lock(&zb.mu);
+  while (!zb.done) pthread_cond_wait(&zb.cv, &zb.mu);
+  pthread_mutex_unlock(&zb.mu);
+  CHECK_RC(tkb_run(f.tk, zb_remove, NULL), 0);
+  fx_stop(&f);
+}
+
+/* ---- host commands, vwait/update inside them ------------------------------------ */
+
+typedef struct {
+  fx_t *f;
+  int calls;
+  int held_ok;
+} hc_t;
+
+static int held_by_me(fx_t *f) {
+  gvl_thread_t *me = gvl_thread_self(f->g);
+  return me != NULL && gvl_thread_holds(me);
+}
+
+/* Runs vwait and update from inside a host callback (GVL held on entry). */
+static int nested_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                     tkb_result_t *res) {
+  hc_t *h = arg;
+  (void)argc;
+  (void)argv;
+  h->calls++;
+  if (held_by_me(h->f) && evl_in_loop_thread(h->f->l)) h->held_ok++;
+  char *r = NULL;
+  /* the nested script calls another host command while we wait */
+  CHECK_RC(tkb_eval(tk, "after 5 {set ::x [leaf]}; vwait ::x; set ::x", &r), 0);
+  CHECK(strcmp(r, "leaf") == 0);
+  free(r);
+  CHECK(held_by_me(h->f)); /* the GVL is ours again */
+  CHECK_RC(tkb_eval(tk, "after 0 {incr ::u}", NULL), 0);
+  CHECK_RC(tkb_eval(tk, "update", NULL), 0);
+  fx_expect(tk, "set ::u", "1");
+  tkb_result_set(res, "nested-done");
+  return 0;
+}
+
+static int leaf_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                   tkb_result_t *res) {
+  hc_t *h = arg;
+  (void)tk;
+  (void)argc;
+  (void)argv;
+  if (held_by_me(h->f)) h->held_ok++;
+  tkb_result_set(res, "leaf");
+  return 0;
+}
+
+static void t_vwait_in_cb(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  hc_t h = {&f, 0, 0};
+  CHECK_RC(tkb_command_create(f.tk, "nested", nested_cb, &h), 0);
+  CHECK_RC(tkb_command_create(f.tk, "leaf", leaf_cb, &h), 0);
+  fx_expect(f.tk, "set ::u 0; nested", "nested-done");
+  CHECK(h.calls == 1);
+  CHECK(h.held_ok == 2);
+  /* From a thread holding the GVL: it is released while waiting. */
+  gvl_thread_t *me = gvl_thread_attach(f.g, 0);
+  CHECK(me != NULL);
+  CHECK_RC(gvl_acquire(me), 0);
+  fx_expect(f.tk, "set ::u 0; nested", "nested-done");
+  CHECK(gvl_thread_holds(me));
+  CHECK_RC(gvl_release(me), 0);
+  CHECK_RC(gvl_thread_detach(me), 0);
+  CHECK_RC(tkb_command_delete(f.tk, "leaf"), 0);
+  CHECK_RC(tkb_command_delete(f.tk, "leaf"), ENOENT);
+  fx_stop(&f);
+}
+
+/* ---- errors -------------------------------------------------------------------- */
+
+typedef struct {
+  atomic_int on_error;
+  atomic_int on_error_held;
+  fx_t *f;
+  char last[256];
+} err_t;
+
+static err_t errs;
+
+static void on_error(tkb_t *tk, const char *msg, void *arg) {
+  err_t *e = arg;
+  (void)tk;
+  if (held_by_me(e->f)) atomic_fetch_add(&e->on_error_held, 1);
+  snprintf(e->last, sizeof e->last, "%s", msg);
+  atomic_fetch_add(&e->on_error, 1);
+}
+
+static int fail_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                   tkb_result_t *res) {
+  (void)tk;
+  (void)arg;
+  if (argc > 1) tkb_result_set(res, argv[1]);
+  return EIO;
+}
+
+typedef struct {
+  atomic_int calls;
+  atomic_int status;
+  char msg[128];
+} done_t;
+
+static void done_cb(tkb_t *tk, int status, const char *result, void *arg) {
+  done_t *d = arg;
+  (void)tk;
+  snprintf(d->msg, sizeof d->msg, "%s", result);
+  atomic_store(&d->status, status);
+  atomic_fetch_add(&d->calls, 1);
+}
+
+static void t_errors(void) {
+  fx_t f;
+  tkb_config_t tc;
+  memset(&tc, 0, sizeof tc);
+  tc.no_tk = 1;
+  tc.on_error = on_error;
+  tc.on_error_arg = &errs;
+  errs.f = &f;
+  fx_start_cfg(&f, &tc);
+  char *r = NULL;
+  CHECK_RC(tkb_eval(f.tk, "error boom", &r), TKB_ETCL);
+  CHECK(strcmp(r, "boom") == 0);
+  free(r);
+  CHECK_RC(tkb_command_create(f.tk, "hostfail", fail_cb, NULL), 0);
+  CHECK_RC(tkb_eval(f.tk, "hostfail {custom message}", &r), TKB_ETCL);
+  CHECK(strcmp(r, "custom message") == 0);
+  free(r);
+  CHECK_RC(tkb_eval(f.tk, "hostfail", &r), TKB_ETCL);
+  CHECK(strcmp(r, tkb_strerror(EIO)) == 0);
+  free(r);
+  CHECK_RC(tkb_eval(f.tk, "catch {hostfail caught} m; set m", &r), 0);
+  CHECK(strcmp(r, "caught") == 0);
+  free(r);
+  /* From an event handler: reaches bgerror and the host's on_error. */
+  fx_expect(f.tk,
+            "proc bgerror {m} {set ::bg $m}\n"
+            "after 0 {hostfail from-after}\n"
+            "vwait ::bg\n"
+            "set ::bg",
+            "from-after");
+  CHECK(atomic_load(&errs.on_error) == 1);
+  CHECK(atomic_load(&errs.on_error_held) == 1);
+  CHECK(strcmp(errs.last, "from-after") == 0);
+  /* async: the error goes to the completion, or to bgerror without one */
+  done_t d;
+  memset(&d, 0, sizeof d);
+  CHECK_RC(tkb_eval_async(f.tk, "error async-boom", done_cb, &d), 0);
+  CHECK_RC(tkb_eval_async(f.tk, "error nobody-listens", NULL, NULL), 0);
+  fx_expect(f.tk, "update; set ::bg", "nobody-listens");
+  CHECK(atomic_load(&d.calls) == 1);
+  CHECK(atomic_load(&d.status) == TKB_ETCL);
+  CHECK(strcmp(d.msg, "async-boom") == 0);
+  CHECK(atomic_load(&errs.on_error) == 2);
+  tkb_stats_t st;
+  CHECK_RC(tkb_stats(f.tk, &st), 0);
+  CHECK(st.cmd_errors == 4);
+  CHECK(st.bg_errors == 2);
+  fx_stop(&f);
+}
+
+/* ---- many evals from threads --------------------------------------------------- */
+
+typedef struct {
+  fx_t *f;
+  int id;
+  int attach;
+} worker_t;
+
+static void *eval_worker(void *arg) {
+  worker_t *w = arg;
+  gvl_thread_t *me = NULL;
+  if (w->attach) {
+    me = gvl_thread_attach(w->f->g, 0);
+    CHECK(me != NULL);
+    CHECK_RC(gvl_acquire(me), 0);
+  }
+  for (int i = 0; i < 250; i++) {
+    char script[128], want[32];
+    snprintf(script, sizeof script, "incr ::count; expr {%d * 1000 + %d}", w->id, i);
+    snprintf(want, sizeof want, "%d", w->id * 1000 + i);
+    char *r = fx_eval(w->f->tk, script);
+    CHECK(strcmp(r, want) == 0);
+    free(r);
+    if (me) CHECK(gvl_thread_holds(me));
+  }
+  if (me) {
+    CHECK_RC(gvl_release(me), 0);
+    CHECK_RC(gvl_thread_detach(me), 0);
+  }
+  return NULL;
+}
+
+static void t_evals_4threads(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  CHECK_RC(tkb_eval(f.tk, "set ::count 0", NULL), 0);
+  pthread_t th[4];
+  worker_t w[4];
+  for (int i = 0; i < 4; i++) {
+    w[i] = (worker_t){&f, i + 1, i % 2};
+    CHECK(pthread_create(&th[i], NULL, eval_worker, &w[i]) == 0);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  fx_expect(f.tk, "set ::count", "1000");
+  tkb_stats_t st;
+  CHECK_RC(tkb_stats(f.tk, &st), 0);
+  CHECK(st.evals_remote == 1002);
+  fx_stop(&f);
+}
+
+/* ---- shutdown -------------------------------------------------------------------- */
+
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int entered, release;
+} gate_t;
+
+static gate_t gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+
+/* Blocks the loop thread (no events serviced) until released. */
+static void gate_fn(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  (void)tk;
+  (void)ip;
+  (void)arg;
+  pthread_mutex_lock(&gate.mu);
+  gate.entered = 1;
+  pthread_cond_broadcast(&gate.cv);
+  while (!gate.release) pthread_cond_wait(&gate.cv, &gate.mu);
+  pthread_mutex_unlock(&gate.mu);
+}
+
+static void *gate_thread(void *arg) {
+  fx_t *f = arg;
+  CHECK_RC(tkb_run(f->tk, gate_fn, NULL), 0);
+  return NULL;
+}
+
+static void *sync_eval_thread(void *arg) {
+  fx_t *f = arg;
+  char *r = (char *)1;
+  CHECK_RC(tkb_eval(f->tk, "set ::never 1", &r), ECANCELED);
+  CHECK(r == NULL);
+  return NULL;
+}
+
+static void *stop_thread(void *arg) {
+  fx_t *f = arg;
+  CHECK_RC(tkb_stop(f->tk), 0);
+  return NULL;
+}
+
+enum { NASYNC = 200 };
+static atomic_int async_calls[NASYNC];
+static atomic_int async_cancelled;
+
+static void count_done(tkb_t *tk, int status, const char *result, void *arg) {
+  (void)tk;
+  (void)result;
+  atomic_fetch_add(&async_calls[(intptr_t)arg], 1);
+  if (status == ECANCELED) atomic_fetch_add(&async_cancelled, 1);
+}
+
+/* Calls pending when tkb_stop runs get ECANCELED, each exactly once. */
+static void t_shutdown_pending(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  pthread_t g, s[2], st;
+  CHECK(pthread_create(&g, NULL, gate_thread, &f) == 0);
+  pthread_mutex_lock(&gate.mu);
+  while (!gate.entered) pthread_cond_wait(&gate.cv, &gate.mu);
+  pthread_mutex_unlock(&gate.mu);
+  for (intptr_t i = 0; i < NASYNC; i++)
+    CHECK_RC(tkb_eval_async(f.tk, "incr ::n", count_done, (void *)i), 0);
+  for (int i = 0; i < 2; i++) CHECK(pthread_create(&s[i], NULL, sync_eval_thread, &f) == 0);
+  CHECK(pthread_create(&st, NULL, stop_thread, &f) == 0);
+  /* wait until the stop is visible: new calls are refused */
+  while (tkb_eval_async(f.tk, "", NULL, NULL) == 0) usleep(1000);
+  usleep(20000); /* let the sync evals queue (they fail either way) */
+  pthread_mutex_lock(&gate.mu);
+  gate.release = 1;
+  pthread_cond_broadcast(&gate.cv);
+  pthread_mutex_unlock(&gate.mu);
+  pthread_join(g, NULL);
+  pthread_join(st, NULL);
+  for (int i = 0; i < 2; i++) pthread_join(s[i], NULL);
+  for (int i = 0; i < NASYNC; i++) CHECK(atomic_load(&async_calls[i]) == 1);
+  CHECK(atomic_load(&async_cancelled) == NASYNC);
+  CHECK_RC(tkb_eval(f.tk, "set x", NULL), ECANCELED);
+  CHECK_RC(tkb_eval_async(f.tk, "set x", count_done, (void *)0), ECANCELED);
+  CHECK_RC(tkb_stop(f.tk), 0);
+  fx_stop(&f);
+}
+
+/* A script blocked in vwait is unwound by tkb_stop; evl_stop with a live
+ * bridge tears it down too, and queued completions all run. */
+static void t_shutdown_running(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  done_t d;
+  memset(&d, 0, sizeof d);
+  CHECK_RC(tkb_eval_async(f.tk, "vwait ::forever", done_cb, &d), 0);
+  CHECK_RC(tkb_eval(f.tk, "after 1 {set ::tick 1}; vwait ::tick", NULL), 0);
+  CHECK_RC(tkb_stop(f.tk), 0);
+  CHECK(atomic_load(&d.calls) == 1);
+  CHECK(atomic_load(&d.status) != 0);
+  fx_stop(&f);
+
+  fx_start(&f, 1);
+  memset(&d, 0, sizeof d);
+  CHECK_RC(tkb_eval_async(f.tk, "vwait ::forever", done_cb, &d), 0);
+  for (intptr_t i = 0; i < 10; i++) tkb_eval_async(f.tk, "incr ::n", count_done, (void *)i);
+  CHECK_RC(evl_stop(f.l), 0);
+  CHECK(atomic_load(&d.calls) == 1);
+  for (int i = 0; i < 10; i++) CHECK(atomic_load(&async_calls[i]) == 1);
+  CHECK_RC(tkb_eval(f.tk, "set x", NULL), ECANCELED);
+  fx_stop(&f);
+}
+
+/* A host command that stops its own bridge. */
+static int stop_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                   tkb_result_t *res) {
+  (void)arg;
+  (void)argc;
+  (void)argv;
+  (void)res;
+  CHECK_RC(tkb_stop(tk), 0);
+  return 0;
+}
+
+static void t_stop_from_cb(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  CHECK_RC(tkb_command_create(f.tk, "stopme", stop_cb, NULL), 0);
+  int rc = tkb_eval(f.tk, "stopme; set ::after_stop 1", NULL);
+  CHECK(rc == TKB_ETCL || rc == ECANCELED);
+  CHECK_RC(tkb_eval(f.tk, "set ::after_stop", NULL), ECANCELED);
+  fx_stop(&f);
+}
+
+/* gvl_thread_interrupt ends a waiting tkb_eval with EINTR; the call runs on. */
+typedef struct {
+  fx_t *f;
+  gvl_thread_t *waiter;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int entered;
+} intr_t;
+
+static int entered_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                      tkb_result_t *res) {
+  intr_t *it = arg;
+  (void)tk;
+  (void)argc;
+  (void)argv;
+  (void)res;
+  pthread_mutex_lock(&it->mu);
+  it->entered = 1;
+  pthread_cond_broadcast(&it->cv);
+  pthread_mutex_unlock(&it->mu);
+  return 0;
+}
+
+static void *interrupter(void *arg) {
+  intr_t *it = arg;
+  pthread_mutex_lock(&it->mu);
+  while (!it->entered) pthread_cond_wait(&it->cv, &it->mu);
+  pthread_mutex_unlock(&it->mu);
+  CHECK_RC(gvl_thread_interrupt(it->waiter), 0);
+  return NULL;
+}
+
+static void t_interrupt(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  intr_t it;
+  memset(&it, 0, sizeof it);
+  it.f = &f;
+  pthread_mutex_init(&it.mu, NULL);
+  pthread_cond_init(&it.cv, NULL);
+  CHECK_RC(tkb_command_create(f.tk, "entered", entered_cb, &it), 0);
+  it.waiter = gvl_thread_attach(f.g, 0);
+  CHECK(it.waiter != NULL);
+  CHECK_RC(gvl_acquire(it.waiter), 0);
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, interrupter, &it) == 0);
+  char *r = (char *)1;
+  CHECK_RC(tkb_eval(f.tk, "entered; vwait ::go; set ::go", &r), EINTR);
+  CHECK(r == NULL);
+  CHECK(gvl_thread_holds(it.waiter));
+  pthread_join(th, NULL);
+  CHECK_RC(gvl_release(it.waiter), 0);
+  fx_expect(f.tk, "set ::go 7", "7"); /* the abandoned eval finishes now */
+  CHECK_RC(gvl_thread_detach(it.waiter), 0);
+  fx_stop(&f);
+}
+
+/* ---- bad arguments --------------------------------------------------------------- */
+
+static int noop_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                   tkb_result_t *res) {
+  (void)tk;
+  (void)arg;
+  (void)argc;
+  (void)argv;
+  CHECK_RC(tkb_result_set(res, NULL), EINVAL);
+  CHECK_RC(tkb_result_set(NULL, "x"), EINVAL);
+  return 0;
+}
+
+static void noop_fn(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  (void)arg;
+  CHECK(tkb_interp(tk) == ip && ip != NULL);
+}
+
+static void t_bad_args(void) {
+  tkb_t *tk = (tkb_t *)1;
+  tkb_config_t tc;
+  tkb_stats_t st;
+  char *r = (char *)1;
+  CHECK_RC(tkb_evl_config(NULL), EINVAL);
+  CHECK_RC(tkb_start(NULL, NULL, &tk), EINVAL);
+  CHECK(tk == NULL);
+  CHECK_RC(tkb_stop(NULL), EINVAL);
+  CHECK_RC(tkb_destroy(NULL), EINVAL);
+  CHECK_RC(tkb_eval(NULL, "x", &r), EINVAL);
+  CHECK(r == NULL);
+  CHECK_RC(tkb_eval_async(NULL, "x", NULL, NULL), EINVAL);
+  CHECK_RC(tkb_run(NULL, noop_fn, NULL), EINVAL);
+  CHECK_RC(tkb_command_create(NULL, "x", noop_cb, NULL), EINVAL);
+  CHECK_RC(tkb_command_delete(NULL, "x"), EINVAL);
+  CHECK_RC(tkb_result_set(NULL, "x"), EINVAL);
+  CHECK_RC(tkb_stats(NULL, &st), EINVAL);
+  CHECK(tkb_interp(NULL) == NULL);
+  CHECK(tkb_evl(NULL) == NULL);
+  CHECK(tkb_strerror(TKB_ETCL) != NULL && tkb_strerror(123456) != NULL);
+
+  /* an evloop without the tkbridge driver */
+  gvl_t *g = gvl_create(NULL);
+  evl_t *plain = evl_start(g, NULL);
+  CHECK(plain != NULL);
+  CHECK_RC(tkb_start(plain, NULL, &tk), EPERM);
+  CHECK(tk == NULL);
+  CHECK_RC(evl_destroy(plain), 0);
+  CHECK_RC(gvl_destroy(g), 0);
+
+  fx_t f;
+  fx_start(&f, 1);
+  memset(&tc, 0, sizeof tc);
+  CHECK_RC(tkb_start(f.l, NULL, NULL), EINVAL);
+  tc.argc = -1;
+  CHECK_RC(tkb_start(f.l, &tc, &tk), EINVAL);
+  tc.argc = 2;
+  CHECK_RC(tkb_start(f.l, &tc, &tk), EINVAL);
+  tc.argc = 0;
+  tc.prio = -5;
+  CHECK_RC(tkb_start(f.l, &tc, &tk), EINVAL);
+  tc.prio = GVL_PRIO_MAX + 1;
+  CHECK_RC(tkb_start(f.l, &tc, &tk), EINVAL);
+  CHECK_RC(tkb_eval(f.tk, NULL, &r), EINVAL);
+  CHECK_RC(tkb_eval_async(f.tk, NULL, NULL, NULL), EINVAL);
+  CHECK_RC(tkb_run(f.tk, NULL, NULL), EINVAL);
+  CHECK_RC(tkb_command_create(f.tk, NULL, noop_cb, NULL), EINVAL);
+  CHECK_RC(tkb_command_create(f.tk, "", noop_cb, NULL), EINVAL);
+  CHECK_RC(tkb_command_create(f.tk, "x", NULL, NULL), EINVAL);
+  CHECK_RC(tkb_command_delete(f.tk, NULL), EINVAL);
+  CHECK_RC(tkb_command_delete(f.tk, "set"), ENOENT); /* not ours */
+  CHECK_RC(tkb_command_delete(f.tk, "nosuch"), ENOENT);
+  CHECK_RC(tkb_stats(f.tk, NULL), EINVAL);
+  CHECK_RC(tkb_command_create(f.tk, "ns1::ns2::noop", noop_cb, NULL), 0);
+  CHECK_RC(tkb_eval(f.tk, "ns1::ns2::noop", NULL), 0);
+  CHECK_RC(tkb_run(f.tk, noop_fn, NULL), 0);
+  /* a second bridge on the same loop, then everything after stop */
+  tkb_t *tk2 = NULL;
+  memset(&tc, 0, sizeof tc);
+  tc.no_tk = 1;
+  CHECK_RC(tkb_start(f.l, &tc, &tk2), 0);
+  CHECK_RC(tkb_eval(tk2, "set a 2", NULL), 0);
+  CHECK_RC(tkb_eval(f.tk, "info exists a", &r), 0);
+  CHECK(strcmp(r, "0") == 0);
+  free(r);
+  CHECK_RC(tkb_destroy(tk2), 0);
+  CHECK_RC(tkb_stop(f.tk), 0);
+  CHECK_RC(tkb_stop(f.tk), 0);
+  CHECK_RC(tkb_eval(f.tk, "set x 1", NULL), ECANCELED);
+  CHECK_RC(tkb_eval_async(f.tk, "set x 1", NULL, NULL), ECANCELED);
+  CHECK_RC(tkb_run(f.tk, noop_fn, NULL), ECANCELED);
+  CHECK_RC(tkb_command_create(f.tk, "y", noop_cb, NULL), ECANCELED);
+  CHECK_RC(tkb_command_delete(f.tk, "y"), ECANCELED);
+  CHECK_RC(tkb_stats(f.tk, &st), 0);
+  CHECK_RC(evl_stop(f.l), 0);
+  CHECK_RC(tkb_start(f.l, NULL, &tk), ECANCELED);
+  fx_stop(&f);
+}
+
+static const tcase_t cases[] = {
+    {"eval", t_eval},
+    {"after_order", t_after_order},
+    {"fileevent_pipe", t_fileevent_pipe},
+    {"socket", t_socket},
+    {"regular_file", t_regular_file},
+    {"deleted_handler", t_deleted_handler},
+    {"blocking_mode", t_blocking_mode},
+    {"shared_fd", t_shared_fd},
+    {"zero_block_time", t_zero_block_time},
+    {"vwait_in_cb", t_vwait_in_cb},
+    {"errors", t_errors},
+    {"evals_4threads", t_evals_4threads},
+    {"shutdown_pending", t_shutdown_pending},
+    {"shutdown_running", t_shutdown_running},
+    {"stop_from_cb", t_stop_from_cb},
+    {"interrupt", t_interrupt},
+    {"bad_args", t_bad_args},
+    {NULL, NULL}};
+
+int main(int argc, char **argv) {
+  return run_case(cases, argc, argv);
+}

@@ -1,0 +1,266 @@
+/*
+ * test_gui.c -- libtkbridge with Tk on a real X server (Xvfb, started by
+ * run_x.sh when DISPLAY is unset): widgets from other threads, Tk events
+ * reaching host commands under the GVL, repaint while a hog holds the GVL.
+ * Run as `tkb_test_gui CASE`.
+ */
+#include <unistd.h>
+
+#include "tkb_test.h"
+
+/* ---- widgets from other interpreter threads ---------------------------------- */
+
+typedef struct {
+  fx_t *f;
+  int id;
+  int attach;
+} wk_t;
+
+static void *widget_worker(void *arg) {
+  wk_t *w = arg;
+  gvl_thread_t *me = NULL;
+  if (w->attach) {
+    me = gvl_thread_attach(w->f->g, 0);
+    CHECK(me != NULL);
+    CHECK_RC(gvl_acquire(me), 0);
+  }
+  char s[256], want[64];
+  for (int i = 0; i < 40; i++) {
+    snprintf(s, sizeof s, "button .b%d_%d -text t%d; pack .b%d_%d", w->id, i, i, w->id, i);
+    CHECK_RC(tkb_eval(w->f->tk, s, NULL), 0);
+    snprintf(s, sizeof s, ".b%d_%d configure -text w%d_%d; .b%d_%d cget -text", w->id, i,
+             w->id, i, w->id, i);
+    snprintf(want, sizeof want, "w%d_%d", w->id, i);
+    fx_expect(w->f->tk, s, want);
+    snprintf(s, sizeof s, "update idletasks; destroy .b%d_%d; winfo exists .b%d_%d", w->id, i,
+             w->id, i);
+    fx_expect(w->f->tk, s, "0");
+  }
+  if (me) {
+    CHECK_RC(gvl_release(me), 0);
+    CHECK_RC(gvl_thread_detach(me), 0);
+  }
+  return NULL;
+}
+
+static void t_widgets_threads(void) {
+  fx_t f;
+  fx_start(&f, 0);
+  pthread_t th[4];
+  wk_t w[4];
+  for (int i = 0; i < 4; i++) {
+    w[i] = (wk_t){&f, i, i % 2};
+    CHECK(pthread_create(&th[i], NULL, widget_worker, &w[i]) == 0);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  fx_expect(f.tk, "winfo children .", "");
+  fx_stop(&f);
+}
+
+/* ---- Tk events to host commands ------------------------------------------------ */
+
+typedef struct {
+  fx_t *f;
+  atomic_int calls;
+  atomic_int held;
+  atomic_int on_loop;
+  char last[64];
+} ev_t;
+
+static int ev_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                 tkb_result_t *res) {
+  ev_t *e = arg;
+  (void)tk;
+  (void)res;
+  gvl_thread_t *me = gvl_thread_self(e->f->g);
+  if (me && gvl_thread_holds(me)) atomic_fetch_add(&e->held, 1);
+  if (evl_in_loop_thread(e->f->l)) atomic_fetch_add(&e->on_loop, 1);
+  if (argc > 1) snprintf(e->last, sizeof e->last, "%s", argv[1]);
+  atomic_fetch_add(&e->calls, 1);
+  return 0;
+}
+
+static void t_event_generate(void) {
+  fx_t f;
+  fx_start(&f, 0);
+  ev_t e;
+  memset(&e, 0, sizeof e);
+  e.f = &f;
+  tkb_stats_t before, after;
+  CHECK_RC(tkb_stats(f.tk, &before), 0);
+  CHECK_RC(tkb_command_create(f.tk, "hostev", ev_cb, &e), 0);
+  fx_expect(f.tk,
+            "frame .f -width 100 -height 100; pack .f; update\n"
+            "bind .f <<Ping>> {hostev %d}\n"
+            "bind .f <ButtonPress-1> {hostev button}\n"
+            "for {set i 0} {$i < 50} {incr i} {event generate .f <<Ping>> -data $i -when tail}\n"
+            "event generate .f <ButtonPress-1> -x 5 -y 5 -when tail\n"
+            "update\n"
+            "set ok 1",
+            "1");
+  CHECK(atomic_load(&e.calls) == 51);
+  CHECK(atomic_load(&e.held) == 51);
+  CHECK(atomic_load(&e.on_loop) == 51);
+  CHECK(strcmp(e.last, "button") == 0);
+  CHECK_RC(tkb_stats(f.tk, &after), 0);
+  CHECK(after.gvl_acquires == before.gvl_acquires + 51);
+  CHECK(after.cmd_calls == before.cmd_calls + 51);
+  fx_stop(&f);
+}
+
+/* ---- repaint while a hog holds the GVL -------------------------------------------- */
+
+typedef struct {
+  gvl_t *g;
+  atomic_int holding;
+  atomic_int stop;
+} hog_t;
+
+/* Holds the GVL without a single safe point: nothing that needs the GVL can
+ * run until it stops. */
+static void *hog_main(void *arg) {
+  hog_t *h = arg;
+  gvl_thread_t *t = gvl_thread_attach(h->g, 0);
+  CHECK(t != NULL);
+  CHECK_RC(gvl_acquire(t), 0);
+  atomic_store(&h->holding, 1);
+  while (!atomic_load(&h->stop)) {
+  }
+  CHECK_RC(gvl_release(t), 0);
+  CHECK_RC(gvl_thread_detach(t), 0);
+  return NULL;
+}
+
+static long file_size(const char *p) {
+  FILE *f = fopen(p, "rb");
+  if (!f) return -1;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fclose(f);
+  return n;
+}
+
+static int same_file(const char *a, const char *b) {
+  FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+  int same = fa && fb;
+  while (same) {
+    int ca = fgetc(fa), cb = fgetc(fb);
+    if (ca != cb) same = 0;
+    if (ca == EOF || cb == EOF) break;
+  }
+  if (fa) fclose(fa);
+  if (fb) fclose(fb);
+  return same;
+}
+
+static void capture(const char *winid, const char *out) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "xwd -silent -id %s -out %s", winid, out);
+  CHECK(system(cmd) == 0);
+  CHECK(file_size(out) > 100);
+}
+
+static void t_repaint_hog(void) {
+  if (system("command -v xwd >/dev/null 2>&1") != 0) {
+    fprintf(stderr, "xwd not installed (apt-get install x11-apps): skipped\n");
+    exit(77);
+  }
+  fx_t f;
+  fx_start(&f, 0);
+  char *id = fx_eval(f.tk,
+                     "wm geometry . 200x120+0+0; . configure -bg gray50\n"
+                     "label .l -text {Repaint me} -bg yellow -fg black -font {Helvetica 14}\n"
+                     "place .l -x 20 -y 30\n"
+                     "update; tkwait visibility .l; update\n"
+                     "winfo id .");
+  char a[] = "/tmp/tkb_capAXXXXXX", b[] = "/tmp/tkb_capBXXXXXX", c[] = "/tmp/tkb_capCXXXXXX";
+  close(mkstemp(a));
+  close(mkstemp(b));
+  close(mkstemp(c));
+  capture(id, a);
+
+  hog_t h = {f.g, 0, 0};
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, hog_main, &h) == 0);
+  while (!atomic_load(&h.holding)) usleep(100);
+  tkb_stats_t s0, s1;
+  CHECK_RC(tkb_stats(f.tk, &s0), 0);
+  /* This thread is not attached: tkb_eval needs no GVL.  Cover the window
+   * with another toplevel, then uncover it: the Expose must be repainted. */
+  CHECK_RC(tkb_eval(f.tk,
+                    "toplevel .c -bg blue; wm geometry .c 200x120+0+0\n"
+                    "update; tkwait visibility .c; update",
+                    NULL),
+           0);
+  capture(id, b);
+  CHECK_RC(tkb_eval(f.tk, "destroy .c; update", NULL), 0);
+  int same = 0;
+  for (int i = 0; i < 50 && !same; i++) { /* bounded retries, no timing */
+    capture(id, c);
+    same = same_file(a, c);
+    if (!same) CHECK_RC(tkb_eval(f.tk, "after 20; update", NULL), 0);
+  }
+  CHECK_RC(tkb_stats(f.tk, &s1), 0);
+  CHECK(atomic_load(&h.holding) == 1);
+  atomic_store(&h.stop, 1);
+  pthread_join(th, NULL);
+  CHECK(!same_file(a, b)); /* the cover was really there */
+  CHECK(same);             /* and the window came back, GVL held elsewhere */
+  CHECK(s1.gvl_acquires == s0.gvl_acquires);
+  unlink(a);
+  unlink(b);
+  unlink(c);
+  free(id);
+  fx_stop(&f);
+}
+
+/* Many real X round trips (configure, sync) with Tk asking for zero block
+ * time while Xlib holds queued events: nothing stalls. */
+static void t_x11_burst(void) {
+  fx_t f;
+  fx_start(&f, 0);
+  fx_expect(f.tk,
+            "set ::conf 0\n"
+            "frame .f -width 50 -height 50; pack .f -fill both -expand 1\n"
+            "bind .f <Configure> {incr ::conf}\n"
+            "update\n"
+            "for {set i 0} {$i < 40} {incr i} {\n"
+            "  wm geometry . [expr {100 + $i}]x100\n"
+            "  set ::want $i\n"
+            "  after idle {set ::tick 1}\n"
+            "  vwait ::tick\n"
+            "  update\n"
+            "}\n"
+            "expr {$::conf > 0}",
+            "1");
+  fx_stop(&f);
+}
+
+/* Without a display Tk_Init fails: ENOTSUP with Tk's message, no leak. */
+static void t_no_display(void) {
+  gvl_t *g = gvl_create(NULL);
+  evl_config_t ec;
+  memset(&ec, 0, sizeof ec);
+  tkb_evl_config(&ec);
+  evl_t *l = evl_start(g, &ec);
+  tkb_config_t tc;
+  memset(&tc, 0, sizeof tc);
+  tc.display = ":9999";
+  tkb_t *tk = (tkb_t *)1;
+  CHECK_RC(tkb_start(l, &tc, &tk), ENOTSUP);
+  CHECK(tk == NULL);
+  CHECK_RC(evl_destroy(l), 0);
+  CHECK_RC(gvl_destroy(g), 0);
+}
+
+static const tcase_t cases[] = {
+    {"widgets_threads", t_widgets_threads},
+    {"event_generate", t_event_generate},
+    {"repaint_hog", t_repaint_hog},
+    {"x11_burst", t_x11_burst},
+    {"no_display", t_no_display},
+    {NULL, NULL}};
+
+int main(int argc, char **argv) {
+  return run_case(cases, argc, argv);
+}
