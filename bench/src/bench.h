@@ -94,6 +94,9 @@ void bench_result(const char *bench, const char *variant, const char *metric,
 void bench_meta(const char *bench, const char *metric, const char *unit,
                 const char *better, const char *text);
 
+/* Print "CHART <bench> <metric>": benchreport charts it, in call order. */
+void bench_chart(const char *bench, const char *metric);
+
 /* ---- percentiles ---------------------------------------------------------- */
 /* Sort v[0..n) in place and return the p-th percentile (0..100), nearest
  * rank.  0 for n == 0. */

@@ -93,6 +93,10 @@ void bench_meta(const char *bench, const char *metric, const char *unit,
   fflush(stdout);
 }
 
+void bench_chart(const char *bench, const char *metric) {
+  printf("CHART %s %s\n", bench, metric);
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);

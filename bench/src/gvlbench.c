@@ -67,9 +67,9 @@ static const variant_t variants[] = {
 
 static void cfg_full(bench_cfg_t *c) {
   *c = (bench_cfg_t){.quick = 0,
-                     .pairs = 200000,
-                     .rounds = 7,
-                     .round_ns = 20 * MS,
+                     .pairs = 50000,
+                     .rounds = 30,
+                     .round_ns = 1 * MS,
                      .passes = 50000,
                      .trips = 10000,
                      .mutex_ops = 200000,
@@ -127,6 +127,21 @@ static void list_all(void) {
   }
 }
 
+/* The panels of the chart, in order. */
+static void chart_list(void) {
+  static const char *const c[][2] = {
+      {"uncontended", "ns_pair"},      {"check_ints", "overhead_pct"},
+      {"thread_pass", "time_s"},       {"thread_pass", "handoff_pct"},
+      {"pipe", "time_s"},              {"mutex_10", "time_s"},
+      {"mutex_100", "time_s"},         {"busy_flag", "time_ms"},
+      {"wakeup", "p99_us"},            {"dispatch_latency", "p50_us"},
+      {"dispatch_latency", "p99_us"},  {"hog_throughput", "pct"},
+      {"fairness", "jain"},            {"starvation", "bg_share_pct"},
+      {"convoy", "io_ratio_1hog"},     {"convoy", "hog_pct_1hog"},
+      {"convoy", "io_ratio_2hog"},     {"convoy", "hog_pct_2hog"}};
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) bench_chart(c[i][0], c[i][1]);
+}
+
 static void run_case(const case_t *c, const bench_cfg_t *cfg, int runs, const char *vlist,
                      size_t idx) {
   uint64_t t0 = bench_now_ns();
@@ -165,6 +180,7 @@ int main(int argc, char **argv) {
     printf("INFO variant %s %s\n", variants[v].ops->name, variants[v].ops->design);
   bench_meta_basic();
   bench_meta_sched();
+  chart_list();
   fflush(stdout);
   for (size_t c = 0; c < NCASES; c++)
     if (listed(clist, cases[c].name)) run_case(&cases[c], &cfg, runs, vlist, c);

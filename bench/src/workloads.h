@@ -16,7 +16,9 @@
 typedef struct {
   int quick;               /* smoke-test sizes                              */
   uint64_t pairs;          /* uncontended: acquire/release pairs per round  */
-  int rounds;              /* uncontended, check_ints: alternating rounds   */
+  int rounds;              /* uncontended, check_ints: alternating rounds (many
+                              short ones: the fastest of each kind is the one
+                              the machine's other load did not hit)       */
   uint64_t round_ns;       /* check_ints: length of one timed loop          */
   uint64_t passes;         /* thread_pass: yields per thread                */
   uint64_t trips;          /* pipe, convoy: round trips                     */

@@ -115,8 +115,13 @@ static uint64_t time_loop(int kind, const bench_gvl_ops_t *ops, void *t, body_t 
   return bench_now_ns() - t0;
 }
 
-static body_t make_body(uint32_t steps, uint64_t round_ns, uint64_t body_ns) {
-  body_t b = {round_ns / (body_ns ? body_ns : 1), steps ? steps : 1};
+/* Size a loop to last about round_ns, from a short timed probe of the body
+ * itself (the nominal step rate is off when the machine is busy). */
+static body_t make_body(uint32_t steps, uint64_t round_ns) {
+  body_t b = {2000, steps ? steps : 1};
+  uint64_t dt = time_loop(0, NULL, NULL, b);
+  uint64_t per = dt / b.iters ? dt / b.iters : 1;
+  b.iters = round_ns / per;
   if (b.iters < 1000) b.iters = 1000;
   return b;
 }
@@ -144,8 +149,8 @@ void bench_case_check_ints(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
   void *t = ops->attach(g);
   ops->acquire(t);
   uint32_t tight_steps = bench_steps_per_us / 50;
-  body_t tight = make_body(tight_steps, cfg->round_ns, 20);
-  body_t coarse = make_body(bench_steps_per_us, cfg->round_ns, 1000);
+  body_t tight = make_body(tight_steps, cfg->round_ns);
+  body_t coarse = make_body(bench_steps_per_us, cfg->round_ns);
   int kinds = is_gvloop(ops) ? 6 : 2;
   uint64_t best[3];
   best_loops(ops, t, tight, cfg->rounds, kinds, best);
