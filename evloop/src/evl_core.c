@@ -140,6 +140,7 @@ static int evl__pass(evl_t *l, int64_t timeout_ms) {
  * the wake-up handle, and run until every last call has been made and every
  * handle is closed (running pool work is waited for). */
 static void evl__shutdown(evl_t *l) {
+  int fails = 0;
   pthread_mutex_lock(&l->mu);
   atomic_store(&l->stopping, 1);
   l->closed = 1;
@@ -153,8 +154,10 @@ static void evl__shutdown(evl_t *l) {
   uv_close((uv_handle_t *)&l->step_timer, NULL);
   /* Count our own handles and requests, not uv_loop_alive: a handle that a
    * layer above left open would keep the loop alive for ever. */
-  while (l->dq_head != NULL || l->uv_pending > 0)
-    evl__pass(l, -1);
+  while (l->dq_head != NULL || l->uv_pending > 0) {
+    /* Only a broken GVL makes a pass fail; do not spin on it for ever. */
+    if (evl__pass(l, -1) != 0 && ++fails > 1000) break;
+  }
   evl__uv_fini(l);
 }
 
@@ -254,7 +257,7 @@ evl_t *evl_start(gvl_t *g, const evl_config_t *cfg) {
 }
 
 int evl_run(evl_t *l) {
-  int err;
+  int err, was_held;
   if (l == NULL) return EINVAL;
   if (!l->no_thread) return EPERM;
   pthread_mutex_lock(&l->mu);
@@ -268,7 +271,12 @@ int evl_run(evl_t *l) {
     pthread_mutex_unlock(&l->mu);
     return err;
   }
+  /* A host thread may call this holding the GVL; the loop never waits
+   * holding it, so it is given up here and taken back at the end. */
+  was_held = gvl_thread_holds(l->gt);
+  if (was_held) gvl_release(l->gt);
   evl__body(l);
+  if (was_held) gvl_acquire_prio(l->gt, l->prio);
   evl__leave(l);
   return 0;
 }

@@ -1,0 +1,73 @@
+/*
+ * evl_test.h -- helpers shared by the evloop tests.
+ *
+ * Checks print where they failed and exit(1).  Waits poll a condition with
+ * a very long bound (the ctest TIMEOUT is the real guard); no test asserts
+ * a duration.
+ */
+#ifndef EVL_TEST_H
+#define EVL_TEST_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "evloop.h"
+
+#define CHECK(c)                                                       \
+  do {                                                                 \
+    if (!(c)) {                                                        \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
+              #c);                                                     \
+      exit(1);                                                         \
+    }                                                                  \
+  } while (0)
+
+#define CHECK_EQ(a, b)                                                     \
+  do {                                                                     \
+    long long va_ = (long long)(a), vb_ = (long long)(b);                  \
+    if (va_ != vb_) {                                                      \
+      fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n",  \
+              __FILE__, __LINE__, #a, va_, #b, vb_);                       \
+      exit(1);                                                             \
+    }                                                                      \
+  } while (0)
+
+static inline void t_sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* Wait until an atomic counter reaches at least n (bounded: 60 s). */
+static inline void t_wait_ge(atomic_int *v, int n) {
+  int i;
+  for (i = 0; i < 60000 && atomic_load(v) < n; i++) t_sleep_ms(1);
+  if (atomic_load(v) < n) {
+    fprintf(stderr, "timed out waiting for %d (have %d)\n", n,
+            atomic_load(v));
+    exit(1);
+  }
+}
+
+static inline gvl_t *t_gvl(void) {
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  return g;
+}
+
+static inline evl_t *t_loop(gvl_t *g) {
+  evl_t *l = evl_start(g, NULL);
+  CHECK(l != NULL);
+  return l;
+}
+
+/* The GVL state a callback runs in. */
+static inline int t_holds(evl_t *l) {
+  return gvl_thread_holds(evl_gvl_thread(l));
+}
+
+#endif /* EVL_TEST_H */

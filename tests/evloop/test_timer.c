@@ -1,0 +1,139 @@
+/* Timers: one-shot, repeating, cancel before and after firing, a timer
+ * cancelling itself, ordering by due time, stop with timers armed. */
+#include "evl_test.h"
+
+static atomic_int fired, cancelled, other;
+static void count_cb(evl_t *l, void *arg, int status) {
+  (void)arg;
+  CHECK(t_holds(l));
+  if (status == 0) atomic_fetch_add(&fired, 1);
+  else if (status == ECANCELED) atomic_fetch_add(&cancelled, 1);
+  else atomic_fetch_add(&other, 1);
+}
+
+static void reset(void) {
+  atomic_store(&fired, 0);
+  atomic_store(&cancelled, 0);
+  atomic_store(&other, 0);
+}
+
+static void test_one_shot(gvl_t *g) {
+  evl_t *l = t_loop(g);
+  evl_id_t id;
+  reset();
+  CHECK_EQ(evl_timer(l, 1, 0, 0, count_cb, NULL, &id), 0);
+  CHECK(id != 0);
+  CHECK_EQ(evl_timer(l, 0, 0, 0, count_cb, NULL, NULL), 0);
+  t_wait_ge(&fired, 2);
+  t_sleep_ms(20);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(atomic_load(&fired), 2);
+  CHECK_EQ(atomic_load(&cancelled), 0);
+}
+
+static void test_repeat_and_cancel(gvl_t *g) {
+  evl_t *l = t_loop(g);
+  evl_id_t id, far;
+  int after;
+  reset();
+  CHECK_EQ(evl_timer(l, 1, 1, 0, count_cb, NULL, &id), 0);
+  CHECK_EQ(evl_timer(l, 3600000, 0, 0, count_cb, NULL, &far), 0);
+  t_wait_ge(&fired, 5);
+  CHECK_EQ(evl_cancel(l, id), 0);
+  CHECK_EQ(evl_cancel(l, far), 0);
+  CHECK_EQ(evl_cancel(l, id), ENOENT);
+  t_wait_ge(&cancelled, 2);
+  after = atomic_load(&fired);
+  t_sleep_ms(20);
+  /* No tick after the cancel's last call. */
+  CHECK_EQ(atomic_load(&fired), after);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(atomic_load(&cancelled), 2);
+  CHECK_EQ(atomic_load(&other), 0);
+}
+
+/* A repeating timer that cancels itself from its third tick. */
+static atomic_int self_ticks, self_final;
+static evl_id_t self_id;
+static void self_cb(evl_t *l, void *arg, int status) {
+  (void)arg;
+  if (status == ECANCELED) {
+    CHECK_EQ(atomic_load(&self_final), 0);
+    atomic_fetch_add(&self_final, 1);
+    return;
+  }
+  CHECK_EQ(status, 0);
+  CHECK_EQ(atomic_load(&self_final), 0);
+  if (atomic_fetch_add(&self_ticks, 1) + 1 == 3) {
+    CHECK_EQ(evl_cancel(l, self_id), 0);
+    CHECK_EQ(evl_cancel(l, self_id), ENOENT);
+  }
+}
+
+static void test_self_cancel(gvl_t *g) {
+  evl_t *l = t_loop(g);
+  CHECK_EQ(evl_timer(l, 1, 1, 0, self_cb, NULL, &self_id), 0);
+  t_wait_ge(&self_final, 1);
+  t_sleep_ms(10);
+  CHECK_EQ(atomic_load(&self_ticks), 3);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(atomic_load(&self_final), 1);
+}
+
+/* Timers due at different times fire in due order. */
+static atomic_int seq, seq_bad;
+static void seq_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  CHECK_EQ(status, 0);
+  if (atomic_fetch_add(&seq, 1) != (intptr_t)arg) atomic_store(&seq_bad, 1);
+}
+
+static void test_order(gvl_t *g) {
+  evl_t *l = t_loop(g);
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  /* Registered while the test holds the GVL so all are armed before the
+   * first can run; libuv runs due timers by due time. */
+  CHECK_EQ(gvl_acquire(me), 0);
+  CHECK_EQ(evl_timer(l, 30, 0, 0, seq_cb, (void *)2, NULL), 0);
+  CHECK_EQ(evl_timer(l, 1, 0, 0, seq_cb, (void *)0, NULL), 0);
+  CHECK_EQ(evl_timer(l, 10, 0, 0, seq_cb, (void *)1, NULL), 0);
+  CHECK_EQ(gvl_release(me), 0);
+  t_wait_ge(&seq, 3);
+  CHECK_EQ(atomic_load(&seq_bad), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(gvl_thread_detach(me), 0);
+}
+
+static atomic_int nogvl_final;
+static void nogvl_cb(evl_t *l, void *arg, int status) {
+  (void)arg;
+  CHECK(!t_holds(l));
+  CHECK_EQ(status, ECANCELED);
+  atomic_fetch_add(&nogvl_final, 1);
+}
+
+static void test_stop_with_armed(gvl_t *g) {
+  evl_t *l = t_loop(g);
+  int i;
+  reset();
+  for (i = 0; i < 50; i++)
+    CHECK_EQ(evl_timer(l, 3600000, i % 2 ? 1000 : 0, 0, count_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_timer(l, 3600000, 0, EVL_F_NOGVL, nogvl_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_stop(l), 0);
+  CHECK_EQ(atomic_load(&cancelled), 50);
+  CHECK_EQ(atomic_load(&nogvl_final), 1);
+  CHECK_EQ(atomic_load(&fired), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
+int main(void) {
+  gvl_t *g = t_gvl();
+  test_one_shot(g);
+  test_repeat_and_cancel(g);
+  test_self_cancel(g);
+  test_order(g);
+  test_stop_with_armed(g);
+  CHECK_EQ(gvl_destroy(g), 0);
+  puts("test_timer ok");
+  return 0;
+}
