@@ -43,7 +43,7 @@
 #define CACHE_WAYS   4
 
 /* Record kinds: the gvl_event_t values, then the other layers' events. */
-enum { K_BEGIN = 16, K_END, K_INSTANT, K_COUNTER };
+enum { K_BEGIN = 16, K_END, K_INSTANT, K_COUNTER, K_SPAN };
 
 /* Why a hold ended (rec_t.why of a SUSPENDED record). */
 enum { W_RELEASE, W_YIELD, W_PREEMPT, W_BLOCK, W_COND };
@@ -326,15 +326,16 @@ void gvl__trace_event(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
   rec_commit(b);
 }
 
+/* at: the event's time, or 0 for now. */
 static int record_user(gvl_t *g, int kind, const char *cat, const char *name,
-                       uint64_t arg) {
+                       uint64_t arg, uint64_t at) {
   session_t *s;
   tbuf_t *b;
   rec_t *r;
   if (!g) return EINVAL;
   if (!(s = atomic_load_explicit(&g->trace, memory_order_acquire))) return 0;
   if (!(r = rec_begin(s, &b))) return 0;
-  r->ns = gvl__now();
+  r->ns = at ? at : gvl__now();
   r->kind = (uint8_t)kind;
   r->p = name;
   r->cat = cat;
@@ -345,23 +346,29 @@ static int record_user(gvl_t *g, int kind, const char *cat, const char *name,
 
 int gvl_trace_begin(gvl_t *g, const char *cat, const char *name) {
   if (!cat || !name) return EINVAL;
-  return record_user(g, K_BEGIN, cat, name, 0);
+  return record_user(g, K_BEGIN, cat, name, 0, 0);
 }
 
 int gvl_trace_end(gvl_t *g, const char *cat, const char *name) {
   if (!cat) return EINVAL;
-  return record_user(g, K_END, cat, name, 0);
+  return record_user(g, K_END, cat, name, 0, 0);
+}
+
+int gvl_trace_span(gvl_t *g, const char *cat, const char *name,
+                   uint64_t start_ns, uint64_t end_ns) {
+  if (!cat || !name || !start_ns || end_ns < start_ns) return EINVAL;
+  return record_user(g, K_SPAN, cat, name, end_ns, start_ns);
 }
 
 int gvl_trace_instant(gvl_t *g, const char *cat, const char *name,
                       uint64_t arg) {
   if (!cat || !name) return EINVAL;
-  return record_user(g, K_INSTANT, cat, name, arg);
+  return record_user(g, K_INSTANT, cat, name, arg, 0);
 }
 
 int gvl_trace_counter(gvl_t *g, const char *name, int64_t value) {
   if (!name) return EINVAL;
-  return record_user(g, K_COUNTER, "counter", name, (uint64_t)value);
+  return record_user(g, K_COUNTER, "counter", name, (uint64_t)value, 0);
 }
 
 /* ---- starting and stopping -------------------------------------------------- */
@@ -755,6 +762,8 @@ typedef struct {
   int prio, req;
   size_t k;            /* ST_HOLD: its acquisition */
   unsigned depth;      /* open spans of the other layers */
+  uint64_t handed_at;  /* end of a hold just handed over by a yield or a
+                          preemption, 0 otherwise */
 } st_t;
 
 static void emit_span(wr_t *w, uint32_t b, const char *name, uint64_t from,
@@ -764,7 +773,7 @@ static void emit_span(wr_t *w, uint32_t b, const char *name, uint64_t from,
   fprintf(w->f, ",\"args\":{%s}}", args ? args : "");
 }
 
-static void emit_hold(wr_t *w, uint32_t b, const st_t *st, const char *why) {
+static void emit_hold(wr_t *w, uint32_t b, st_t *st, const char *why) {
   size_t k = st->k;
   uint64_t end = w->acq_end[k];
   char args[160];
@@ -778,6 +787,7 @@ static void emit_hold(wr_t *w, uint32_t b, const st_t *st, const char *why) {
     snprintf(args + o, sizeof args - (size_t)o, ",\"handoff_to\":%d",
              w->tids[w->acq[k + 1].b]);
   emit_span(w, b, st->prio > 0 ? "hold boosted" : "hold", st->since, end, args);
+  st->handed_at = end;
   if (to) {            /* the arrow leaves from the end of this hold */
     uint64_t at = end > st->since ? end - 1 : end;
     ev_open(w, "s", "gvl", "handoff", w->pid_gvl, b, at);
@@ -816,23 +826,31 @@ static void on_preempt(wr_t *w, uint32_t b, const rec_t *r) {
 static void on_gvl_rec(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
                        uint64_t i) {
   switch (r->kind) {
-  case GVL_EV_READY:
+  case GVL_EV_READY: {
+    /* A thread that yields or is preempted queues again at once, but its
+     * READY is reported only after the handoff: its wait starts when its
+     * hold ended. */
+    uint64_t since = st->handed_at && st->handed_at < r->ns ? st->handed_at : r->ns;
     if (st->kind == ST_HOLD) emit_hold(w, b, st, "release");
     close_gap(w, b, st, r->ns);
-    *st = (st_t){ST_WAIT, r->ns, r->prio, r->req, 0, st->depth};
+    *st = (st_t){ST_WAIT, since, r->prio, r->req, 0, st->depth, 0};
     break;
+  }
   case GVL_EV_RESUMED:
     if (st->kind == ST_HOLD) emit_hold(w, b, st, "release");
     close_gap(w, b, st, r->ns);
-    *st = (st_t){ST_HOLD, r->ns, r->prio, r->req, (size_t)w->rk[b][i], st->depth};
+    *st = (st_t){ST_HOLD, r->ns, r->prio, r->req, (size_t)w->rk[b][i], st->depth, 0};
     emit_flow_in(w, b, st->k);
     break;
-  case GVL_EV_SUSPENDED:
+  case GVL_EV_SUSPENDED: {
+    bool handed = r->why == W_YIELD || r->why == W_PREEMPT;
     if (st->kind == ST_HOLD) emit_hold(w, b, st, why_name[r->why]);
     close_gap(w, b, st, r->ns);
+    if (!handed) st->handed_at = 0;
     st->kind = r->why == W_BLOCK ? ST_BLOCK : r->why == W_COND ? ST_COND : ST_NONE;
     st->since = r->ns;
     break;
+  }
   case GVL_EV_OWNER_DIED:
     if (st->kind == ST_HOLD) emit_hold(w, b, st, "died");
     st->kind = ST_NONE;
@@ -867,6 +885,11 @@ static void on_user_rec(wr_t *w, uint32_t b, st_t *st, const rec_t *r) {
     ev_open(w, "i", r->cat, (const char *)r->p, w->pid_layers, b, r->ns);
     fprintf(w->f, ",\"s\":\"t\",\"args\":{\"arg\":%" PRIu64 "}}", r->arg);
     break;
+  case K_SPAN:
+    ev_open(w, "X", r->cat, (const char *)r->p, w->pid_layers, b, r->ns);
+    put_dur(w, r->ns, r->arg);
+    fputc('}', w->f);
+    break;
   case K_COUNTER:
     ev_open(w, "C", r->cat, (const char *)r->p, w->pid_layers, b, r->ns);
     fprintf(w->f, ",\"args\":{\"value\":%" PRId64 "}}", (int64_t)r->arg);
@@ -877,7 +900,7 @@ static void on_user_rec(wr_t *w, uint32_t b, st_t *st, const rec_t *r) {
 }
 
 static void write_thread(wr_t *w, uint32_t b) {
-  st_t st = {ST_NONE, 0, 0, 0, 0, 0};
+  st_t st = {ST_NONE, 0, 0, 0, 0, 0, 0};
   uint64_t n = rec_count(w, b), end = w->s->t_end;
   if (truncated(w, b) && n) end = rec_at(w, b, n - 1)->ns;   /* nothing known after the last one */
   for (uint64_t i = 0; i < n; i++) {

@@ -68,31 +68,33 @@ def check_fields(events):
 
 
 def check_tracks(events):
-    """Order and nesting per (pid, tid), in file order."""
+    """Per (pid, tid): B/E in time order (the format needs them in file
+    order), matched; complete spans (X, any order in the file) nest."""
     tracks = defaultdict(list)
     for e in events:
         if e.get("ph") in ("X", "B", "E", "i"):
             tracks[(e["pid"], e["tid"])].append(e)
     eps = 1e-6
     for key, evs in tracks.items():
-        last_ts = None
         stack = []      # open X ends
-        bstack = []     # open B names
+        for e in sorted((e for e in evs if e["ph"] == "X"),
+                        key=lambda e: (e["ts"], -e["dur"])):
+            ts, end = e["ts"], e["ts"] + e["dur"]
+            while stack and stack[-1] <= ts + eps:
+                stack.pop()
+            if stack and end > stack[-1] + eps:
+                fail(f"track {key}: X {e['name']} [{ts},{end}] overlaps "
+                     f"an enclosing span ending at {stack[-1]}")
+            stack.append(end)
+        last_ts = None
+        bstack = []     # open B events
         for e in evs:
             ts = e["ts"]
-            if e["ph"] in ("X", "B", "E") and last_ts is not None and ts + eps < last_ts:
-                fail(f"track {key}: {e['ph']} {e['name']} at {ts} before {last_ts}")
-            if e["ph"] in ("X", "B", "E"):
+            if e["ph"] in ("B", "E"):
+                if last_ts is not None and ts + eps < last_ts:
+                    fail(f"track {key}: {e['ph']} {e['name']} at {ts} before {last_ts}")
                 last_ts = ts
-            if e["ph"] == "X":
-                while stack and stack[-1] <= ts + eps:
-                    stack.pop()
-                end = ts + e["dur"]
-                if stack and end > stack[-1] + eps:
-                    fail(f"track {key}: X {e['name']} [{ts},{end}] overlaps "
-                         f"an enclosing span ending at {stack[-1]}")
-                stack.append(end)
-            elif e["ph"] == "B":
+            if e["ph"] == "B":
                 bstack.append(e)
             elif e["ph"] == "E":
                 if not bstack:

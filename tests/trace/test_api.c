@@ -33,6 +33,10 @@ static void bad_input(const ttrace_env_t *e, gvl_t *g) {
   CHECK_EQ(gvl_trace_instant(NULL, "c", "n", 0), EINVAL);
   CHECK_EQ(gvl_trace_counter(g, NULL, 0), EINVAL);
   CHECK_EQ(gvl_trace_counter(NULL, "n", 0), EINVAL);
+  CHECK_EQ(gvl_trace_span(g, "c", "n", 10, 9), EINVAL);
+  CHECK_EQ(gvl_trace_span(g, "c", "n", 0, 9), EINVAL);
+  CHECK_EQ(gvl_trace_span(g, NULL, "n", 1, 9), EINVAL);
+  CHECK_EQ(gvl_trace_span(NULL, "c", "n", 1, 9), EINVAL);
   /* Off: the calls succeed and record nothing. */
   CHECK_OK(gvl_trace_begin(g, "c", "n"));
   CHECK_OK(gvl_trace_end(g, "c", "n"));
@@ -55,18 +59,21 @@ static void cycles(const ttrace_env_t *e, gvl_t *g) {
   CHECK_OK(gvl_trace_start(g, p1, NULL));
   CHECK_EQ(gvl_trace_start(g, p2, NULL), EALREADY);
   CHECK_OK(gvl_acquire(t));
+  uint64_t arrived = gvl_now_ns();
   CHECK_OK(gvl_trace_begin(g, "evloop", "dispatch"));
   CHECK_OK(gvl_trace_begin(g, "host", "callback"));
   CHECK_OK(gvl_trace_counter(g, "queue", 3));
   CHECK_OK(gvl_trace_end(g, "host", "callback"));
   CHECK_OK(gvl_trace_end(g, "evloop", "dispatch"));
+  CHECK_OK(gvl_trace_span(g, "evloop", "queued", arrived, gvl_now_ns()));
   CHECK_OK(gvl_trace_end(g, "evloop", "extra"));   /* nothing open: dropped */
   CHECK_OK(gvl_trace_begin(g, "evloop", "left open"));
   CHECK_OK(gvl_release(t));
   CHECK_OK(gvl_trace_stop(g));
   CHECK_EQ(gvl_trace_stop(g), ESRCH);
   TTRACE_CHECK(e, p1, "--holds", "1", "--unmatched", "1", "--lost", "0",
-               "--has", "callback@main \"quoted\"\n", "--has", "queue@main \"quoted\"\n");
+               "--has", "callback@main \"quoted\"\n", "--has", "queue@main \"quoted\"\n",
+               "--has", "queued@main \"quoted\"\n");
 
   CHECK_OK(gvl_trace_set_thread_name("second"));
   CHECK_OK(gvl_trace_start(g, p2, NULL));
