@@ -144,6 +144,7 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
 
 /* Give the GVL to w (queued), under g->mu. */
 static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now) {
+  gvl__assert(w->queued && !atomic_load(&w->granted));
   q_remove(g, w);
   atomic_store_explicit(&w->hold_prio, w->qprio, memory_order_relaxed);
   atomic_store_explicit(&g->word,
@@ -241,6 +242,8 @@ void gvl__wait_granted(gvl_t *g, gvl_thread_t *t) {
 
 void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
   uint64_t now = gvl__now();
+  gvl__assert(gvl__owner(atomic_load(&t->g->word)) == t);
+  gvl__assert(!atomic_load_explicit(&t->holding, memory_order_relaxed));
   atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
   t->hold_t0 = now;
   t->boosted = atomic_load_explicit(&t->hold_prio, memory_order_relaxed) > 0;
@@ -388,8 +391,10 @@ int gvl__release(gvl_thread_t *t) {
     pthread_mutex_lock(&g->mu);   /* the cap window is guarded by mu */
     end_hold(g, t, now);
   }
+  gvl__assert(gvl__owner(atomic_load(&g->word)) == t);
   clear_ints(t, GVL__INT_PREEMPT);
   gvl_thread_t *w = q_best(g, now);
+  gvl__assert(!w == !(atomic_load(&g->word) & GVL__CONTENDED));
   if (w) handoff(g, w, now);
   else atomic_store_explicit(&g->word, 0, memory_order_release);
   pthread_mutex_unlock(&g->mu);
