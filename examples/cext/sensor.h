@@ -1,0 +1,25 @@
+/*
+ * sensor.h -- a stand-in for a native library with its own callback thread
+ * (a sensor driver, an audio API).  It knows nothing about the GVL: it
+ * calls the registered function from a thread it created, at a fixed rate.
+ */
+#ifndef SENSOR_H
+#define SENSOR_H
+
+#include <stdint.h>
+
+typedef struct sensor sensor_t;
+
+/* Called on the sensor's thread: the reading, the time the reading was due
+ * (CLOCK_MONOTONIC ns) and the user's pointer. */
+typedef void (*sensor_cb)(double value, uint64_t due_ns, void *user);
+
+/* Start a sensor thread calling cb rate_hz times a second.  Returns NULL
+ * and sets errno (EINVAL for a rate outside 1..100000, or NULL cb). */
+sensor_t *sensor_start(unsigned rate_hz, sensor_cb cb, void *user);
+
+/* Stop the thread and free the sensor.  The callback is not running and
+ * will not run after this returns. */
+void sensor_stop(sensor_t *s);
+
+#endif /* SENSOR_H */
