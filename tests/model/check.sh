@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# check.sh -- verify the GVL handoff protocol model (gvl.pml) with SPIN.
+#
+#   tests/model/check.sh [--full]
+#
+# Runs, each as its own SPIN verifier (spin -a, then pan compiled with cc):
+#   1. safety of the model of gvl.c: assertions (mutual exclusion, the lock
+#      word and queue invariants), invalid end states (deadlock), and no
+#      code left unreached except lines marked [unreached-ok] in gvl.pml;
+#   2. liveness, weak fairness: every queued waiter is eventually served
+#      (LTL `queued`; this also rules out lost wake-ups and a lost timer);
+#   3. the known gap: acquire_slow's CAS loop is lock-free, not wait-free,
+#      so `served` (every acquire completes) must be violated;
+#   4. broken variants that SPIN must reject: barging release, lost
+#      wake-up, timer role passed without a wake, no slice preemption.
+# --full also checks the fetch_or entry (-DENTRY_FETCH_OR): safe, and
+# `served` holds.  Set GVL_MODEL_ENTRY=fetch_or if gvl.c switches to it.
+#
+# Exits non-zero if any check does not give the expected verdict, or if a
+# search is incomplete (depth or memory bound hit).
+# Environment: SPIN (spin), PAN_CC (cc), GVL_MODEL_WORK (temporary dir).
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+model=$here/gvl.pml
+spin=${SPIN:-spin}
+cc=${PAN_CC:-cc}
+entry=${GVL_MODEL_ENTRY:-cas}
+full=0
+[ "${1:-}" = "--full" ] && full=1
+
+depth=2000000          # -m: the DFS of the liveness runs reaches ~550k
+memlim=1024            # MB, pan stops (and we fail) beyond this
+hashw=22               # 4M hash slots, for 1-3M states
+
+if ! command -v "$spin" >/dev/null 2>&1; then
+  echo "check.sh: spin not found (Debian package: spin)" >&2
+  exit 2
+fi
+
+if [ -n "${GVL_MODEL_WORK:-}" ]; then
+  work=$GVL_MODEL_WORK
+  mkdir -p "$work"
+else
+  work=$(mktemp -d "${TMPDIR:-/tmp}/gvl-model.XXXXXX")
+  # kept when something failed, for the trails
+  trap 'if [ $failures = 0 ]; then rm -rf "$work"; else echo "logs and trails: $work"; fi' EXIT
+fi
+
+failures=0
+start=$SECONDS
+
+# build NAME MODE DEFS...  -> $work/NAME/pan   (MODE: safety | liveness)
+build() {
+  local name=$1 mode=$2
+  shift 2
+  local dir=$work/$name
+  local flags=(-O1 -w -DCOLLAPSE -DMEMLIM=$memlim)
+  rm -rf "$dir" && mkdir -p "$dir" && cp "$model" "$dir/gvl.pml" || return 1
+  [ "$mode" = safety ] && flags+=(-DSAFETY -DNOCLAIM)
+  (cd "$dir" && "$spin" "$@" -a gvl.pml >spin.log 2>&1) || {
+    echo "FAIL $name: spin -a failed"; cat "$dir/spin.log"; return 1; }
+  (cd "$dir" && "$cc" "${flags[@]}" -o pan pan.c >cc.log 2>&1) || {
+    echo "FAIL $name: compiling pan failed"; cat "$dir/cc.log"; return 1; }
+}
+
+# run NAME MODE CLAIM  -> $work/NAME/pan.log
+run() {
+  local name=$1 mode=$2 claim=$3
+  local args=(-m$depth -w$hashw)
+  [ "$mode" = liveness ] && args+=(-a -f -N "$claim")
+  (cd "$work/$name" && ./pan "${args[@]}" >pan.log 2>&1)
+  return 0   # pan's status is not its verdict; the log is read instead
+}
+
+field() { # field LOG REGEX -> first match, whitespace-trimmed
+  grep -m1 -E "$2" "$1" | sed -e 's/^[[:space:]]*//'
+}
+
+summary() { # one line: states, depth, time
+  local log=$1
+  local st dp tm
+  st=$(field "$log" 'states, stored' | awk '{print $1}')
+  dp=$(field "$log" 'depth reached' | sed -e 's/.*depth reached \([0-9]*\).*/\1/')
+  tm=$(field "$log" 'elapsed time' | awk '{print $4}')
+  echo "${st:-?} states, depth ${dp:-?}, ${tm:-?} s"
+}
+
+incomplete() { # did the search stop early for lack of depth or memory?
+  grep -qE 'max search depth too small|reached -DMEMLIM|out of memory' "$1"
+}
+
+# Unreached statements of the protocol, other than -end- and lines that
+# gvl.pml marks [unreached-ok], mean a path of the model is dead.
+check_unreached() {
+  local log=$1 bad=0 line stmt
+  while IFS= read -r l; do
+    line=$(printf '%s\n' "$l" | sed -n -e 's/.*gvl\.pml:\([0-9]*\),.*/\1/p')
+    stmt=$(printf '%s\n' "$l" | sed -n -e 's/.*state [0-9]*, "\(.*\)"$/\1/p')
+    [ -z "$line" ] && continue
+    [ "$stmt" = "-end-" ] && continue
+    if ! sed -n "${line}p" "$model" | grep -q '\[unreached-ok\]'; then
+      echo "     unreached: gvl.pml:$line $stmt"
+      bad=1
+    fi
+  done < <(awk '/^unreached in proctype/{p=1; next} /^unreached in/{p=0} p' "$log")
+  return $bad
+}
+
+# expect_pass NAME MODE CLAIM DEFS...
+expect_pass() {
+  local name=$1 mode=$2 claim=$3
+  shift 3
+  build "$name" "$mode" "$@" || { failures=$((failures + 1)); return; }
+  run "$name" "$mode" "$claim"
+  local log=$work/$name/pan.log
+  local errs
+  errs=$(field "$log" 'errors: [0-9]+' | sed -e 's/.*errors: \([0-9]*\).*/\1/')
+  if [ "$errs" != 0 ]; then
+    echo "FAIL $name: $(grep -m1 -E '^pan:[0-9]+:|^pan: ' "$log")"
+    echo "     (trail: cd $work/$name && spin -t -p -g gvl.pml)"
+    failures=$((failures + 1)); return
+  fi
+  if incomplete "$log"; then
+    echo "FAIL $name: search incomplete: $(grep -m1 -E 'depth too small|MEMLIM|memory' "$log")"
+    failures=$((failures + 1)); return
+  fi
+  if [ "$mode" = safety ] && ! check_unreached "$log"; then
+    echo "FAIL $name: dead code in the model (see above)"
+    failures=$((failures + 1)); return
+  fi
+  echo "ok   $name: $(summary "$log")"
+}
+
+# expect_fail NAME MODE CLAIM PATTERN DEFS...
+expect_fail() {
+  local name=$1 mode=$2 claim=$3 pat=$4
+  shift 4
+  build "$name" "$mode" "$@" || { failures=$((failures + 1)); return; }
+  run "$name" "$mode" "$claim"
+  local log=$work/$name/pan.log
+  local first
+  first=$(grep -m1 -E '^pan:[0-9]+:' "$log")
+  if [ -z "$first" ]; then
+    echo "FAIL $name: SPIN found no error in a model that must fail ($(summary "$log"))"
+    failures=$((failures + 1)); return
+  fi
+  if ! printf '%s\n' "$first" | grep -qE "$pat"; then
+    echo "FAIL $name: expected /$pat/, got: $first"
+    failures=$((failures + 1)); return
+  fi
+  echo "ok   $name: rejected as expected: ${first#pan:1: }" | cut -c1-110
+}
+
+case $entry in
+  cas)      edefs=() ;;
+  fetch_or) edefs=(-DENTRY_FETCH_OR) ;;
+  *) echo "check.sh: GVL_MODEL_ENTRY must be cas or fetch_or" >&2; exit 2 ;;
+esac
+
+echo "SPIN model of the GVL protocol ($("$spin" -V | head -1)), entry: $entry"
+
+expect_pass safety   safety   -      "${edefs[@]}"
+expect_pass queued   liveness queued "${edefs[@]}"
+if [ "$entry" = cas ]; then
+  expect_fail served-cas-entry liveness served 'acceptance cycle'
+else
+  expect_pass served liveness served "${edefs[@]}"
+fi
+expect_fail bug-barge     safety   -      'assertion violated' -DBUG_BARGE "${edefs[@]}"
+expect_fail bug-seq       safety   -      'invalid end state'  -DBUG_SEQ "${edefs[@]}"
+expect_fail bug-timerwake liveness queued 'acceptance cycle'   -DBUG_TIMERWAKE "${edefs[@]}"
+expect_fail bug-nopreempt liveness queued 'acceptance cycle'   -DBUG_NOPREEMPT "${edefs[@]}"
+if [ $full = 1 ] && [ "$entry" = cas ]; then
+  expect_pass fetch_or-safety safety   -      -DENTRY_FETCH_OR
+  expect_pass fetch_or-served liveness served -DENTRY_FETCH_OR
+fi
+
+echo "total $((SECONDS - start)) s, $failures failure(s)"
+[ $failures = 0 ]
