@@ -72,7 +72,9 @@ cc=$(cachevar CMAKE_C_COMPILER)
 btype=$(cachevar CMAKE_BUILD_TYPE)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1)
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
-git -C "$root" diff --quiet HEAD -- 2>/dev/null || commit="$commit (work tree modified)"
+# Only the code measured counts as "modified": the library and the bench.
+git -C "$root" diff --quiet HEAD -- gvl_api bench/src 2>/dev/null ||
+  commit="$commit (gvl_api or bench/src modified)"
 {
   echo "INFO date $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "INFO cpu ${cpu:-unknown}, $(nproc) cores online"
