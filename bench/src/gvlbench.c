@@ -75,9 +75,10 @@ static void cfg_full(bench_cfg_t *c) {
                      .mutex_ops = 200000,
                      .flag_cap_ns = 2000 * MS,
                      .wakeup_ns = 1000 * MS,
-                     .solo_ns = 200 * MS,
+                     .solo_ns = 500 * MS,
                      .events_ns = 1000 * MS,
                      .fair_ns = 1000 * MS,
+                     .convoy_solo_ns = 200 * MS,
                      .convoy_cap_ns = 1000 * MS};
 }
 
@@ -92,9 +93,10 @@ static void cfg_quick(bench_cfg_t *c) {
                      .mutex_ops = 2000,
                      .flag_cap_ns = 300 * MS,
                      .wakeup_ns = 60 * MS,
-                     .solo_ns = 20 * MS,
+                     .solo_ns = 50 * MS,
                      .events_ns = 50 * MS,
                      .fair_ns = 50 * MS,
+                     .convoy_solo_ns = 20 * MS,
                      .convoy_cap_ns = 100 * MS};
 }
 

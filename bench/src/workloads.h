@@ -25,9 +25,10 @@ typedef struct {
   uint64_t mutex_ops;      /* mutex: lock/unlock pairs, all threads together */
   uint64_t flag_cap_ns;    /* busy_flag: give up after this long            */
   uint64_t wakeup_ns;      /* wakeup: length of the run                     */
-  uint64_t solo_ns;        /* dispatch: hog-alone phases (each)             */
-  uint64_t events_ns;      /* dispatch: 1 kHz event phase                   */
+  uint64_t solo_ns;        /* dispatch: hog alone, all phases together      */
+  uint64_t events_ns;      /* dispatch: 1 kHz events, all phases together   */
   uint64_t fair_ns;        /* fairness, starvation: length of the run       */
+  uint64_t convoy_solo_ns; /* convoy: hogs alone before the I/O thread      */
   uint64_t convoy_cap_ns;  /* convoy: max time of the I/O thread next to hogs */
 } bench_cfg_t;
 

@@ -59,73 +59,87 @@ void bench_case_wakeup(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
  * without the GVL (as evloop's loop thread does), takes it with a boosted
  * acquire, runs a ~1 us callback and releases.  Latency = the boosted
  * acquire call alone (the OS timer's slack is not the GVL's).  The hog's
- * rate during the events is compared with its rate alone just before and
- * just after, in the same run. */
+ * rate during the events is compared with its rate alone; the two kinds of
+ * phase alternate DISP_ROUNDS times, so a change in the machine's load
+ * lands on both. */
+
+#define DISP_ROUNDS 20
+
+enum { PH_SOLO, PH_EVENTS, PH_DONE };
 
 typedef struct {
   const bench_gvl_ops_t *ops;
   void *g;
-  atomic_int phase;          /* 0 solo, 1 events, 2 solo, 3 done          */
+  atomic_int phase;
   double *lat;
   size_t cap, n;
 } disp_t;
 
+static void disp_one(disp_t *d, void *t, uint64_t *next, uint64_t *x) {
+  *next += MS;
+  uint64_t now = bench_now_ns();
+  if (*next < now) *next = now + MS;
+  bench_sleep_until(*next);
+  uint64_t t0 = bench_now_ns();
+  d->ops->acquire_prio(t, BENCH_PRIO_BOOST);
+  d->lat[d->n++] = (double)(bench_now_ns() - t0);
+  *x = bench_spin(*x, bench_steps_per_us);
+  d->ops->release(t);
+}
+
 static void *disp_events(void *arg) {
   disp_t *d = arg;
   void *t = d->ops->attach(d->g);
-  while (atomic_load(&d->phase) == 0) bench_sleep_ns(100000);
   uint64_t next = bench_now_ns(), x = 1;
-  while (atomic_load(&d->phase) == 1 && d->n < d->cap) {
-    next += MS;
-    uint64_t now = bench_now_ns();
-    if (next < now) next = now + MS;
-    bench_sleep_until(next);
-    uint64_t t0 = bench_now_ns();
-    d->ops->acquire_prio(t, BENCH_PRIO_BOOST);
-    d->lat[d->n++] = (double)(bench_now_ns() - t0);
-    x = bench_spin(x, bench_steps_per_us);
-    d->ops->release(t);
+  for (int ph; (ph = atomic_load(&d->phase)) != PH_DONE;) {
+    if (ph == PH_EVENTS && d->n < d->cap) {
+      disp_one(d, t, &next, &x);
+    } else {
+      bench_sleep_ns(100000);
+      next = bench_now_ns();
+    }
   }
   bench_sink(x);
   d->ops->detach(t);
   return NULL;
 }
 
-typedef struct {
-  uint64_t t, u;
-} snap_t;
-
-static snap_t snap(bench_hog_t *h) { return (snap_t){bench_now_ns(), bench_hogs_units(h, 1)}; }
+/* Run one phase of len_ns; add its hog units and time to acc[0], acc[1]. */
+static void disp_phase(disp_t *d, bench_hog_t *hog, int phase, uint64_t len_ns, uint64_t acc[2]) {
+  uint64_t t0 = bench_now_ns(), u0 = bench_hogs_units(hog, 1);
+  atomic_store(&d->phase, phase);
+  bench_sleep_ns(len_ns);
+  atomic_store(&d->phase, PH_SOLO);
+  acc[0] += bench_hogs_units(hog, 1) - u0;
+  acc[1] += bench_now_ns() - t0;
+}
 
 void bench_case_dispatch(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
   disp_t d = {.ops = ops, .g = ops->create()};
   d.cap = (size_t)(cfg->events_ns / MS) + 16;
   d.lat = bench_xcalloc(d.cap, sizeof *d.lat);
   atomic_int stop = 0;
+  uint64_t per_events = cfg->events_ns / DISP_ROUNDS, per_solo = cfg->solo_ns / DISP_ROUNDS;
   bench_hog_t hog = {.ops = ops, .g = d.g, .stop = &stop,
-                     .deadline_ns = bench_now_ns() + 2 * cfg->solo_ns + cfg->events_ns + 2000 * MS};
+                     .deadline_ns = bench_now_ns() + 2 * (cfg->solo_ns + cfg->events_ns) + 2000 * MS};
   pthread_t hid, eid;
   if (pthread_create(&eid, NULL, disp_events, &d)) bench_die("pthread_create", 0);
   bench_hogs_start(&hog, 1, &hid);
-  snap_t s0 = snap(&hog);
-  bench_sleep_ns(cfg->solo_ns);
-  snap_t s1 = snap(&hog);
-  atomic_store(&d.phase, 1);
-  bench_sleep_ns(cfg->events_ns);
-  atomic_store(&d.phase, 2);
+  uint64_t solo[2] = {0, 0}, during[2] = {0, 0};
+  for (int r = 0; r < DISP_ROUNDS; r++) {
+    disp_phase(&d, &hog, PH_SOLO, per_solo, solo);
+    disp_phase(&d, &hog, PH_EVENTS, per_events, during);
+  }
+  atomic_store(&d.phase, PH_DONE);
   pthread_join(eid, NULL);
-  snap_t s2 = snap(&hog);
-  bench_sleep_ns(cfg->solo_ns);
-  snap_t s3 = snap(&hog);
   atomic_store(&stop, 1);
   bench_hogs_join(1, &hid);
-  double solo = (double)(s1.u - s0.u + s3.u - s2.u) / (double)(s1.t - s0.t + s3.t - s2.t);
-  double during = (double)(s2.u - s1.u) / (double)(s2.t - s1.t);
+  double rs = (double)solo[0] / (double)solo[1], rd = (double)during[0] / (double)during[1];
   bench_stats_t st;
   ops->stats(d.g, &st);
   bench_report_latency("dispatch_latency", ops->name, d.lat, d.n);
   bench_result("dispatch_latency", ops->name, "preemptions", (double)st.preemptions);
-  bench_result("hog_throughput", ops->name, "pct", during / solo * 100.0);
+  bench_result("hog_throughput", ops->name, "pct", rs > 0 ? rd / rs * 100.0 : 0);
   free(d.lat);
   ops->destroy(d.g);
 }
@@ -310,12 +324,12 @@ static void convoy_phase(const bench_gvl_ops_t *ops, void *g, int fd, const benc
   atomic_int stop = 0;
   bench_hog_t h[2];
   pthread_t tids[2];
-  uint64_t deadline = bench_now_ns() + cfg->solo_ns + cfg->convoy_cap_ns + 2000 * MS;
+  uint64_t deadline = bench_now_ns() + cfg->convoy_solo_ns + cfg->convoy_cap_ns + 2000 * MS;
   for (int i = 0; i < nhogs; i++)
     h[i] = (bench_hog_t){.ops = ops, .g = g, .stop = &stop, .deadline_ns = deadline};
   bench_hogs_start(h, nhogs, tids);
   uint64_t t0 = bench_now_ns(), u0 = bench_hogs_units(h, nhogs);
-  bench_sleep_ns(cfg->solo_ns);
+  bench_sleep_ns(cfg->convoy_solo_ns);
   uint64_t t1 = bench_now_ns(), u1 = bench_hogs_units(h, nhogs);
   io_t io = {ops, g, fd, cfg->trips, cfg->convoy_cap_ns, 0, 0};
   run_io(&io);

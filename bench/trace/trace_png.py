@@ -116,9 +116,12 @@ class Trace:
             if ph == "M" or "ts" not in e:
                 continue
             end = max(end, e["ts"] + e.get("dur", 0))
-            if e["pid"] == 1 and e["tid"] not in tids and ph == "X":
+            # GVL states: the tracer's own (pid 1), or spans of category
+            # "gvl" recorded by a program that measured them itself.
+            gvl = ph == "X" and e.get("cat") == "gvl" and e["name"] in COLORS
+            if gvl and e["tid"] not in tids:
                 tids.append(e["tid"])
-            if ph == "X" and e["pid"] == 1 and e["name"] in COLORS:
+            if gvl:
                 self.spans.append((e["tid"], e["ts"], e["ts"] + e["dur"], e["name"]))
             elif ph == "i" and e["name"] == "preempt request":
                 self.ticks.append((e["tid"], e["ts"]))
@@ -144,6 +147,8 @@ class Trace:
                 out.append((e["tid"], st.pop(), e["ts"]))
             elif e["ph"] == "i":
                 out.append((e["tid"], e["ts"], e["ts"]))
+            elif e["ph"] == "X" and e.get("cat") != "gvl":
+                out.append((e["tid"], e["ts"], e["ts"] + e["dur"]))
         return out
 
 
