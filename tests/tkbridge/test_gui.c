@@ -171,7 +171,7 @@ static void t_repaint_hog(void) {
                      "wm geometry . 200x120+0+0; . configure -bg gray50\n"
                      "label .l -text {Repaint me} -bg yellow -fg black -font {Helvetica 14}\n"
                      "place .l -x 20 -y 30\n"
-                     "update; tkwait visibility .l; update\n"
+                     "update; after 50; update\n"
                      "winfo id .");
   char a[] = "/tmp/tkb_capAXXXXXX", b[] = "/tmp/tkb_capBXXXXXX", c[] = "/tmp/tkb_capCXXXXXX";
   close(mkstemp(a));
@@ -189,7 +189,7 @@ static void t_repaint_hog(void) {
    * with another toplevel, then uncover it: the Expose must be repainted. */
   CHECK_RC(tkb_eval(f.tk,
                     "toplevel .c -bg blue; wm geometry .c 200x120+0+0\n"
-                    "update; tkwait visibility .c; update",
+                    "update; after 50; update",
                     NULL),
            0);
   capture(id, b);

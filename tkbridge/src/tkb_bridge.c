@@ -55,6 +55,14 @@ int tkb__state(tkb_t *tk) {
   return s;
 }
 
+/* No interp (any more): wake tkb_stop waiters. */
+void tkb__mark_stopped(tkb_t *tk) {
+  pthread_mutex_lock(&tk->mu);
+  tk->state = TKB_ST_STOPPED;
+  pthread_cond_broadcast(&tk->cv);
+  pthread_mutex_unlock(&tk->mu);
+}
+
 /* Move RUNNING to STOPPING and ask running scripts to unwind.  Tcl_CancelEval
  * is thread-safe (it marks an async handler of the interp's thread). */
 static void begin_stop(tkb_t *tk) {
@@ -119,6 +127,7 @@ int tkb__boot(tkb_t *tk, char **msg) {
   tkb__drv_t *d = tls_drv;
   if (d == NULL || d->l != tk->l) {
     *msg = tkb__strdup("evloop not set up with tkb_evl_config");
+    tkb__mark_stopped(tk);
     return EPERM;
   }
   pthread_once(&tcl_once, tcl_once_fn);
@@ -129,9 +138,7 @@ int tkb__boot(tkb_t *tk, char **msg) {
   if (rc != 0) {
     Tcl_DeleteInterp(ip);
     Tcl_Release(ip);
-    pthread_mutex_lock(&tk->mu);
-    tk->state = TKB_ST_STOPPED;
-    pthread_mutex_unlock(&tk->mu);
+    tkb__mark_stopped(tk);
     return rc;
   }
   pthread_mutex_lock(&tk->mu);
@@ -290,7 +297,9 @@ int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out) {
   if (rc == 0 && tkb__state(tk) != TKB_ST_RUNNING) rc = ECANCELED;
   tkb__call_unref(c);
   if (rc != 0) {
-    tkb_stop(tk);
+    /* Boot failed (the interp is gone) or never ran (ECANCELED: nothing
+     * was created); either way there is nothing to tear down. */
+    tkb__mark_stopped(tk);
     tkb__unref(tk);
     return rc;
   }

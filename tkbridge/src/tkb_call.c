@@ -191,6 +191,7 @@ static void post_cb(evl_t *l, void *arg, int status) {
   if (status != 0) {
     tkb__call_finish(c, ECANCELED, NULL);
   } else if (d == NULL || d->l != l) {
+    if (c->kind == TKB_CALL_STOP || c->kind == TKB_CALL_START) tkb__mark_stopped(c->tk);
     tkb__call_finish(c, EPERM, "evloop not set up with tkb_evl_config");
   } else if (!d->tcl_live) {
     exec_call(c);

@@ -87,6 +87,7 @@ void tkb__unref(tkb_t *tk);
 tkb__drv_t *tkb__drv(void);
 int tkb__state(tkb_t *tk);
 void tkb__teardown(tkb_t *tk);
+void tkb__mark_stopped(tkb_t *tk);
 int tkb__boot(tkb_t *tk, char **msg);
 
 /* tkb_call.c */

@@ -71,7 +71,7 @@ struct ntf_s {
   uv_loop_t *loop;        /* evl_uv_loop(evl) or &own                    */
   uv_loop_t own;          /* standalone only                             */
   uv_async_t *own_async;  /* standalone only: Tcl_AlertNotifier target   */
-  uv_timer_t *wait_tm;    /* standalone only: bounds one wait            */
+  uv_timer_t *wait_tm;    /* bounds one wait (see bounded_step)          */
   uv_timer_t *set_tm;     /* Tcl_SetTimer                                */
   fh_t *handlers;         /* list of file handlers                       */
   int service_mode;       /* last mode given to the service-mode hook    */
@@ -291,6 +291,7 @@ static void ntf_set_timer(const Tcl_Time *tp) {
     uv_timer_stop(n->set_tm);
     return;
   }
+  uv_update_time(n->loop);
   uv_timer_start(n->set_tm, set_timer_cb, (uint64_t)time_to_ms(tp), 0);
 }
 
@@ -310,8 +311,25 @@ static void ntf_service_mode_hook(int mode) {
 
 /* ---- waiting -------------------------------------------------------------- */
 
+/* uv_stop makes the poll of the current uv_run non-blocking even when this
+ * timer fires at the top of the iteration (libuv then computes the poll
+ * timeout from the remaining timers, which may be none: -1). */
 static void wait_tm_cb(uv_timer_t *t) {
-  (void)t;
+  uv_stop(t->loop);
+}
+
+/* evl_step with a bounded wait that cannot overshoot: our own timer, due
+ * against a fresh loop time, stops the pass (evl_step's own timer is set
+ * against libuv's cached time and can be due before the poll starts). */
+static void bounded_step(ntf_t *n, int64_t ms) {
+  if (ms <= 0) {
+    evl_step(n->evl, ms);
+    return;
+  }
+  uv_update_time(n->loop);
+  uv_timer_start(n->wait_tm, wait_tm_cb, (uint64_t)ms, 0);
+  evl_step(n->evl, ms);
+  uv_timer_stop(n->wait_tm);
 }
 
 static void own_async_cb(uv_async_t *a) {
@@ -324,7 +342,10 @@ static void standalone_wait(ntf_t *n, int64_t ms) {
     uv_run(n->loop, UV_RUN_NOWAIT);
     return;
   }
-  if (ms > 0) uv_timer_start(n->wait_tm, wait_tm_cb, (uint64_t)ms, 0);
+  if (ms > 0) {
+    uv_update_time(n->loop);
+    uv_timer_start(n->wait_tm, wait_tm_cb, (uint64_t)ms, 0);
+  }
   uv_run(n->loop, UV_RUN_ONCE);
   uv_timer_stop(n->wait_tm);
 }
@@ -353,7 +374,7 @@ static int ntf_wait(const Tcl_Time *tp) {
   if (ms != 0) n->st.blocking++;
   int outer_ran = n->tcl_ran;
   n->tcl_ran = 0;
-  if (n->evl) evl_step(n->evl, ms);
+  if (n->evl) bounded_step(n, ms);
   else standalone_wait(n, ms);
   queue_always_ready(n);
   int ran = n->tcl_ran;
@@ -368,13 +389,10 @@ static int standalone_init(ntf_t *n) {
   if (uv_loop_init(&n->own) != 0) return -1;
   n->loop = &n->own;
   n->own_async = calloc(1, sizeof(uv_async_t));
-  n->wait_tm = calloc(1, sizeof(uv_timer_t));
-  if (n->own_async == NULL || n->wait_tm == NULL) return -1;
-  if (uv_async_init(n->loop, n->own_async, own_async_cb) != 0) return -1;
-  uv_timer_init(n->loop, n->wait_tm);
+  if (n->own_async == NULL) return -1;
   /* The async stays referenced: it keeps a blocking uv_run(ONCE) waiting
    * when no descriptor is watched, instead of returning at once. */
-  uv_unref((uv_handle_t *)n->wait_tm);
+  if (uv_async_init(n->loop, n->own_async, own_async_cb) != 0) return -1;
   return 0;
 }
 
@@ -391,9 +409,13 @@ static ClientData ntf_init(void) {
     Tcl_Panic("tkbridge: cannot create a libuv loop for the notifier");
   }
   n->set_tm = calloc(1, sizeof(uv_timer_t));
-  if (n->set_tm == NULL) Tcl_Panic("tkbridge: out of memory (notifier)");
+  n->wait_tm = calloc(1, sizeof(uv_timer_t));
+  if (n->set_tm == NULL || n->wait_tm == NULL)
+    Tcl_Panic("tkbridge: out of memory (notifier)");
   uv_timer_init(n->loop, n->set_tm);
+  uv_timer_init(n->loop, n->wait_tm);
   uv_unref((uv_handle_t *)n->set_tm);
+  uv_unref((uv_handle_t *)n->wait_tm);
   tls_ntf = n;
   return n;
 }
@@ -407,9 +429,9 @@ static void ntf_finalize(ClientData cd) {
   if (n == NULL) return;
   while (n->handlers) ntf_delete_file_handler(n->handlers->fd);
   close_handle((uv_handle_t *)n->set_tm);
+  close_handle((uv_handle_t *)n->wait_tm);
   if (n->evl == NULL) {
     close_handle((uv_handle_t *)n->own_async);
-    close_handle((uv_handle_t *)n->wait_tm);
     uv_run(n->loop, UV_RUN_DEFAULT);
     uv_loop_close(n->loop);
   }

@@ -5,7 +5,7 @@ vwait ::done
 puts "after=$::done"
 set fd [open "|echo hi" r]
 fileevent $fd readable {
-    if {[gets $fd line] >= 0} {set ::line $line} elseif {[eof $fd]} {set ::eof 1}
+    if {[gets $fd l] >= 0} {set ::line $l} elseif {[eof $fd]} {set ::eof 1}
 }
 vwait ::eof
 close $fd
