@@ -12,7 +12,8 @@
 #   3. the known gap: acquire_slow's CAS loop is lock-free, not wait-free,
 #      so `served` (every acquire completes) must be violated;
 #   4. broken variants that SPIN must reject: barging release, lost
-#      wake-up, timer role passed without a wake, no slice preemption.
+#      wake-up (seq read late; wake without a seq bump), timer role passed
+#      without a wake, no slice preemption.
 # --full also checks the fetch_or entry (-DENTRY_FETCH_OR): safe, and
 # `served` holds.  Set GVL_MODEL_ENTRY=fetch_or if gvl.c switches to it.
 #
@@ -171,6 +172,7 @@ expect_fail bug-barge     safety   -      'assertion violated' -DBUG_BARGE "${ed
 expect_fail bug-seq       safety   -      'invalid end state'  -DBUG_SEQ "${edefs[@]}"
 expect_fail bug-timerwake liveness queued 'acceptance cycle'   -DBUG_TIMERWAKE "${edefs[@]}"
 expect_fail bug-nopreempt liveness queued 'acceptance cycle'   -DBUG_NOPREEMPT "${edefs[@]}"
+expect_fail bug-noseq     safety   -      'invalid end state'  -DBUG_NOSEQ "${edefs[@]}"
 if [ $full = 1 ] && [ "$entry" = cas ]; then
   expect_pass fetch_or-safety safety   -      -DENTRY_FETCH_OR
   expect_pass fetch_or-served liveness served -DENTRY_FETCH_OR

@@ -57,6 +57,11 @@
  *                    timer, which keeps sleeping with no deadline, so a
  *                    holder that never releases is never preempted
  *   -DBUG_NOPREEMPT  the timer never sets the holder's preempt flag
+ *   -DBUG_NOSEQ      wakes do not bump the sequence word, so a wake that
+ *                    lands between "check granted" and "sleep" is lost
+ * And an alternative entry, -DENTRY_FETCH_OR: acquire_slow sets CONTENDED
+ * with one fetch_or instead of its CAS loop, which makes every acquire
+ * complete (LTL `served`), not only every queued one (LTL `queued`).
  */
 
 #define N          3
@@ -86,10 +91,21 @@ bit  asleep[N];                /* blocked in futex_wait                      */
 byte incs;                     /* threads holding the GVL                    */
 bit  waiting[N];               /* wants the GVL and does not have it         */
 
-/* gvl__park_wake: bump the sequence word, then FUTEX_WAKE.  The sequence
- * word only moves while its thread is queued, and at most twice per wait
- * (timer role, grant), so it stays small (it is reset once granted). */
+/* gvl__park_wake: bump the sequence word, then FUTEX_WAKE if the thread
+ * may be asleep.  gvl_wait_futex.c skips the system call while the
+ * waiter's `sleepers` word is 0; under sequential consistency that is the
+ * same as waking only a thread that really sleeps, which is what asleep[]
+ * does here.  (Its correctness on hardware rests on the seq_cst
+ * bump/load against the waiter's seq_cst store and the kernel's barrier
+ * before it re-reads seq: a memory-model argument SPIN does not check.)
+ * The sequence word only moves while its thread is queued, and at most
+ * twice per wait (timer role, grant), so it stays small (it is reset once
+ * granted).  -DBUG_NOSEQ: wake without bumping, as a bare FUTEX_WAKE. */
+#ifndef BUG_NOSEQ
 #define park_wake(x)  seq[x] = seq[x] + 1; asleep[x] = 0
+#else
+#define park_wake(x)  asleep[x] = 0
+#endif
 
 /* g->mu, a fair lock: a thread that finds it taken queues, and unlock
  * hands it straight to the first one.  (A pthread mutex promises no such
