@@ -1,0 +1,157 @@
+/* Callbacks that re-enter the API: chains of posts, timers armed from
+ * callbacks, nested evl_step (a vwait-like wait) with and without the GVL,
+ * gvl_call_without inside a callback, evl_fail and the error handler, and
+ * callbacks that break the GVL rules. */
+#include <unistd.h>
+
+#include "evl_test.h"
+
+static atomic_int chain_n;
+static void chain_cb(evl_t *l, void *arg, int status) {
+  (void)arg;
+  CHECK_EQ(status, 0);
+  if (atomic_fetch_add(&chain_n, 1) + 1 < 1000)
+    CHECK_EQ(evl_post(l, chain_cb, NULL, NULL), 0);
+}
+
+static atomic_int tchain_n;
+static void tchain_cb(evl_t *l, void *arg, int status) {
+  (void)arg;
+  CHECK_EQ(status, 0);
+  if (atomic_fetch_add(&tchain_n, 1) + 1 < 20)
+    CHECK_EQ(evl_timer(l, 0, 0, 0, tchain_cb, NULL, NULL), 0);
+}
+
+/* vwait: the outer callback waits in nested steps for a flag that a later
+ * callback sets. */
+static atomic_int flag, nested_ok, inner_runs;
+static void inner_cb(evl_t *l, void *arg, int status) {
+  (void)arg;
+  CHECK_EQ(status, 0);
+  CHECK(t_holds(l));
+  atomic_fetch_add(&inner_runs, 1);
+  atomic_store(&flag, 1);
+}
+
+static void outer_cb(evl_t *l, void *arg, int status) {
+  int held_before = t_holds(l), steps = 0;
+  (void)arg;
+  CHECK_EQ(status, 0);
+  atomic_store(&flag, 0);
+  CHECK_EQ(evl_post(l, inner_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_timer(l, 2, 0, 0, inner_cb, NULL, NULL), 0);
+  while (!atomic_load(&flag)) {
+    CHECK_EQ(evl_step(l, -1), 0);
+    steps++;
+  }
+  /* The nested step gave the GVL back in the state it found it. */
+  CHECK_EQ(t_holds(l), held_before);
+  atomic_fetch_add(&nested_ok, 1);
+}
+
+/* Blocking inside a callback through gvl_call_without. */
+static void *blocking(void *p) {
+  t_sleep_ms(2);
+  return p;
+}
+static atomic_int without_ok;
+static void without_cb(evl_t *l, void *arg, int status) {
+  (void)status;
+  CHECK(gvl_call_without(evl_gvl_thread(l), blocking, arg, NULL, NULL) == arg);
+  CHECK(t_holds(l));
+  atomic_fetch_add(&without_ok, 1);
+}
+
+static void test_reentry(gvl_t *g) {
+  evl_t *l = t_loop(g);
+  CHECK_EQ(evl_post(l, chain_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_timer(l, 0, 0, 0, tchain_cb, NULL, NULL), 0);
+  t_wait_ge(&chain_n, 1000);
+  t_wait_ge(&tchain_n, 20);
+  CHECK_EQ(evl_post(l, outer_cb, NULL, NULL), 0);
+  t_wait_ge(&nested_ok, 1);
+  CHECK_EQ(evl_post_flags(l, outer_cb, NULL, EVL_F_NOGVL, NULL), 0);
+  t_wait_ge(&nested_ok, 2);
+  t_wait_ge(&inner_runs, 4);
+  CHECK_EQ(evl_post(l, without_cb, (void *)1, NULL), 0);
+  t_wait_ge(&without_ok, 1);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(atomic_load(&chain_n), 1000);
+  CHECK_EQ(atomic_load(&tchain_n), 20);
+}
+
+/* Failures go to on_error after the callback returns; the loop goes on. */
+static atomic_int errs, last_err, after_fail;
+static char last_what[64];
+static void on_error(evl_t *l, int err, const char *what, void *arg) {
+  CHECK(arg == (void *)&errs);
+  CHECK(evl_in_loop_thread(l));
+  atomic_store(&last_err, err);
+  snprintf(last_what, sizeof last_what, "%s", what != NULL ? what : "");
+  atomic_fetch_add(&errs, 1);
+}
+
+static void failing_cb(evl_t *l, void *arg, int status) {
+  char local[32];
+  (void)arg;
+  CHECK_EQ(status, 0);
+  snprintf(local, sizeof local, "bad thing %d", 7);
+  CHECK_EQ(evl_fail(l, 0, local), EINVAL);
+  CHECK_EQ(evl_fail(l, EIO, local), 0);  /* copied: local dies on return */
+  CHECK_EQ(atomic_load(&errs), 0);       /* reported after the return */
+}
+
+static void after_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  CHECK_EQ(status, 0);
+  atomic_fetch_add(&after_fail, 1);
+}
+
+/* Callbacks that break the rules: give up the GVL and not take it back;
+ * take it without the GVL and keep it.  Both are reported as EPERM. */
+static void drop_gvl_cb(evl_t *l, void *arg, int status) {
+  (void)arg;
+  (void)status;
+  CHECK_EQ(gvl_release(evl_gvl_thread(l)), 0);
+}
+static void keep_gvl_cb(evl_t *l, void *arg, int status) {
+  (void)arg;
+  (void)status;
+  CHECK_EQ(gvl_acquire(evl_gvl_thread(l)), 0);
+}
+
+static void test_errors(gvl_t *g) {
+  evl_config_t cfg = {0};
+  evl_t *l;
+  evl_stats_t st;
+  cfg.on_error = on_error;
+  cfg.on_error_arg = &errs;
+  l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_post(l, failing_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_post(l, after_cb, NULL, NULL), 0);
+  t_wait_ge(&after_fail, 1);
+  CHECK_EQ(atomic_load(&errs), 1);
+  CHECK_EQ(atomic_load(&last_err), EIO);
+  CHECK(strcmp(last_what, "bad thing 7") == 0);
+  CHECK_EQ(evl_post(l, drop_gvl_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_post(l, after_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_post_flags(l, keep_gvl_cb, NULL, EVL_F_NOGVL, NULL), 0);
+  CHECK_EQ(evl_post(l, after_cb, NULL, NULL), 0);
+  t_wait_ge(&after_fail, 3);
+  CHECK_EQ(atomic_load(&errs), 3);
+  CHECK_EQ(atomic_load(&last_err), EPERM);
+  CHECK_EQ(evl_stats(l, &st), 0);
+  CHECK_EQ(st.failures, 3);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
+int main(void) {
+  gvl_t *g = t_gvl();
+  test_reentry(g);
+  test_errors(g);
+  CHECK_EQ(gvl_destroy(g), 0);
+  puts("test_reenter ok");
+  return 0;
+}

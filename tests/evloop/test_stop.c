@@ -1,0 +1,141 @@
+/* Stop while 8 threads keep registering: every accepted registration gets
+ * exactly one last call, every refused one (ESHUTDOWN) none.  Also stop
+ * with pending posts, armed timers, watches and queued work all at once. */
+#include <pthread.h>
+#include <unistd.h>
+
+#include "evl_test.h"
+
+#define NTHREADS 8
+#define MAXPER 20000
+
+typedef struct {
+  evl_t *l;
+  atomic_int *go;
+  int accepted;
+  atomic_int calls[MAXPER];   /* last calls per registration */
+  atomic_int ticks;
+} sub_t;
+
+static atomic_int bad;
+
+static void final_cb(evl_t *l, void *arg, int status) {
+  atomic_int *c = arg;
+  (void)l;
+  if (status != 0 && status != ECANCELED) atomic_store(&bad, 1);
+  atomic_fetch_add(c, 1);
+}
+
+static void work_fn(void *arg) { (void)arg; }
+
+static void *sub_main(void *p) {
+  sub_t *s = p;
+  int i;
+  while (!atomic_load(s->go)) {
+  }
+  for (i = 0; i < MAXPER; i++) {
+    int r;
+    switch (i % 4) {
+    case 0: r = evl_post(s->l, final_cb, &s->calls[i], NULL); break;
+    case 1: r = evl_timer(s->l, (uint64_t)(i % 3), 0, 0, final_cb, &s->calls[i], NULL); break;
+    case 2: r = evl_work(s->l, work_fn, 0, final_cb, &s->calls[i], NULL); break;
+    default: r = evl_post_flags(s->l, final_cb, &s->calls[i], EVL_F_NOGVL, NULL); break;
+    }
+    if (r == ESHUTDOWN) break;
+    CHECK_EQ(r, 0);
+    s->accepted++;
+  }
+  return NULL;
+}
+
+static void test_race_stop(gvl_t *g) {
+  static sub_t subs[NTHREADS];
+  pthread_t th[NTHREADS];
+  atomic_int go = 0;
+  evl_t *l = t_loop(g);
+  int i, j, total = 0;
+  for (i = 0; i < NTHREADS; i++) {
+    subs[i].l = l;
+    subs[i].go = &go;
+    CHECK_EQ(pthread_create(&th[i], NULL, sub_main, &subs[i]), 0);
+  }
+  atomic_store(&go, 1);
+  t_sleep_ms(20);
+  CHECK_EQ(evl_stop(l), 0);
+  for (i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+  /* evl_stop returned: every accepted registration has had its last call. */
+  for (i = 0; i < NTHREADS; i++) {
+    for (j = 0; j < MAXPER; j++)
+      CHECK_EQ(atomic_load(&subs[i].calls[j]), j < subs[i].accepted ? 1 : 0);
+    total += subs[i].accepted;
+  }
+  CHECK_EQ(atomic_load(&bad), 0);
+  printf("accepted %d registrations before the stop\n", total);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
+/* Everything pending at once, with the loop kept away from host code by
+ * the test thread holding the GVL; stop is called holding it. */
+static atomic_int n_ok, n_cancel;
+static void mixed_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  if (status == 0) atomic_fetch_add(&n_ok, 1);
+  else if (status == ECANCELED) atomic_fetch_add(&n_cancel, 1);
+  else atomic_store(&bad, 1);
+}
+static void mixed_io(evl_t *l, void *arg, int status, unsigned ev) {
+  (void)ev;
+  mixed_cb(l, arg, status);
+}
+
+static void test_stop_everything(gvl_t *g) {
+  evl_t *l = t_loop(g);
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  int p[2], i, n = 0;
+  CHECK_EQ(pipe(p), 0);
+  CHECK_EQ(gvl_acquire(me), 0);
+  for (i = 0; i < 100; i++, n++) CHECK_EQ(evl_post(l, mixed_cb, NULL, NULL), 0);
+  for (i = 0; i < 100; i++, n++)
+    CHECK_EQ(evl_timer(l, i % 2 ? 3600000 : 0, i % 4 ? 0 : 5, 0, mixed_cb, NULL, NULL), 0);
+  for (i = 0; i < 100; i++, n++) CHECK_EQ(evl_work(l, work_fn, 0, mixed_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_fd_watch(l, p[0], EVL_READABLE, 0, mixed_io, NULL, NULL), 0);
+  n++;
+  CHECK_EQ(evl_stop(l), 0);  /* releases the GVL while it waits */
+  CHECK(gvl_thread_holds(me));
+  CHECK_EQ(gvl_release(me), 0);
+  CHECK_EQ(atomic_load(&n_ok) + atomic_load(&n_cancel), n);
+  CHECK(atomic_load(&n_cancel) >= 50 + 1);  /* the far timers, the watch */
+  CHECK_EQ(atomic_load(&bad), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(gvl_thread_detach(me), 0);
+  close(p[0]);
+  close(p[1]);
+}
+
+/* Many threads calling evl_stop and one calling evl_destroy at once. */
+static void *stop_main(void *p) {
+  CHECK_EQ(evl_stop(p), 0);
+  CHECK_EQ(evl_stopping(p), 1);
+  return NULL;
+}
+
+static void test_concurrent_stop(gvl_t *g) {
+  evl_t *l = t_loop(g);
+  pthread_t th[4];
+  int i;
+  for (i = 0; i < 100; i++) CHECK_EQ(evl_timer(l, 3600000, 0, 0, mixed_cb, NULL, NULL), 0);
+  for (i = 0; i < 4; i++) CHECK_EQ(pthread_create(&th[i], NULL, stop_main, l), 0);
+  for (i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
+int main(void) {
+  gvl_t *g = t_gvl();
+  test_race_stop(g);
+  test_stop_everything(g);
+  test_concurrent_stop(g);
+  CHECK_EQ(gvl_destroy(g), 0);
+  puts("test_stop ok");
+  return 0;
+}
