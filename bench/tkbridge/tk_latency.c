@@ -1,0 +1,229 @@
+/*
+ * tk_latency -- a Tcl event to the start of the host callback it triggers,
+ * while a hog thread holds the GVL (a safe point every ~1 us of work).
+ *
+ *   tk_latency [--quick] [--runs N]
+ *
+ * Trigger: `after 0 {hostcb}` (Tcl's timer event through the libuv
+ * notifier), and with a display also `event generate` of a virtual event
+ * bound to hostcb.  t0 is taken by a plain Tcl command just before the
+ * trigger, t1 at the start of the host callback (which runs under the GVL).
+ * Variants, all measured in this run:
+ *   gvloop          host callbacks take the GVL with the boost
+ *   gvloop-noboost  same, at normal priority (waits for the hog's slice)
+ *   nohog           boost, no hog: the floor (Tcl dispatch + uncontended GVL)
+ *   tkinter         python3-tk: after(0) callback delay beside a CPU-bound
+ *                   Python thread (when python3 with tkinter is installed)
+ * Output: RESULT tk_latency[_event] <variant> p50_us|p99_us|max_us|samples <v>
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tcl.h>
+
+#include "tkbridge.h"
+
+#ifndef TKB_BENCH_DIR
+#define TKB_BENCH_DIR "."
+#endif
+
+static uint64_t *samples;
+static size_t nsamples, cap_samples;
+static uint64_t t0_ns;                 /* loop thread only */
+static atomic_int hog_stop;
+static unsigned long spin_per_us = 100;
+
+/* ---- the hog ----------------------------------------------------------------- */
+
+static void spin(unsigned long n) {
+  volatile unsigned long x = 0;
+  for (unsigned long i = 0; i < n; i++) x += i;
+}
+
+static void calibrate(void) {
+  uint64_t t0 = gvl_now_ns();
+  unsigned long n = 0;
+  while (gvl_now_ns() - t0 < 20000000ull) {
+    spin(1000);
+    n += 1000;
+  }
+  uint64_t us = (gvl_now_ns() - t0) / 1000;
+  spin_per_us = us && n / us ? n / us : 1;
+}
+
+static void *hog_main(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(arg, GVL_PRIO_NORMAL);
+  if (t == NULL) return NULL;
+  gvl_acquire(t);
+  while (!atomic_load_explicit(&hog_stop, memory_order_relaxed)) {
+    spin(spin_per_us);
+    gvl_check_ints(t);
+  }
+  gvl_release(t);
+  gvl_thread_detach(t);
+  return NULL;
+}
+
+/* ---- the commands ------------------------------------------------------------- */
+
+static int mark_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
+  (void)cd;
+  (void)ip;
+  (void)objc;
+  (void)objv;
+  t0_ns = gvl_now_ns();
+  return TCL_OK;
+}
+
+static void make_mark(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  (void)tk;
+  (void)arg;
+  Tcl_CreateObjCommand(ip, "mark", mark_cmd, NULL, NULL);
+}
+
+static int host_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                   tkb_result_t *res) {
+  uint64_t t1 = gvl_now_ns();
+  (void)tk;
+  (void)arg;
+  (void)argc;
+  (void)argv;
+  (void)res;
+  if (nsamples == cap_samples) {
+    size_t cap = cap_samples ? cap_samples * 2 : 1024;
+    uint64_t *n = realloc(samples, cap * sizeof(*n));
+    if (n == NULL) return ENOMEM;
+    samples = n;
+    cap_samples = cap;
+  }
+  samples[nsamples++] = t1 - t0_ns;
+  return 0;
+}
+
+/* ---- one variant ---------------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void report(const char *bench, const char *variant) {
+  if (nsamples == 0) return;
+  qsort(samples, nsamples, sizeof(*samples), cmp_u64);
+  double p50 = samples[nsamples / 2] / 1000.0;
+  double p99 = samples[(nsamples * 99) / 100] / 1000.0;
+  double mx = samples[nsamples - 1] / 1000.0;
+  printf("RESULT %s %s p50_us %.3f\n", bench, variant, p50);
+  printf("RESULT %s %s p99_us %.3f\n", bench, variant, p99);
+  printf("RESULT %s %s max_us %.3f\n", bench, variant, mx);
+  printf("RESULT %s %s samples %zu\n", bench, variant, nsamples);
+  fflush(stdout);
+}
+
+static const char after_loop[] =
+    "proc step {} {\n"
+    "  if {[incr ::n] > $::N} {set ::done 1; return}\n"
+    "  mark; after 0 {hostcb; after 1 step}\n"
+    "}\n"
+    "set ::n 0; step; vwait ::done";
+
+static const char event_loop[] =
+    "frame .f -width 20 -height 20; pack .f; update\n"
+    "bind .f <<Lat>> {hostcb; after 1 step}\n"
+    "proc step {} {\n"
+    "  if {[incr ::n] > $::N} {set ::done 1; return}\n"
+    "  mark; event generate .f <<Lat>> -when tail\n"
+    "}\n"
+    "set ::n 0; step; vwait ::done";
+
+static int run_variant(const char *variant, int boost, int hogs, int n, int with_tk) {
+  gvl_t *g = gvl_create(NULL);
+  evl_config_t ec;
+  memset(&ec, 0, sizeof ec);
+  tkb_evl_config(&ec);
+  if (!boost) ec.prio = EVL_PRIO_NORMAL;
+  evl_t *l = evl_start(g, &ec);
+  tkb_config_t tc;
+  memset(&tc, 0, sizeof tc);
+  tc.no_tk = !with_tk;
+  tc.prio = boost ? 0 : TKB_PRIO_NORMAL;
+  tkb_t *tk = NULL;
+  int rc = l ? tkb_start(l, &tc, &tk) : errno;
+  if (rc != 0) {
+    fprintf(stderr, "tk_latency: %s: %s\n", variant, tkb_strerror(rc));
+    if (l) evl_destroy(l);
+    gvl_destroy(g);
+    return rc;
+  }
+  tkb_run(tk, make_mark, NULL);
+  tkb_command_create(tk, "hostcb", host_cb, NULL);
+  char set_n[64];
+  snprintf(set_n, sizeof set_n, "set ::N %d", n);
+  tkb_eval(tk, set_n, NULL);
+  pthread_t th[8];
+  atomic_store(&hog_stop, 0);
+  for (int i = 0; i < hogs; i++) pthread_create(&th[i], NULL, hog_main, g);
+  usleep(20000); /* let the hogs take the GVL */
+  nsamples = 0;
+  char *res = NULL;
+  rc = tkb_eval(tk, with_tk ? event_loop : after_loop, &res);
+  if (rc != 0) fprintf(stderr, "tk_latency: %s: %s\n", variant, res ? res : "");
+  free(res);
+  atomic_store(&hog_stop, 1);
+  for (int i = 0; i < hogs; i++) pthread_join(th[i], NULL);
+  report(with_tk ? "tk_latency_event" : "tk_latency", variant);
+  tkb_destroy(tk);
+  evl_destroy(l);
+  gvl_destroy(g);
+  return 0;
+}
+
+/* python3-tk baseline: same loop in tkinter beside a CPU-bound thread. */
+static void run_tkinter(int n) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "python3 -c 'import tkinter' >/dev/null 2>&1 && "
+           "python3 %s/tkinter_latency.py %d",
+           TKB_BENCH_DIR, n);
+  FILE *p = popen(cmd, "r");
+  if (p == NULL) return;
+  char line[256];
+  while (fgets(line, sizeof line, p)) fputs(line, stdout);
+  pclose(p);
+  fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+  int quick = 0, runs = 1;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) quick = 1;
+    else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
+  }
+  if (runs < 1) runs = 1;
+  int n = quick ? 200 : 2000;
+  printf("META tk_latency p50_us us low Tcl after 0 -> host callback start, 1 hog holding the GVL (target p99 <= 1000 with the boost)\n");
+  printf("META tk_latency p99_us us low as p50_us, 99th percentile\n");
+  printf("META tk_latency max_us us low as p50_us, worst\n");
+  printf("META tk_latency samples count none events measured\n");
+  printf("INFO tk_latency notifier %s\n", tkb_notifier_name());
+  calibrate();
+  for (int r = 0; r < runs; r++) {
+    run_variant("gvloop", 1, 1, n, 0);
+    run_variant("gvloop-noboost", 0, 1, quick ? 50 : 200, 0);
+    run_variant("nohog", 1, 0, n, 0);
+    if (getenv("DISPLAY") != NULL) {
+      run_variant("gvloop", 1, 1, n, 1);
+      run_variant("gvloop-noboost", 0, 1, quick ? 50 : 200, 1);
+      run_variant("nohog", 1, 0, n, 1);
+    }
+    run_tkinter(quick ? 50 : 200);
+    printf("DONE tk_latency all %d\n", r);
+  }
+  free(samples);
+  return 0;
+}
