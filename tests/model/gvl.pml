@@ -24,7 +24,9 @@
  * every lock-free observer of its writes can only go on to block on mu
  * (Lipton reduction: taking mu moves right, releasing it moves left).  The
  * waiter's "read seq, check granted, futex_wait(seq)" stays three steps: it
- * is where a lost wake-up would live.
+ * is where a lost wake-up would live.  mu itself is a fair (FIFO) lock: a
+ * pthread mutex promises no such thing, but starving on it is not a
+ * property of this protocol (with an unfair mu, SPIN finds exactly that).
  *
  * Time is abstracted away.  timer_tick decides "the holder is past its
  * slice" nondeterministically, except after its timed sleep ran out, when
@@ -44,9 +46,13 @@
  *     non-empty queue has exactly one queued timer that knows it; a preempt
  *     flag is only ever set on the owner; granted only on the owner;
  *   - no deadlock (invalid end states);
- *   - every waiter is eventually served, which also rules out lost
- *     wake-ups and a lost timer role: LTL wait0..wait2,
- *     [] (waiting[i] -> <> !waiting[i]), under weak fairness.
+ *   - every queued waiter is eventually served, under weak fairness, which
+ *     also rules out lost wake-ups and a lost timer role (LTL `queued`);
+ *   - "every acquire completes" (LTL `served`) does NOT hold for gvl.c's
+ *     acquire_slow: its CAS loop is lock-free, not wait-free, and another
+ *     thread cycling through the uncontended fast path can make it lose
+ *     every round before it is queued; check.sh expects that
+ *     counterexample.  With -DENTRY_FETCH_OR `served` holds.
  *
  * Broken variants, each of which SPIN must reject (check.sh verifies it):
  *   -DBUG_BARGE      release CASes the word to 0 ignoring CONTENDED, so
@@ -268,7 +274,7 @@ acquire:
      };
      goto wait
   fi;
-#endif
+#else
   d_step { mu == ID(me) -> w = word };
 slow:
   if
@@ -313,6 +319,7 @@ slow:
      :: else -> goto slow
      fi
   fi;
+#endif
 
   /* ---- gvl__wait_granted_until ---- */
   /* Read seq, then check granted (and is_timer), then futex_wait(seq).
