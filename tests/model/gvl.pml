@@ -65,6 +65,10 @@
  *   -DBUG_NOPREEMPT  the timer never sets the holder's preempt flag
  *   -DBUG_NOSEQ      wakes do not bump the sequence word, so a wake that
  *                    lands between "check granted" and "sleep" is lost
+ * -DTWO_BOOSTED boosts threads 1 and 2: they can then hand the GVL back and
+ * forth forever past the normal thread 0, so `queued` fails.  That is what
+ * gvl.c's aging and boost cap are for; both depend on elapsed time and are
+ * left to tests/gvl (starvation) rather than modelled.
  * And an alternative entry, -DENTRY_FETCH_OR: acquire_slow sets CONTENDED
  * with one fetch_or instead of its CAS loop, which makes every acquire
  * complete (LTL `served`), not only every queued one (LTL `queued`).
@@ -75,7 +79,11 @@
 #define NONE       3           /* no thread: empty queue slot, no timer     */
 #define ID(t)      ((t) + 1)   /* owner id in the word; 0 means free        */
 #define OWNER(w)   (((w) & 3) - 1)
+#ifndef TWO_BOOSTED
 #define BASEPRIO(t) ((t) == 2 -> 1 : 0)
+#else
+#define BASEPRIO(t) ((t) >= 1 -> 1 : 0)   /* threads 1 and 2 boosted */
+#endif
 
 byte word;                     /* g->word                                    */
 byte mu;                       /* g->mu: 0 free, else ID(holder)             */
