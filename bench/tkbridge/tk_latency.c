@@ -40,9 +40,13 @@ static unsigned long spin_per_us = 100;
 
 /* ---- the hog ----------------------------------------------------------------- */
 
+/* Work the compiler cannot remove: the empty asm makes x opaque. */
 static void spin(unsigned long n) {
-  volatile unsigned long x = 0;
-  for (unsigned long i = 0; i < n; i++) x += i;
+  unsigned long x = 0;
+  for (unsigned long i = 0; i < n; i++) {
+    x += i;
+    __asm__ volatile("" : "+r"(x));
+  }
 }
 
 static void calibrate(void) {

@@ -714,6 +714,78 @@ static void t_interrupt(void) {
   fx_stop(&f);
 }
 
+
+/* ---- the notifier on other threads ------------------------------------------------ */
+
+/* Tcl_ThreadQueueEvent + Tcl_ThreadAlert from another thread wake the loop
+ * thread's notifier (alertNotifierProc -> evl_wakeup). */
+typedef struct {
+  Tcl_ThreadId tid;
+} tid_t;
+
+static void get_tid(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  (void)tk;
+  (void)ip;
+  ((tid_t *)arg)->tid = Tcl_GetCurrentThread();
+}
+
+static gate_t alerted = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+
+static int alert_event(Tcl_Event *ev, int flags) {
+  (void)ev;
+  (void)flags;
+  pthread_mutex_lock(&alerted.mu);
+  alerted.entered++;
+  pthread_cond_broadcast(&alerted.cv);
+  pthread_mutex_unlock(&alerted.mu);
+  return 1;
+}
+
+static void t_thread_alert(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  tid_t t;
+  CHECK_RC(tkb_run(f.tk, get_tid, &t), 0);
+  for (int i = 0; i < 20; i++) {
+    Tcl_Event *ev = (Tcl_Event *)ckalloc(sizeof(Tcl_Event));
+    ev->proc = alert_event;
+    Tcl_ThreadQueueEvent(t.tid, ev, TCL_QUEUE_TAIL);
+    Tcl_ThreadAlert(t.tid);
+    pthread_mutex_lock(&alerted.mu);
+    while (alerted.entered < i + 1) pthread_cond_wait(&alerted.cv, &alerted.mu);
+    pthread_mutex_unlock(&alerted.mu);
+  }
+  tkb_stats_t st;
+  CHECK_RC(tkb_stats(f.tk, &st), 0);
+  fx_stop(&f);
+  CHECK(alerted.entered == 20);
+}
+
+/* A thread that is not a loop thread uses Tcl on its own while the bridge
+ * runs: the process-wide notifier gives it a private libuv loop. */
+static void *plain_tcl_thread(void *arg) {
+  (void)arg;
+  Tcl_Interp *ip = Tcl_CreateInterp();
+  CHECK(Tcl_Eval(ip, "after 5 {set ::x done}; vwait ::x;"
+                     " lassign [chan pipe] r w; fconfigure $w -buffering none;"
+                     " fileevent $r readable {set ::y [gets $r]}; puts $w hi; vwait ::y;"
+                     " close $r; close $w; set res $::x$::y") == TCL_OK);
+  CHECK(strcmp(Tcl_GetStringResult(ip), "donehi") == 0);
+  Tcl_DeleteInterp(ip);
+  Tcl_FinalizeThread();
+  return NULL;
+}
+
+static void t_other_thread(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, plain_tcl_thread, NULL) == 0);
+  fx_expect(f.tk, "after 5 {set ::z 1}; vwait ::z; set ::z", "1");
+  pthread_join(th, NULL);
+  fx_stop(&f);
+}
+
 /* ---- bad arguments --------------------------------------------------------------- */
 
 static int noop_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
@@ -829,6 +901,8 @@ static const tcase_t cases[] = {
     {"shutdown_running", t_shutdown_running},
     {"stop_from_cb", t_stop_from_cb},
     {"interrupt", t_interrupt},
+    {"thread_alert", t_thread_alert},
+    {"other_thread", t_other_thread},
     {"bad_args", t_bad_args},
     {NULL, NULL}};
 

@@ -106,9 +106,13 @@ static atomic_int hogs_stop;
 static unsigned long spin_per_us = 100;
 static gvl_t *the_gvl;
 
+/* Work the compiler cannot remove: the empty asm makes x opaque. */
 static void spin(unsigned long n) {
-  volatile unsigned long x = 0;
-  for (unsigned long i = 0; i < n; i++) x += i;
+  unsigned long x = 0;
+  for (unsigned long i = 0; i < n; i++) {
+    x += i;
+    __asm__ volatile("" : "+r"(x));
+  }
 }
 
 /* Iterations of spin() per microsecond, measured over ~20 ms. */
