@@ -55,11 +55,13 @@ typedef struct {
   const void *p;      /* own handle; PREEMPT_REQ: the target; else name   */
   const char *cat;    /* category of the other layers' events             */
   uint64_t arg;       /* instant argument, counter value                  */
-  int32_t prio;       /* READY: queue prio; RESUMED: hold prio            */
+  int16_t prio;       /* READY: queue prio; RESUMED: hold prio            */
   int16_t req;        /* the priority the caller asked for                */
+  int16_t cpu;        /* CPU the thread ran on (GVL events), -1 unknown    */
   uint8_t kind;
   uint8_t why;
 } rec_t;
+_Static_assert(sizeof(rec_t) == 40, "rec_t: 40 bytes, as gvl_trace.h says");
 
 typedef struct {
   _Atomic int busy;          /* owner is recording (see the handshake)    */
@@ -291,16 +293,19 @@ static uint8_t suspend_reason(tbuf_t *b, gvl_thread_t *t) {
   return why;
 }
 
+/* Which CPU a thread waits and holds on shows whether a waiter spins on
+ * the CPU its holder needs (sched_getcpu is a vDSO/rseq read on Linux). */
 static void fill_gvl_event(rec_t *r, tbuf_t *b, gvl_thread_t *t,
                            gvl_event_t ev) {
   r->p = t;
+  r->cpu = ev == GVL_EV_PREEMPT_REQ ? -1 : (int16_t)sched_getcpu();
   switch (ev) {
   case GVL_EV_READY:
-    r->prio = t->qprio;      /* written by this thread when it queued */
+    r->prio = (int16_t)t->qprio;   /* written by this thread when it queued */
     r->req = (int16_t)t->req_prio;
     break;
   case GVL_EV_RESUMED:
-    r->prio = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
+    r->prio = (int16_t)atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
     r->req = (int16_t)t->req_prio;
     b->handle = t;
     b->snap_yields = atomic_load_explicit(&t->ctr[C_YIELDS], memory_order_relaxed);
@@ -759,7 +764,7 @@ typedef enum { ST_NONE, ST_WAIT, ST_HOLD, ST_BLOCK, ST_COND } st_kind_t;
 typedef struct {
   st_kind_t kind;
   uint64_t since;
-  int prio, req;
+  int prio, req, cpu;  /* cpu: at READY (wait) or RESUMED (hold) */
   size_t k;            /* ST_HOLD: its acquisition */
   unsigned depth;      /* open spans of the other layers */
   uint64_t handed_at;  /* end of a hold just handed over by a yield or a
@@ -776,9 +781,10 @@ static void emit_span(wr_t *w, uint32_t b, const char *name, uint64_t from,
 static void emit_hold(wr_t *w, uint32_t b, st_t *st, const char *why) {
   size_t k = st->k;
   uint64_t end = w->acq_end[k];
-  char args[160];
-  int o = snprintf(args, sizeof args, "\"prio\":%d,\"req_prio\":%d,\"reason\":\"%s\"",
-                   st->prio, st->req, why);
+  char args[192];
+  int o = snprintf(args, sizeof args,
+                   "\"prio\":%d,\"req_prio\":%d,\"reason\":\"%s\",\"cpu\":%d",
+                   st->prio, st->req, why, st->cpu);
   if (w->acq_waited[k] && k > 0 && w->acq[k - 1].b != b)
     o += snprintf(args + o, sizeof args - (size_t)o, ",\"from\":%d",
                   w->tids[w->acq[k - 1].b]);
@@ -803,9 +809,10 @@ static void emit_flow_in(wr_t *w, uint32_t b, size_t k) {
 
 /* Close whatever non-hold state is open at ns. */
 static void close_gap(wr_t *w, uint32_t b, st_t *st, uint64_t ns) {
-  char args[48];
+  char args[80];
   if (st->kind == ST_WAIT) {
-    snprintf(args, sizeof args, "\"prio\":%d,\"req_prio\":%d", st->prio, st->req);
+    snprintf(args, sizeof args, "\"prio\":%d,\"req_prio\":%d,\"cpu\":%d",
+             st->prio, st->req, st->cpu);
     emit_span(w, b, st->prio > 0 ? "wait boosted" : "wait", st->since, ns, args);
   } else if (st->kind == ST_BLOCK) {
     emit_span(w, b, "blocking", st->since, ns, NULL);
@@ -833,13 +840,14 @@ static void on_gvl_rec(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
     uint64_t since = st->handed_at && st->handed_at < r->ns ? st->handed_at : r->ns;
     if (st->kind == ST_HOLD) emit_hold(w, b, st, "release");
     close_gap(w, b, st, r->ns);
-    *st = (st_t){ST_WAIT, since, r->prio, r->req, 0, st->depth, 0};
+    *st = (st_t){ST_WAIT, since, r->prio, r->req, r->cpu, 0, st->depth, 0};
     break;
   }
   case GVL_EV_RESUMED:
     if (st->kind == ST_HOLD) emit_hold(w, b, st, "release");
     close_gap(w, b, st, r->ns);
-    *st = (st_t){ST_HOLD, r->ns, r->prio, r->req, (size_t)w->rk[b][i], st->depth, 0};
+    *st = (st_t){ST_HOLD, r->ns, r->prio, r->req, r->cpu, (size_t)w->rk[b][i],
+                 st->depth, 0};
     emit_flow_in(w, b, st->k);
     break;
   case GVL_EV_SUSPENDED: {
@@ -900,7 +908,7 @@ static void on_user_rec(wr_t *w, uint32_t b, st_t *st, const rec_t *r) {
 }
 
 static void write_thread(wr_t *w, uint32_t b) {
-  st_t st = {ST_NONE, 0, 0, 0, 0, 0, 0};
+  st_t st = {ST_NONE, 0, 0, 0, -1, 0, 0, 0};
   uint64_t n = rec_count(w, b), end = w->s->t_end;
   if (truncated(w, b) && n) end = rec_at(w, b, n - 1)->ns;   /* nothing known after the last one */
   for (uint64_t i = 0; i < n; i++) {
