@@ -269,4 +269,8 @@ ui::build
 ui::spin
 ui::tick
 ui::refresh
-if {$ui::script} { ui::script }
+if {$ui::script} {
+  ui::script
+} else {
+  after 500 ui::toggle   ;# start rendering at once: something to look at
+}

@@ -346,6 +346,8 @@ static int start(viewer_t *v, const char *file) {
   Tcl_Free(s);
   if (rc == 0) rc = tkb_eval(v->tk, viewer_tcl, &err);
   if (rc == 0 && file != NULL) {
+    free(err);
+    err = NULL;
     const char *ov[] = {"viewer::start", file};
     s = Tcl_Merge(2, ov);
     rc = s ? tkb_eval(v->tk, s, &err) : ENOMEM;
