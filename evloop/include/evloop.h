@@ -66,7 +66,9 @@ extern "C" {
 typedef struct uv_loop_s uv_loop_t;
 
 typedef struct evl_s evl_t;
-typedef uint64_t evl_id_t;            /* 0 is never a valid id */
+typedef uint64_t evl_id_t;            /* 0 is never a valid id.  Every call that
+                                         takes id_out stores the id before the
+                                         callback can run. */
 
 /* Host callback.  status is 0, ECANCELED (evl_cancel / evl_stop), or an
  * errno for a registration that failed on the loop thread. */

@@ -173,7 +173,6 @@ void evl__item_unref(evl_t *l, evl__item_t *it) {
  * callback will never be called. */
 int evl__submit(evl_t *l, evl__item_t *it, evl_id_t *id_out) {
   int was_empty;
-  evl_id_t id;
   pthread_mutex_lock(&l->mu);
   if (l->closed || atomic_load(&l->stopping)) {
     pthread_mutex_unlock(&l->mu);
@@ -185,7 +184,10 @@ int evl__submit(evl_t *l, evl__item_t *it, evl_id_t *id_out) {
     evl__item_free(it);
     return EEXIST;
   }
-  id = it->id = ++l->next_id;
+  it->id = ++l->next_id;
+  /* Set before the item is published: a callback that reads the id its
+   * registration stored (to cancel itself) must find it there. */
+  if (id_out != NULL) *id_out = it->id;
   evl__map_insert(l, it);
   if (it->kind == EVL__FD) {
     it->fnext = l->fds;
@@ -199,7 +201,6 @@ int evl__submit(evl_t *l, evl__item_t *it, evl_id_t *id_out) {
   EVL__STAT_ADD(l, live, 1);
   if (was_empty) evl__async_send_locked(l);
   pthread_mutex_unlock(&l->mu);
-  if (id_out != NULL) *id_out = id;
   return 0;
 }
 
