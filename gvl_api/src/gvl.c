@@ -99,16 +99,25 @@ static int64_t eff_prio(const gvl_t *g, const gvl_thread_t *t, uint64_t now) {
 
 /* The next owner: highest effective priority, the earliest arrival among
  * equals (the queue is in arrival order, so strict '>' keeps FIFO).
- * O(waiters); a GVL has few. */
-static gvl_thread_t *q_best(gvl_t *g, uint64_t now) {
-  gvl_thread_t *best = g->qhead;
-  if (!best || !best->qnext) return best;
-  int64_t bp = eff_prio(g, best, now);
-  for (gvl_thread_t *w = best->qnext; w; w = w->qnext) {
+ * Waiters deferred by the boost cap are passed over while the cap is still
+ * exceeded; with strict, nobody else qualifies either, and the result is
+ * NULL (used for preemption and yield: the holder keeps the GVL rather than
+ * feed the flood).  Releases use strict = false: a free GVL goes to whoever
+ * waits.  O(waiters); a GVL has few. */
+static gvl_thread_t *q_best(gvl_t *g, uint64_t now, bool strict) {
+  gvl_thread_t *best = NULL, *any = NULL;
+  int64_t bp = 0, ap = 0;
+  int capx = -1;                 /* cap_exceeded, computed on first need */
+  for (gvl_thread_t *w = g->qhead; w; w = w->qnext) {
     int64_t p = eff_prio(g, w, now);
-    if (p > bp) best = w, bp = p;
+    if (!any || p > ap) any = w, ap = p;
+    if (w->deferred) {
+      if (capx < 0) capx = cap_exceeded(g, now);
+      if (capx) continue;
+    }
+    if (!best || p > bp) best = w, bp = p;
   }
-  return best;
+  return best ? best : strict ? NULL : any;
 }
 
 /* Queue t (which may be another thread, blocked in a gvl_mutex) behind the
@@ -122,6 +131,7 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
   t->qprio = prio;
   t->qtime = now;
   t->queued = true;
+  t->deferred = false;
   t->qnext = NULL;
   t->qprev = g->qtail;
   if (g->qtail) g->qtail->qnext = t; else g->qhead = t;
@@ -177,7 +187,11 @@ static uint64_t timer_tick(gvl_t *g, gvl_thread_t *t) {
   if (g->timer == t && !atomic_load_explicit(&t->granted, memory_order_relaxed)) {
     now = gvl__now();
     slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
-    if (now >= g->hold_since + slice) {
+    if (now >= g->hold_since + slice && !q_best(g, now, true)) {
+      /* Only cap-deferred waiters: the holder keeps the GVL until the
+       * window has drained a bucket. */
+      deadline = now + cap_width(g);
+    } else if (now >= g->hold_since + slice) {
       if (!g->preempt_sent) {
         target = gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
         if (target) {
@@ -246,12 +260,15 @@ void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
   gvl__assert(!atomic_load_explicit(&t->holding, memory_order_relaxed));
   atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
   t->hold_t0 = now;
-  t->boosted = atomic_load_explicit(&t->hold_prio, memory_order_relaxed) > 0;
+  /* A hold that asked for a boost is charged to the cap even when the cap
+   * refused it: otherwise a flood would get its refused holds for free. */
+  int held_at = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
+  t->boosted = held_at > 0 || t->req_prio > 0;
   ctr_own_inc(t, C_ACQUIRES);
   gvl__ctr_add(t, C_CONTENDED, 1);
   gvl__ctr_add(t, C_WAIT_NS, now - wait_t0);
   t->last_wait_ns = now - wait_t0;
-  if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
+  if (held_at > 0) gvl__ctr_add(t, C_BOOSTS, 1);
   gvl__hook(t->g, t, GVL_EV_RESUMED);
 }
 
@@ -283,7 +300,8 @@ static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
       break;
     }
   }
-  if (prio > 0 && cap_exceeded(g, t0)) {
+  bool refused = prio > 0 && cap_exceeded(g, t0);
+  if (refused) {
     prio = GVL_PRIO_NORMAL;
     gvl__ctr_add(t, C_BOOSTS_REFUSED, 1);
     ia = false;
@@ -291,6 +309,7 @@ static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
   if (ia) gvl__ctr_add(t, C_INTERACTIVE, 1);
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
   target = enqueue(g, t, prio, t0);
+  t->deferred = refused;
   pthread_mutex_unlock(&g->mu);
   gvl__hook(g, t, GVL_EV_READY);
   if (target) gvl__hook(g, target, GVL_EV_PREEMPT_REQ);
@@ -393,7 +412,7 @@ int gvl__release(gvl_thread_t *t) {
   }
   gvl__assert(gvl__owner(atomic_load(&g->word)) == t);
   clear_ints(t, GVL__INT_PREEMPT);
-  gvl_thread_t *w = q_best(g, now);
+  gvl_thread_t *w = q_best(g, now, false);
   gvl__assert(!w == !(atomic_load(&g->word) & GVL__CONTENDED));
   if (w) handoff(g, w, now);
   else atomic_store_explicit(&g->word, 0, memory_order_release);
@@ -425,20 +444,22 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   uint64_t now = gvl__now();
   pthread_mutex_lock(&g->mu);
   clear_ints(t, GVL__INT_PREEMPT);
-  gvl_thread_t *w = q_best(g, now);
+  gvl_thread_t *w = q_best(g, now, true);
   if (!w) {
     pthread_mutex_unlock(&g->mu);
     return 0;
   }
   int mine = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
   int prio = mine < w->qprio ? mine : w->qprio;
-  if (prio > 0 && (t->boosted || mine > 0) && cap_exceeded(g, now)) {
+  bool refused = prio > 0 && cap_exceeded(g, now);
+  if (refused) {
     prio = GVL_PRIO_NORMAL;
     gvl__ctr_add(t, C_BOOSTS_REFUSED, 1);
   }
   end_hold(g, t, now);
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
   (void)enqueue(g, t, prio, now);    /* behind w; cannot outrank the holder */
+  t->deferred = refused;
   /* Preempted by a boost: back soon. */
   atomic_store_explicit(&t->spin_hint, w->qprio > mine, memory_order_relaxed);
   handoff(g, w, now);

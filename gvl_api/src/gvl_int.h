@@ -71,7 +71,8 @@ struct gvl_thread_s {
   _Atomic int hold_prio;        /* prio of the current hold; read by waiters
                                    under g->mu                              */
   _Atomic int holding;          /* 1 while t owns the GVL                  */
-  int boosted;                  /* current hold counts against the cap     */
+  int boosted;                  /* current hold is charged to the cap: it
+                                   asked for, or got, a priority above 0    */
   int interactive_off;          /* owner thread only                       */
   uint64_t hold_t0;             /* start of the current hold, 0 = unknown  */
   uint64_t last_wait_ns;        /* length of the last wait for the GVL     */
@@ -81,6 +82,7 @@ struct gvl_thread_s {
   int qprio;                    /* priority the thread queued with         */
   uint64_t qtime;               /* when it queued (for aging)              */
   bool queued;
+  bool deferred;                /* refused by the boost cap while queued   */
   _Atomic bool spin_hint;       /* a quick handoff is expected; set under
                                    g->mu, read by the waiter without it     */
   _Atomic uint32_t granted;     /* set by the releaser, under g->mu        */

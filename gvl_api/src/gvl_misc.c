@@ -54,6 +54,10 @@ int gvl_destroy(gvl_t *g) { return g ? gvl__destroy(g) : EINVAL; }
 int gvl_set_slice(gvl_t *g, uint64_t slice_ns) {
   if (!g || !slice_ns) return EINVAL;
   atomic_store_explicit(&g->slice_ns, slice_ns, memory_order_relaxed);
+  /* The timer waiter sleeps until the old deadline: wake it to re-arm. */
+  pthread_mutex_lock(&g->mu);
+  if (g->timer) gvl__park_wake(&g->timer->park);
+  pthread_mutex_unlock(&g->mu);
   return 0;
 }
 
