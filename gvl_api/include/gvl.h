@@ -68,7 +68,8 @@ typedef enum {
   GVL_EV_READY = 1,       /* thread starts waiting for the GVL            */
   GVL_EV_RESUMED,         /* thread got the GVL: after READY when it had to
                              wait, alone when the GVL was free            */
-  GVL_EV_SUSPENDED,       /* thread gave the GVL up (release/yield/block) */
+  GVL_EV_SUSPENDED,       /* thread is giving the GVL up (release, yield,
+                             blocking region); fired just before          */
   GVL_EV_PREEMPT_REQ,     /* a preempt request was set on this thread     */
   GVL_EV_OWNER_DIED       /* this thread exited holding; GVL recovered    */
 } gvl_event_t;
@@ -123,8 +124,9 @@ typedef struct {
  * set (EINVAL for a bad config, ENOMEM). */
 GVL_EXPORT gvl_t *gvl_create(const gvl_config_t *cfg);
 
-/* [any] Destroy a GVL.  EBUSY while any thread is attached (threads cached by
- * gvl_call_with that are idle do not count; they are reclaimed). */
+/* [any] Destroy a GVL.  EBUSY while any thread is attached or a
+ * gvl_call_with is in progress (threads cached by gvl_call_with that are idle
+ * do not count; they are reclaimed). */
 GVL_EXPORT int gvl_destroy(gvl_t *g);
 
 /* [any] Change the slice at run time (ns, > 0). */

@@ -14,6 +14,7 @@
  */
 #include "gvl_int.h"
 
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -212,14 +213,20 @@ static uint64_t timer_tick(gvl_t *g, gvl_thread_t *t) {
   return deadline;
 }
 
+/* Spin for a grant that should come within microseconds.  After the first
+ * couple of microseconds every round also yields the CPU: when the machine
+ * is oversubscribed the holder we wait for may be queued on this very CPU,
+ * and a pure spin would keep it from reaching its safe point. */
 static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
-  uint64_t end = gvl__now() + g->spin_ns;
+  uint64_t start = gvl__now(), end = start + g->spin_ns;
   for (;;) {
     for (int i = 0; i < 64; i++) {
       if (atomic_load_explicit(&t->granted, memory_order_acquire)) return true;
       cpu_relax();
     }
-    if (gvl__now() >= end) return false;
+    uint64_t now = gvl__now();
+    if (now >= end) return false;
+    if (now - start > 2000) sched_yield();
   }
 }
 
@@ -394,15 +401,16 @@ int gvl__release(gvl_thread_t *t) {
   uintptr_t exp = (uintptr_t)t;
   uint64_t now;
   if (!atomic_load_explicit(&t->holding, memory_order_relaxed)) return EPERM;
+  /* The hook runs before the word is cleared: once it is, g may be
+   * destroyed by another thread (after a foreign thread's last call). */
+  gvl__hook(g, t, GVL_EV_SUSPENDED);
   if (!t->boosted) {
     /* Unboosted holds need no lock to be closed: try the one-CAS path. */
     now = t->hold_t0 ? gvl__now() : 0;
     end_hold(g, t, now);
     if (atomic_compare_exchange_strong_explicit(&g->word, &exp, 0,
-            memory_order_release, memory_order_relaxed)) {
-      gvl__hook(g, t, GVL_EV_SUSPENDED);
+            memory_order_release, memory_order_relaxed))
       return 0;
-    }
     now = gvl__now();
     pthread_mutex_lock(&g->mu);
   } else {
@@ -417,7 +425,6 @@ int gvl__release(gvl_thread_t *t) {
   if (w) handoff(g, w, now);
   else atomic_store_explicit(&g->word, 0, memory_order_release);
   pthread_mutex_unlock(&g->mu);
-  gvl__hook(g, t, GVL_EV_SUSPENDED);
   return 0;
 }
 

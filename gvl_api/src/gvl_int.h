@@ -133,6 +133,7 @@ struct gvl_s {
   void *_Atomic trace;          /* tracer state when tracing, else NULL    */
   gvl_thread_t *threads;        /* attached threads; mu                    */
   int nthreads;                 /* explicit (non-foreign) attached; mu     */
+  _Atomic int in_call;          /* gvl_call_with calls in progress         */
   uint64_t retired[C__COUNT];   /* counters of detached threads; mu       */
   uint64_t uid;                 /* never reused, to tell GVLs apart        */
   gvl_t *rnext, *rprev;         /* registry; gvl__registry_mu              */

@@ -224,10 +224,16 @@ void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *), void *arg) {
   t = tls_find(g);
   if (t && atomic_load_explicit(&t->holding, memory_order_relaxed))
     return fn(arg);
-  if (!t && !(t = attach(g, prio, true))) return NULL;
+  /* in_call keeps gvl_destroy off g until our last touch of it. */
+  atomic_fetch_add_explicit(&g->in_call, 1, memory_order_acquire);
+  if (!t && !(t = attach(g, prio, true))) {
+    atomic_fetch_sub_explicit(&g->in_call, 1, memory_order_release);
+    return NULL;
+  }
   t->call_depth++;
   if ((rc = gvl__acquire(t, prio, false))) {
     t->call_depth--;
+    atomic_fetch_sub_explicit(&g->in_call, 1, memory_order_release);
     errno = rc;
     return NULL;
   }
@@ -235,6 +241,7 @@ void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *), void *arg) {
   saved = errno;
   (void)gvl__release(t);
   t->call_depth--;
+  atomic_fetch_sub_explicit(&g->in_call, 1, memory_order_release);
   errno = saved;
   return ret;
 }
@@ -244,7 +251,8 @@ void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *), void *arg) {
 int gvl__destroy(gvl_t *g) {
   pthread_mutex_lock(&registry_mu);
   pthread_mutex_lock(&g->mu);
-  if (g->nthreads > 0 || atomic_load_explicit(&g->word, memory_order_relaxed)) {
+  if (g->nthreads > 0 || atomic_load_explicit(&g->word, memory_order_relaxed) ||
+      atomic_load_explicit(&g->in_call, memory_order_acquire)) {
     pthread_mutex_unlock(&g->mu);
     pthread_mutex_unlock(&registry_mu);
     return EBUSY;
