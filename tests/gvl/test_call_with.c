@@ -136,12 +136,41 @@ static void outlive(void) {
   CHECK_EQ(counter, 20);
 }
 
+/* A foreign thread inside gvl_call_with is not idle: destroy says EBUSY. */
+static atomic_uint in_fn, leave_fn;
+
+static void *hold_inside(void *arg) {
+  atomic_store(&in_fn, 1);
+  tgvl_wait_ge(&leave_fn, 1);
+  return arg;
+}
+
+static void *busy_foreign(void *arg) {
+  CHECK(gvl_call_with(g, 0, hold_inside, arg) == arg);
+  return NULL;
+}
+
+static void destroy_while_inside(void) {
+  g = gvl_create(NULL);
+  CHECK(g != NULL);
+  atomic_store(&in_fn, 0);
+  atomic_store(&leave_fn, 0);
+  pthread_t th;
+  tgvl_spawn(&th, busy_foreign, &th);
+  tgvl_wait_ge(&in_fn, 1);
+  CHECK_EQ(gvl_destroy(g), EBUSY);
+  atomic_store(&leave_fn, 1);
+  tgvl_join(th);
+  CHECK_OK(gvl_destroy(g));
+}
+
 int main(void) {
   tgvl_watchdog(90);
   iters = 2000 / tgvl_slow();
   many_foreign();
   holder_calls();
   outlive();
+  destroy_while_inside();
   puts("ok");
   return 0;
 }

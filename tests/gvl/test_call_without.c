@@ -86,8 +86,12 @@ static void *read_pipe(void *arg) {
   return arg;
 }
 
+static pthread_t interrupter_self;
+
 static void write_pipe(void *arg) {
   CHECK(arg == &pipefd);
+  /* Called on the thread that called gvl_thread_interrupt. */
+  CHECK(pthread_equal(pthread_self(), interrupter_self));
   atomic_fetch_add(&ubf_calls, 1);
   char c = 'x';
   CHECK_EQ(write(pipefd[1], &c, 1), 1);
@@ -95,6 +99,7 @@ static void write_pipe(void *arg) {
 
 static void *interrupter(void *arg) {
   (void)arg;
+  interrupter_self = pthread_self();
   tgvl_wait_ge(&entered, 1);
   CHECK_OK(gvl_thread_interrupt(main_t));
   return NULL;
@@ -136,6 +141,7 @@ static void pending_interrupt(void) {
   CHECK_NULL_ERRNO(gvl_call_without(main_t, count_call, &fn_calls,
                                     write_pipe, &pipefd), EINTR);
   CHECK_EQ(atomic_load(&fn_calls), 0);
+  CHECK_EQ(atomic_load(&ubf_calls), 0); /* not in a region when sent */
   CHECK(gvl_thread_holds(main_t));
   /* Whatever the pending state, a later interrupt-free round works. */
   (void)gvl_check_ints(main_t);

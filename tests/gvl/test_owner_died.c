@@ -75,6 +75,52 @@ static void *use_call_with(void *arg) {
   return NULL;
 }
 
+/* A thread attached to two GVLs exits holding both: both recover. */
+static gvl_t *g2;
+
+static void *die_holding_two(void *arg) {
+  gvl_thread_t *t1 = gvl_thread_attach(g, 0);
+  gvl_thread_t *t2 = gvl_thread_attach(g2, 0);
+  CHECK(t1 != NULL && t2 != NULL);
+  CHECK_OK(gvl_acquire(t1));
+  CHECK_OK(gvl_acquire(t2));
+  return arg;
+}
+
+/* A thread exits attached but not holding: not an owner death, and it
+ * does not keep the GVL from being destroyed. */
+static void *exit_attached(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  return arg;
+}
+
+static void two_gvls(void) {
+  g = gvl_create(NULL);
+  g2 = gvl_create(NULL);
+  CHECK(g != NULL && g2 != NULL);
+  pthread_t th;
+  tgvl_spawn(&th, die_holding_two, NULL);
+  tgvl_join(th);
+  CHECK_EQ(tgvl_stats(g).owner_died, 1);
+  CHECK_EQ(tgvl_stats(g2).owner_died, 1);
+  gvl_thread_t *a = gvl_thread_attach(g, 0), *b = gvl_thread_attach(g2, 0);
+  CHECK(a != NULL && b != NULL);
+  CHECK_OK(gvl_acquire(a));
+  CHECK_OK(gvl_acquire(b));
+  CHECK_OK(gvl_release(b));
+  CHECK_OK(gvl_release(a));
+  CHECK_OK(gvl_thread_detach(a));
+  CHECK_OK(gvl_thread_detach(b));
+  tgvl_spawn(&th, exit_attached, NULL);
+  tgvl_join(th);
+  CHECK_EQ(tgvl_stats(g).owner_died, 1);
+  CHECK_OK(gvl_destroy(g));
+  CHECK_OK(gvl_destroy(g2));
+}
+
 int main(void) {
   tgvl_watchdog(60);
   gvl_config_t cfg;
@@ -94,6 +140,7 @@ int main(void) {
   tgvl_join(th);
   CHECK_EQ(atomic_load(&fn_ran), 1);
   CHECK_OK(gvl_destroy(g));
+  two_gvls();
   puts("ok");
   return 0;
 }

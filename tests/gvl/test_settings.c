@@ -1,0 +1,163 @@
+/*
+ * Run-time settings and counters.
+ *
+ * slice: a holder passing safe points with an hour-long slice while someone
+ * waits; gvl_set_slice(1 ms) from another thread makes it past its slice, so
+ * it must be preempted (gvl.h: "a holder past its time slice while others
+ * wait gets a flag").  A hang fails the test through the watchdog.
+ *
+ * prio: gvl_thread_set_prio changes the priority gvl_acquire queues with.
+ *
+ * counters: wait_ns is counted for a contended acquisition, hold_ns for
+ * holds under GVL_F_TIMING; per-thread figures of detached threads stay in
+ * the GVL's totals.
+ */
+#include "tgvl.h"
+
+static gvl_t *g;
+static tgvl_log_t hlog;
+static volatile int flag; /* guarded by the GVL */
+
+static void *set_flag_thread(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  flag = 1;
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void *shorten_slice(void *arg) {
+  (void)arg;
+  tgvl_wait_ge(&hlog.count[GVL_EV_READY], 1); /* the waiter is queued */
+  CHECK_OK(gvl_set_slice(g, 1000000));
+  return NULL;
+}
+
+static void slice_change_applies(void) {
+  gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
+  tgvl_log_reset(&hlog);
+  g = gvl_create(&cfg);
+  CHECK(g != NULL);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  CHECK_OK(gvl_acquire(me));
+  flag = 0;
+  pthread_t w, s;
+  tgvl_spawn(&w, set_flag_thread, NULL);
+  tgvl_spawn(&s, shorten_slice, NULL); /* an unattached thread: [any] */
+  while (!flag) CHECK_OK(gvl_check_ints(me));
+  CHECK_OK(gvl_release(me));
+  tgvl_join(w);
+  tgvl_join(s);
+  CHECK_GE(tgvl_tstats(me).preemptions, 1);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* ---- gvl_thread_set_prio ------------------------------------------------- */
+
+static int order[4]; /* guarded by the GVL */
+static int norder;   /* guarded by the GVL */
+
+typedef struct {
+  int id, prio;
+} who_t;
+
+static void *queued_acquire(void *arg) {
+  who_t *w = arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_thread_set_prio(t, w->prio));
+  CHECK_OK(gvl_acquire(t));
+  order[norder++] = w->id;
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void set_prio_applies(void) {
+  gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
+  tgvl_log_reset(&hlog);
+  g = gvl_create(&cfg);
+  CHECK(g != NULL);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  CHECK_OK(gvl_acquire(me));
+  norder = 0;
+  who_t who[3] = {{0, -1}, {1, 0}, {2, 4}};
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) {
+    tgvl_spawn(&th[i], queued_acquire, &who[i]);
+    tgvl_wait_ge(&hlog.count[GVL_EV_READY], (unsigned)i + 1);
+  }
+  CHECK_OK(gvl_release(me));
+  for (int i = 0; i < 3; i++) tgvl_join(th[i]);
+  CHECK_EQ(norder, 3);
+  CHECK_EQ(order[0], 2);
+  CHECK_EQ(order[1], 1);
+  CHECK_EQ(order[2], 0);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* ---- counters ------------------------------------------------------------- */
+
+static void *acquire_many(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  for (int i = 0; i < 10; i++) {
+    CHECK_OK(gvl_acquire(t));
+    tgvl_work(20);
+    CHECK_OK(gvl_release(t));
+  }
+  gvl_stats_t s = tgvl_tstats(t);
+  CHECK_EQ(s.acquires, 10);
+  CHECK_GT(s.hold_ns, 0);
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void counters(void) {
+  gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
+  cfg.flags |= GVL_F_TIMING;
+  tgvl_log_reset(&hlog);
+  g = gvl_create(&cfg);
+  CHECK(g != NULL);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  CHECK_OK(gvl_acquire(me));
+  flag = 0;
+  pthread_t th;
+  tgvl_spawn(&th, set_flag_thread, NULL);
+  tgvl_wait_ge(&hlog.count[GVL_EV_READY], 1);
+  tgvl_sleep_us(1000); /* the waiter waits a while: wait_ns > 0 */
+  CHECK_OK(gvl_release(me));
+  tgvl_join(th); /* detached: its figures move to the totals */
+  gvl_stats_t s = tgvl_stats(g);
+  CHECK_EQ(s.contended, 1);
+  CHECK_GT(s.wait_ns, 0);
+  CHECK_GT(s.hold_ns, 0);
+  CHECK_EQ(s.acquires, 2);
+
+  tgvl_spawn(&th, acquire_many, NULL);
+  tgvl_join(th);
+  s = tgvl_stats(g);
+  CHECK_EQ(s.acquires, 12);
+  CHECK_OK(gvl_thread_detach(me));
+  s = tgvl_stats(g);
+  CHECK_EQ(s.acquires, 12); /* and after the last thread detached */
+  CHECK_OK(gvl_destroy(g));
+}
+
+int main(void) {
+  tgvl_watchdog(60);
+  slice_change_applies();
+  set_prio_applies();
+  counters();
+  puts("ok");
+  return 0;
+}
