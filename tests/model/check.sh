@@ -53,6 +53,11 @@ fi
 failures=0
 start=$SECONDS
 
+# Each check prints one line ("ok ..." or "FAIL ...") into its own result
+# file, so that two lanes of checks can run at once (the machine has 2
+# cores; the big liveness search is one lane, everything else the other).
+fail() { echo "FAIL $*"; }
+
 # build NAME MODE DEFS...  -> $work/NAME/pan   (MODE: safety | liveness)
 build() {
   local name=$1 mode=$2
@@ -62,9 +67,9 @@ build() {
   rm -rf "$dir" && mkdir -p "$dir" && cp "$model" "$dir/gvl.pml" || return 1
   [ "$mode" = safety ] && flags+=(-DSAFETY -DNOCLAIM)
   (cd "$dir" && "$spin" "$@" -a gvl.pml >spin.log 2>&1) || {
-    echo "FAIL $name: spin -a failed"; cat "$dir/spin.log"; return 1; }
+    fail "$name: spin -a failed"; cat "$dir/spin.log"; return 1; }
   (cd "$dir" && "$cc" "${flags[@]}" -o pan pan.c >cc.log 2>&1) || {
-    echo "FAIL $name: compiling pan failed"; cat "$dir/cc.log"; return 1; }
+    fail "$name: compiling pan failed"; cat "$dir/cc.log"; return 1; }
 }
 
 # run NAME MODE CLAIM  -> $work/NAME/pan.log
@@ -114,23 +119,23 @@ check_unreached() {
 expect_pass() {
   local name=$1 mode=$2 claim=$3
   shift 3
-  build "$name" "$mode" "$@" || { failures=$((failures + 1)); return; }
+  build "$name" "$mode" "$@" || return
   run "$name" "$mode" "$claim"
   local log=$work/$name/pan.log
   local errs
   errs=$(field "$log" 'errors: [0-9]+' | sed -e 's/.*errors: \([0-9]*\).*/\1/')
   if [ "$errs" != 0 ]; then
-    echo "FAIL $name: $(grep -m1 -E '^pan:[0-9]+:|^pan: ' "$log")"
+    fail "$name: $(grep -m1 -E '^pan:[0-9]+:|^pan: ' "$log")"
     echo "     (trail: cd $work/$name && spin -t -p -g gvl.pml)"
-    failures=$((failures + 1)); return
+    return
   fi
   if incomplete "$log"; then
-    echo "FAIL $name: search incomplete: $(grep -m1 -E 'depth too small|MEMLIM|memory' "$log")"
-    failures=$((failures + 1)); return
+    fail "$name: search incomplete: $(grep -m1 -E 'depth too small|MEMLIM|memory' "$log")"
+    return
   fi
   if [ "$mode" = safety ] && ! check_unreached "$log"; then
-    echo "FAIL $name: dead code in the model (see above)"
-    failures=$((failures + 1)); return
+    fail "$name: dead code in the model (see above)"
+    return
   fi
   echo "ok   $name: $(summary "$log")"
 }
@@ -139,18 +144,18 @@ expect_pass() {
 expect_fail() {
   local name=$1 mode=$2 claim=$3 pat=$4
   shift 4
-  build "$name" "$mode" "$@" || { failures=$((failures + 1)); return; }
+  build "$name" "$mode" "$@" || return
   run "$name" "$mode" "$claim"
   local log=$work/$name/pan.log
   local first
   first=$(grep -m1 -E '^pan:[0-9]+:' "$log")
   if [ -z "$first" ]; then
-    echo "FAIL $name: SPIN found no error in a model that must fail ($(summary "$log"))"
-    failures=$((failures + 1)); return
+    fail "$name: SPIN found no error in a model that must fail ($(summary "$log"))"
+    return
   fi
   if ! printf '%s\n' "$first" | grep -qE "$pat"; then
-    echo "FAIL $name: expected /$pat/, got: $first"
-    failures=$((failures + 1)); return
+    fail "$name: expected /$pat/, got: $first"
+    return
   fi
   echo "ok   $name: rejected as expected: ${first#pan:1: }" | cut -c1-110
 }
@@ -163,25 +168,39 @@ esac
 
 echo "SPIN model of the GVL protocol ($("$spin" -V | head -1)), entry: $entry"
 
-expect_pass safety   safety   -      "${edefs[@]}"
-expect_pass queued   liveness queued "${edefs[@]}"
-if [ "$entry" = cas ]; then
-  expect_fail served-cas-entry liveness served 'acceptance cycle'
-else
-  expect_pass served liveness served "${edefs[@]}"
-fi
-expect_fail bug-barge     safety   -      'assertion violated' -DBUG_BARGE "${edefs[@]}"
-expect_fail bug-seq       safety   -      'invalid end state'  -DBUG_SEQ "${edefs[@]}"
-expect_fail bug-timerwake liveness queued 'acceptance cycle'   -DBUG_TIMERWAKE "${edefs[@]}"
-expect_fail bug-nopreempt liveness queued 'acceptance cycle'   -DBUG_NOPREEMPT "${edefs[@]}"
-expect_fail bug-noseq     safety   -      'invalid end state'  -DBUG_NOSEQ "${edefs[@]}"
-# Not a bug: two boosted threads starve a normal one unless time-based
-# aging or the boost cap steps in, and neither is in the model.
-expect_fail two-boosted   liveness queued 'acceptance cycle'   -DTWO_BOOSTED "${edefs[@]}"
-if [ $full = 1 ] && [ "$entry" = cas ]; then
-  expect_pass fetch_or-safety safety   -      -DENTRY_FETCH_OR
-  expect_pass fetch_or-served liveness served -DENTRY_FETCH_OR
-fi
+lane1() {
+  expect_pass safety   safety   -      "${edefs[@]}"
+  if [ "$entry" = cas ]; then
+    expect_pass queued liveness queued "${edefs[@]}"
+  else
+    expect_pass served liveness served "${edefs[@]}"   # implies queued
+  fi
+}
+
+lane2() {
+  if [ "$entry" = cas ]; then
+    expect_fail served-cas-entry liveness served 'acceptance cycle'
+  fi
+  expect_fail bug-barge     safety   -      'assertion violated' -DBUG_BARGE "${edefs[@]}"
+  expect_fail bug-seq       safety   -      'invalid end state'  -DBUG_SEQ "${edefs[@]}"
+  expect_fail bug-timerwake liveness queued 'acceptance cycle'   -DBUG_TIMERWAKE "${edefs[@]}"
+  expect_fail bug-nopreempt liveness queued 'acceptance cycle'   -DBUG_NOPREEMPT "${edefs[@]}"
+  expect_fail bug-noseq     safety   -      'invalid end state'  -DBUG_NOSEQ "${edefs[@]}"
+  # Not a bug: two boosted threads starve a normal one unless time-based
+  # aging or the boost cap steps in, and neither is in the model.
+  expect_fail two-boosted   liveness queued 'acceptance cycle'   -DTWO_BOOSTED "${edefs[@]}"
+  if [ $full = 1 ] && [ "$entry" = cas ]; then
+    expect_pass fetch_or-safety safety   -      -DENTRY_FETCH_OR
+    expect_pass fetch_or-served liveness served -DENTRY_FETCH_OR
+  fi
+}
+
+lane1 >"$work/lane1.out" 2>&1 &
+pid1=$!
+lane2 >"$work/lane2.out" 2>&1
+wait $pid1
+cat "$work/lane1.out" "$work/lane2.out"
+failures=$(cat "$work/lane1.out" "$work/lane2.out" | grep -c '^FAIL')
 
 echo "total $((SECONDS - start)) s, $failures failure(s)"
 [ $failures = 0 ]
