@@ -53,9 +53,10 @@ fi
 failures=0
 start=$SECONDS
 
-# Each check prints one line ("ok ..." or "FAIL ...") into its own result
-# file, so that two lanes of checks can run at once (the machine has 2
-# cores; the big liveness search is one lane, everything else the other).
+# Each check prints one line, "ok ..." or "FAIL ...".  Checks run in two
+# lanes at once, each writing its own file (the big liveness search is one
+# lane, everything else the other), and the FAIL lines are counted at the
+# end.
 fail() { echo "FAIL $*"; }
 
 # build NAME MODE DEFS...  -> $work/NAME/pan   (MODE: safety | liveness)
@@ -95,7 +96,7 @@ summary() { # one line: states, depth, time
 }
 
 incomplete() { # did the search stop early for lack of depth or memory?
-  grep -qE 'max search depth too small|reached -DMEMLIM|out of memory' "$1"
+  grep -qE 'Search not completed|max search depth too small|reached -DMEMLIM|out of memory' "$1"
 }
 
 # Unreached statements of the protocol, other than -end- and lines that
@@ -130,7 +131,7 @@ expect_pass() {
     return
   fi
   if incomplete "$log"; then
-    fail "$name: search incomplete: $(grep -m1 -E 'depth too small|MEMLIM|memory' "$log")"
+    fail "$name: search incomplete: $(grep -m1 -E 'not completed|depth too small|MEMLIM|memory' "$log")"
     return
   fi
   if [ "$mode" = safety ] && ! check_unreached "$log"; then
