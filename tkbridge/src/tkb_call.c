@@ -162,10 +162,10 @@ static void *exec_tramp(void *arg) {
  * commands take it again with the boost. */
 static void exec_direct(tkb__call_t *c) {
   gvl_thread_t *t = evl_gvl_thread(c->tk->l);
-  if (t != NULL && gvl_thread_holds(t))
-    (void)gvl_call_without(t, exec_tramp, c, NULL, NULL);
-  else
+  if (t == NULL || !gvl_thread_holds(t))
     exec_call(c);
+  else if (gvl_call_without(t, exec_tramp, c, NULL, NULL) == NULL)
+    tkb__call_finish(c, EINTR, NULL); /* an interrupt was pending: not run */
   tkb__ntf_note_tcl_ran();
 }
 
@@ -188,10 +188,14 @@ static void queue_tcl_event(tkb__call_t *c) {
 static void post_cb(evl_t *l, void *arg, int status) {
   tkb__call_t *c = arg;
   tkb__drv_t *d = tkb__drv();
-  if (status != 0) {
+  int control = c->kind == TKB_CALL_STOP || c->kind == TKB_CALL_START;
+  if (status != 0 || (d == NULL && evl_stopping(l))) {
+    /* Cancelled, or arriving after the driver returned (the bridge is
+     * torn down by then). */
+    if (control) tkb__mark_stopped(c->tk);
     tkb__call_finish(c, ECANCELED, NULL);
   } else if (d == NULL || d->l != l) {
-    if (c->kind == TKB_CALL_STOP || c->kind == TKB_CALL_START) tkb__mark_stopped(c->tk);
+    if (control) tkb__mark_stopped(c->tk);
     tkb__call_finish(c, EPERM, "evloop not set up with tkb_evl_config");
   } else if (!d->tcl_live) {
     exec_call(c);

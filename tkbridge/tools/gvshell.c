@@ -186,6 +186,27 @@ static int is_complete(tkb_t *tk, const char *text) {
   return c.complete;
 }
 
+static gvl_thread_t *main_gvl; /* main thread's handle (it holds the GVL) */
+
+typedef struct {
+  char *buf;
+  int size;
+  char *got;
+} line_t;
+
+static void *read_line_fn(void *arg) {
+  line_t *ln = arg;
+  ln->got = fgets(ln->buf, ln->size, stdin);
+  return ln;
+}
+
+/* Read a line without holding the GVL: hogs and host callbacks go on. */
+static char *read_line(char *buf, int size) {
+  line_t ln = {buf, size, NULL};
+  if (gvl_call_without(main_gvl, read_line_fn, &ln, NULL, NULL) == NULL) return NULL;
+  return ln.got;
+}
+
 /* Read commands from stdin, tclsh style: accumulate lines until the command
  * is complete, evaluate, print. */
 static void repl(tkb_t *tk) {
@@ -198,7 +219,7 @@ static void repl(tkb_t *tk) {
       fputs(Tcl_DStringLength(&cmd) ? "> " : "% ", stdout);
       fflush(stdout);
     }
-    if (fgets(line, sizeof line, stdin) == NULL || quitting()) break;
+    if (read_line(line, sizeof line) == NULL || quitting()) break;
     Tcl_DStringAppend(&cmd, line, -1);
     if (!is_complete(tk, Tcl_DStringValue(&cmd))) continue;
     char *res = NULL;
@@ -297,6 +318,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   gvl_acquire(me); /* main acts as an interpreter thread */
+  main_gvl = me;
   pthread_t hog[64];
   if (o.hogs) calibrate();
   for (int i = 0; i < o.hogs; i++) pthread_create(&hog[i], NULL, hog_main, NULL);
