@@ -31,6 +31,20 @@ static void *bump(void *arg) {
   return arg;
 }
 
+static void *no_gvl(void *arg) {
+  CHECK(!gvl_thread_holds(gvl_thread_self(g)));
+  return arg;
+}
+
+/* A foreign thread's callback can block with the cached handle. */
+static void *blocks(void *arg) {
+  gvl_thread_t *t = gvl_thread_self(g);
+  CHECK(t != NULL);
+  CHECK(gvl_call_without(t, no_gvl, arg, NULL, NULL) == arg);
+  CHECK(gvl_thread_holds(t));
+  return bump(arg);
+}
+
 static void *nested(void *arg) {
   /* Already holding: gvl_call_with just calls fn. */
   CHECK(gvl_call_with(g, GVL_PRIO_BOOST, bump, arg) == arg);
@@ -42,7 +56,9 @@ static void *foreign(void *arg) {
   for (int i = 0; i < iters; i++) {
     CHECK(gvl_thread_self(g) == NULL); /* not attached between calls */
     int prio = (i % 3 == 0) ? GVL_PRIO_BOOST : (i % 3 == 1 ? 0 : -2);
-    void *fn_res = gvl_call_with(g, prio, (i % 5) ? bump : nested, arg);
+    void *(*fn)(void *) = (i % 5) ? bump : nested;
+    if (i % 11 == 0) fn = blocks;
+    void *fn_res = gvl_call_with(g, prio, fn, arg);
     CHECK(fn_res == arg);
   }
   (void)id;

@@ -228,6 +228,32 @@ static void contended_return(void) {
   tgvl_join(th);
 }
 
+/* ---- re-entering the GVL from inside fn ------------------------------------ */
+
+static void *reenter_cb(void *arg) {
+  CHECK(gvl_thread_holds(main_t));
+  return arg;
+}
+
+/* fn runs on an attached thread that does not hold: gvl_call_with from
+ * there acquires around its callback and releases again. */
+static void *reenter(void *arg) {
+  CHECK(!gvl_thread_holds(main_t));
+  CHECK(gvl_call_with(g, 0, reenter_cb, arg) == arg);
+  CHECK(!gvl_thread_holds(main_t));
+  CHECK_OK(gvl_acquire(main_t)); /* explicit calls work too */
+  CHECK_OK(gvl_release(main_t));
+  return arg;
+}
+
+static void reenter_from_fn(void) {
+  int x;
+  CHECK_OK(gvl_acquire(main_t));
+  CHECK(gvl_call_without(main_t, reenter, &x, NULL, NULL) == &x);
+  CHECK(gvl_thread_holds(main_t));
+  CHECK_OK(gvl_release(main_t));
+}
+
 int main(void) {
   tgvl_watchdog(60);
   g = gvl_create(NULL);
@@ -240,6 +266,7 @@ int main(void) {
   pending_interrupt();
   check_ints_eintr();
   contended_return();
+  reenter_from_fn();
   CHECK_OK(gvl_thread_detach(main_t));
   CHECK_OK(gvl_destroy(g));
   puts("ok");

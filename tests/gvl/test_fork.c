@@ -193,11 +193,118 @@ static void fork_not_holding(int attached) {
   finish(th, 1);
 }
 
+/* ---- fork while a foreign thread is inside gvl_call_with ------------------- */
+
+static atomic_uint f_in, f_leave;
+
+static void *inside_fn(void *arg) {
+  atomic_store(&f_in, 1);
+  tgvl_wait_ge(&f_leave, 1);
+  return arg;
+}
+
+static void *foreign_caller(void *arg) {
+  CHECK(gvl_call_with(g, 0, inside_fn, arg) == arg);
+  return NULL;
+}
+
+/* In the child the foreign thread does not exist: its call in progress
+ * must not keep the GVL held or busy. */
+static void fork_during_call_with(void) {
+  g = gvl_create(NULL);
+  CHECK(g != NULL);
+  atomic_store(&f_in, 0);
+  atomic_store(&f_leave, 0);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  pthread_t th;
+  tgvl_spawn(&th, foreign_caller, &th);
+  tgvl_wait_ge(&f_in, 1);
+  pid_t pid = fork();
+  if (pid == 0) {
+    tgvl_watchdog(30);
+    CHECK(!gvl_thread_holds(me));
+    CHECK_OK(gvl_acquire(me));
+    CHECK_OK(gvl_release(me));
+    CHECK_OK(gvl_thread_detach(me));
+    CHECK_OK(gvl_destroy(g));
+    _exit(0);
+  }
+  wait_child(pid);
+  atomic_store(&f_leave, 1);
+  tgvl_join(th);
+  CHECK_OK(gvl_acquire(me));
+  CHECK_OK(gvl_release(me));
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* ---- many forks while other threads hammer the GVL ------------------------ */
+
+#define NHAMMER 3
+static atomic_int hammer_stop;
+
+static void *hammer(void *arg) {
+  int id = *(int *)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  for (unsigned i = 0; !atomic_load(&hammer_stop); i++) {
+    CHECK_OK(gvl_acquire_prio(t, (int)((i + (unsigned)id) % 3) * 5 - 5));
+    if (i % 3 == 0) CHECK_OK(gvl_yield(t));
+    if (i % 5 == 0) CHECK(gvl_call_without(t, ident, arg, NULL, NULL) == arg);
+    CHECK_OK(gvl_check_ints(t));
+    CHECK_OK(gvl_release(t));
+    if (i % 7 == 0) CHECK(gvl_call_with(g, 3, ident, arg) == arg);
+  }
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* Whatever internal lock the others happen to be inside when fork() runs,
+ * the child's GVL must be consistent. */
+static void fork_under_load(int rounds) {
+  g = gvl_create(NULL);
+  CHECK(g != NULL);
+  atomic_store(&hammer_stop, 0);
+  pthread_t th[NHAMMER];
+  int ids[NHAMMER];
+  for (int i = 0; i < NHAMMER; i++) {
+    ids[i] = i;
+    tgvl_spawn(&th[i], hammer, &ids[i]);
+  }
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  for (int r = 0; r < rounds; r++) {
+    int held = r % 2;
+    if (held) CHECK_OK(gvl_acquire(me));
+    pid_t pid = fork();
+    if (pid == 0) {
+      tgvl_watchdog(30);
+      if (held) CHECK(gvl_thread_holds(me));
+      else if (!gvl_thread_holds(me)) CHECK_OK(gvl_acquire(me));
+      CHECK_OK(gvl_yield(me));
+      CHECK_OK(gvl_release(me));
+      CHECK(gvl_call_with(g, 0, ident, me) == me);
+      CHECK_OK(gvl_thread_detach(me));
+      CHECK_OK(gvl_destroy(g));
+      _exit(0);
+    }
+    wait_child(pid);
+    if (held) CHECK_OK(gvl_release(me));
+  }
+  atomic_store(&hammer_stop, 1);
+  for (int i = 0; i < NHAMMER; i++) tgvl_join(th[i]);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
 int main(void) {
   tgvl_watchdog(60);
   fork_holding();
   fork_not_holding(1);
   fork_not_holding(0);
+  fork_during_call_with();
+  fork_under_load(40 / tgvl_slow() + 2);
   puts("ok");
   return 0;
 }
