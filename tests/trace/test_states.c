@@ -1,0 +1,105 @@
+/*
+ * test_states.c -- the reasons a hold ends, each in its own trace:
+ *   yield      E holds, F queues, E yields: holders E, F, E; E's first hold
+ *              ends "yield" with a handoff to F;
+ *   cond wait  D waits on a gvl_cond with a timeout: its hold ends "cond
+ *              wait" and a "cond wait" span follows;
+ *   died       C exits holding the GVL: an "owner died" instant and a hold
+ *              that ends "died".
+ * Orderings only; the READY count from a hook tells when F has queued.
+ */
+#include "ttrace.h"
+
+static gvl_t *g;
+static tgvl_log_t hooklog;
+
+static void *thread_f(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  (void)arg;
+  CHECK(t != NULL);
+  CHECK_OK(gvl_trace_set_thread_name("F"));
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void yield_case(const ttrace_env_t *e) {
+  char path[512];
+  pthread_t th;
+  ttrace_path(e, "yield", path, sizeof path);
+  CHECK_OK(gvl_trace_set_thread_name("E"));
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_trace_start(g, path, NULL));
+  CHECK_OK(gvl_acquire(t));
+  tgvl_log_reset(&hooklog);
+  tgvl_spawn(&th, thread_f, NULL);
+  while (tgvl_count(&hooklog, GVL_EV_READY) < 1) tgvl_sleep_us(100);
+  CHECK_OK(gvl_yield(t));          /* F runs, releases, E is back */
+  CHECK_OK(gvl_release(t));
+  tgvl_join(th);
+  CHECK_OK(gvl_trace_stop(g));
+  CHECK_OK(gvl_thread_detach(t));
+  TTRACE_CHECK(e, path, "--holders", "E,F,E", "--reason", "E:1:yield",
+               "--reason", "F:1:release", "--handoff", "E:F", "--handoff", "F:E",
+               "--has", "wait@F", "--has", "wait@E");
+}
+
+static void cond_case(const ttrace_env_t *e) {
+  char path[512];
+  gvl_mutex_t m;
+  gvl_cond_t c;
+  ttrace_path(e, "cond", path, sizeof path);
+  CHECK_OK(gvl_trace_set_thread_name("D"));
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_mutex_init(&m));
+  CHECK_OK(gvl_cond_init(&c));
+  CHECK_OK(gvl_trace_start(g, path, NULL));
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_mutex_lock(t, &m));
+  CHECK_EQ(gvl_cond_timedwait(t, &c, &m, 1000000), ETIMEDOUT);
+  CHECK_OK(gvl_mutex_unlock(t, &m));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_trace_stop(g));
+  CHECK_OK(gvl_cond_destroy(&c));
+  CHECK_OK(gvl_mutex_destroy(&m));
+  CHECK_OK(gvl_thread_detach(t));
+  TTRACE_CHECK(e, path, "--holders", "D,D", "--reason", "D:1:cond wait",
+               "--reason", "D:2:release", "--has", "cond wait@D");
+}
+
+static void *thread_c(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  (void)arg;
+  CHECK(t != NULL);
+  CHECK_OK(gvl_trace_set_thread_name("C"));
+  CHECK_OK(gvl_acquire(t));
+  return NULL;                     /* exits holding the GVL */
+}
+
+static void died_case(const ttrace_env_t *e) {
+  char path[512];
+  pthread_t th;
+  ttrace_path(e, "died", path, sizeof path);
+  CHECK_OK(gvl_trace_start(g, path, NULL));
+  tgvl_spawn(&th, thread_c, NULL);
+  tgvl_join(th);
+  CHECK_OK(gvl_trace_stop(g));
+  CHECK_EQ(tgvl_stats(g).owner_died, 1);
+  TTRACE_CHECK(e, path, "--holders", "C", "--reason", "C:1:died",
+               "--has", "owner died@C");
+}
+
+int main(int argc, char **argv) {
+  ttrace_env_t e = ttrace_args(argc, argv);
+  tgvl_watchdog(60);
+  gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hooklog);
+  CHECK((g = gvl_create(&cfg)) != NULL);
+  yield_case(&e);
+  cond_case(&e);
+  died_case(&e);
+  CHECK_OK(gvl_destroy(g));
+  return 0;
+}
