@@ -70,16 +70,16 @@ static void cfg_full(bench_cfg_t *c) {
                      .pairs = 50000,
                      .rounds = 30,
                      .round_ns = 1 * MS,
-                     .passes = 50000,
+                     .passes = 20000,
                      .trips = 10000,
                      .mutex_ops = 200000,
                      .flag_cap_ns = 2000 * MS,
-                     .wakeup_ns = 1000 * MS,
+                     .wakeup_ns = 800 * MS,
                      .solo_ns = 500 * MS,
                      .events_ns = 1000 * MS,
                      .fair_ns = 1000 * MS,
-                     .convoy_solo_ns = 200 * MS,
-                     .convoy_cap_ns = 1000 * MS};
+                     .convoy_solo_ns = 150 * MS,
+                     .convoy_cap_ns = 600 * MS};
 }
 
 /* Every case briefly: enough to exercise each code path, no more. */
