@@ -609,7 +609,14 @@ static void print_stats(app_t *a) {
            m.max_us, (double)s->click_max_ns / 1e3, (unsigned long long)s->frames,
            (double)s->gap_max_ns / 1e6, (unsigned long long)s->rows);
   }
-  printf("rows skipped (drawing backlog): %llu\n",
+  gvl_stats_t g;
+  if (gvl_stats(a->gvl, &g) == 0)
+    printf("bridge GVL (policy gvloop): %llu acquisitions, %llu boosted, %llu boosts "
+           "capped, %llu preemptions at safe points, %llu handoffs\n",
+           (unsigned long long)g.acquires, (unsigned long long)g.boosts,
+           (unsigned long long)g.boosts_refused, (unsigned long long)g.preemptions,
+           (unsigned long long)g.handoffs);
+  printf("rows not drawn (the window was behind): %llu\n",
          (unsigned long long)atomic_load(&a->rows_skipped));
   fflush(stdout);
 }
