@@ -149,6 +149,19 @@ static void pipe_cb(evl_t *l, void *arg, int status, unsigned ev) {
   if (status == 0 && (ev & EVL_READABLE)) pipe_consume();
 }
 
+/* With LOOP_LATENCY_STATS set: the GVL's counters for the run (stderr). */
+static void print_gvl_stats(gvl_t *g) {
+  gvl_stats_t st;
+  if (gvl_stats(g, &st) != 0) return;
+  fprintf(stderr,
+          "  gvl: acquires %llu contended %llu handoffs %llu preempt_reqs %llu "
+          "preemptions %llu boosts %llu refused %llu interactive %llu\n",
+          (unsigned long long)st.acquires, (unsigned long long)st.contended,
+          (unsigned long long)st.handoffs, (unsigned long long)st.preempt_reqs,
+          (unsigned long long)st.preemptions, (unsigned long long)st.boosts,
+          (unsigned long long)st.boosts_refused, (unsigned long long)st.interactive);
+}
+
 static void run_evloop(int prio, unsigned gvl_flags, int hog) {
   gvl_config_t gc = {0};
   evl_config_t ec = {0};
@@ -178,6 +191,7 @@ static void run_evloop(int prio, unsigned gvl_flags, int hog) {
   pthread_join(wr_th, NULL);
   if (hog) pthread_join(hog_th, NULL);
   evl_destroy(l);
+  if (getenv("LOOP_LATENCY_STATS") != NULL) print_gvl_stats(g);
   gvl_destroy(g);
   drain_pipe();
 }
@@ -298,8 +312,16 @@ int main(int argc, char **argv) {
   bench_meta("loop_latency_pipe", "p99_us", "us", "lower",
              "pipe write -> host callback start, hog holding the GVL");
   bench_chart("loop_latency_pipe", "p99_us");
-  printf("loop_latency: %d run(s) of %.1f s per variant, %u spin steps/us\n", runs,
-         (double)run_ns / 1e9, bench_steps_per_us);
+  {
+    double la[1] = {0};
+    getloadavg(la, 1);
+    /* On a shared machine the tails follow the OS scheduler: say how busy
+     * it was. */
+    printf("loop_latency: %d run(s) of %.1f s per variant, %u spin steps/us, "
+           "load average %.2f on %ld CPUs\n", runs, (double)run_ns / 1e9,
+           bench_steps_per_us, la[0], sysconf(_SC_NPROCESSORS_ONLN));
+    bench_result("loop_latency", "machine", "loadavg", la[0]);
+  }
   /* Samples of all runs are pooled per variant. */
   for (r = 0; r < runs; r++) run_evloop(0, 0, 1);
   report("gvloop");

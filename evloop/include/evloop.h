@@ -105,6 +105,13 @@ typedef struct {
   void   (*on_error)(evl_t *l, int err, const char *what, void *arg);
                             /* failing host callbacks (see evl_fail)        */
   void    *on_error_arg;
+  void   (*on_ready)(evl_t *l, evl_id_t id, void *arg);
+                            /* optional instrumentation: called on the loop
+                               thread, inside uv_run, without the GVL, when
+                               libuv reports an event for id (timer due, fd
+                               ready, signal, work done) or a post reaches
+                               the loop.  It must not block or call evloop. */
+  void    *on_ready_arg;
 } evl_config_t;
 
 /* cfg.prio is an int where 0 already means "default"; this value asks for a

@@ -39,6 +39,8 @@ static int evl__configure(evl_t *l, const evl_config_t *cfg) {
   l->driver_arg = cfg->driver_arg;
   l->on_error = cfg->on_error;
   l->on_error_arg = cfg->on_error_arg;
+  l->on_ready = cfg->on_ready;
+  l->on_ready_arg = cfg->on_ready_arg;
   return 0;
 }
 

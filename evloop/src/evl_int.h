@@ -118,6 +118,8 @@ struct evl_s {
   void *driver_arg;
   void (*on_error)(evl_t *, int, const char *, void *);
   void *on_error_arg;
+  void (*on_ready)(evl_t *, evl_id_t, void *);
+  void *on_ready_arg;
 
   pthread_mutex_t mu;
   pthread_cond_t cv;       /* run_state changes                          */

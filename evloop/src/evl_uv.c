@@ -35,6 +35,12 @@ void evl__dq_push(evl_t *l, evl__item_t *it, int final, int status,
   l->dq_tail = it;
 }
 
+/* An event for it arrived (instrumentation hook). */
+static void evl__ready(evl__item_t *it) {
+  evl_t *l = it->l;
+  if (l->on_ready != NULL) l->on_ready(l, it->id, l->on_ready_arg);
+}
+
 static void evl__handle_closed(uv_handle_t *h) {
   evl__item_t *it = h->data;
   it->l->uv_pending--;
@@ -49,6 +55,7 @@ static void evl__close(evl__item_t *it) {
 
 static void evl__timer_cb(uv_timer_t *h) {
   evl__item_t *it = h->data;
+  evl__ready(it);
   if (it->repeat_ms == 0) {
     evl__close(it);
     evl__dq_push(it->l, it, 1, 0, 0);
@@ -74,6 +81,7 @@ static void evl__poll_cb(uv_poll_t *h, int status, int events) {
     evl__watch_failed(it, status);
     return;
   }
+  evl__ready(it);
   if (events & UV_READABLE) it->events |= EVL_READABLE;
   if (events & UV_WRITABLE) it->events |= EVL_WRITABLE;
   evl__dq_push(it->l, it, 0, 0, 0);
@@ -82,6 +90,7 @@ static void evl__poll_cb(uv_poll_t *h, int status, int events) {
 static void evl__signal_cb(uv_signal_t *h, int signum) {
   evl__item_t *it = h->data;
   (void)signum;
+  evl__ready(it);
   evl__dq_push(it->l, it, 0, 0, 0);
 }
 
@@ -113,6 +122,7 @@ static void evl__after_work_cb(uv_work_t *req, int status) {
   int skipped;
   it->uv_state = EVL__UV_DONE;
   l->uv_pending--;
+  evl__ready(it);
   pthread_mutex_lock(&l->mu);
   skipped = it->skipped || !it->started;
   pthread_mutex_unlock(&l->mu);
@@ -175,6 +185,7 @@ void evl__start_on_loop(evl_t *l, evl__item_t *it) {
     return;
   }
   if (it->kind == EVL__POST) {
+    evl__ready(it);
     evl__dq_push(l, it, 1, 0, 0);
     return;
   }
