@@ -33,10 +33,14 @@
  *
  * Memory is bounded: each thread that records gets one buffer of
  * events_per_thread entries (40 bytes each), allocated on its first event;
- * at most max_threads buffers.  When a buffer is full, newer events are
- * dropped (or, with GVL_TRACE_RING, the oldest are overwritten) and counted
- * as lost; so are events of threads past max_threads.  The file is written
- * by gvl_trace_stop(), by gvl_destroy(), or at process exit (exit() or a
+ * at most max_threads buffers.  When a buffer is full, that thread's newer
+ * events are dropped (the default), or its oldest are overwritten
+ * (GVL_TRACE_RING: a flight recorder of the last moments), or the trace
+ * stops and is written at once by the thread that filled its buffer
+ * (GVL_TRACE_STOP_FULL: every thread's events up to the same moment).
+ * Dropped and overwritten events are counted as lost; so are events of
+ * threads past max_threads.  Otherwise the file is written by
+ * gvl_trace_stop(), by gvl_destroy(), or at process exit (exit() or a
  * return from main) for a trace still running then.
  *
  * Starting from the environment: if GVLOOP_TRACE=path.json is set when
@@ -44,7 +48,8 @@
  * file.  "%p" in the path is replaced by the process id and "%g" by a
  * number that tells GVLs apart; without "%g", the second and later GVLs of
  * the process write to "path.<n>.json" so that no file is overwritten.
- * GVLOOP_TRACE_EVENTS=N sets events_per_thread.  A trace started this way
+ * GVLOOP_TRACE_EVENTS=N sets events_per_thread; GVLOOP_TRACE_MODE=ring or
+ * =stop selects GVL_TRACE_RING or GVL_TRACE_STOP_FULL.  A trace started this way
  * that cannot open its file prints one line on stderr and is not started.
  *
  * Thread rules (as in gvl.h):
@@ -78,6 +83,10 @@ extern "C" {
 #define GVL_TRACE_RING 0x1u  /* a full buffer overwrites its oldest events
                                 (keeps the last moments before the stop)
                                 instead of dropping the newest            */
+#define GVL_TRACE_STOP_FULL 0x2u /* the first full buffer stops the trace
+                                and writes the file, on the thread that
+                                filled it (which pays for the writing);
+                                not with GVL_TRACE_RING                   */
 
 typedef struct {
   uint32_t events_per_thread; /* buffer size; 0 = default (32768)         */
@@ -99,7 +108,8 @@ GVL_EXPORT int gvl_trace_start(gvl_t *g, const char *path,
                                const gvl_trace_config_t *cfg);
 
 /* [any] Stop tracing g and write the file.  Events that threads record
- * while this runs are dropped (not counted).  ESRCH if g is not traced. */
+ * while this runs are dropped (not counted).  ESRCH if g is not traced
+ * (also when a GVL_TRACE_STOP_FULL trace has already stopped itself). */
 GVL_EXPORT int gvl_trace_stop(gvl_t *g);
 
 /* [any] 1 if g is being traced, 0 if not or g is NULL. */

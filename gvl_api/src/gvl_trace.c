@@ -88,6 +88,7 @@ typedef struct session {
   _Atomic uint64_t run;      /* number of the current/last run            */
   _Atomic uint64_t lost_nobuf; /* events of threads past max_threads     */
   int stopping;              /* the file is being written; mu             */
+  atomic_int full_stop;      /* GVL_TRACE_STOP_FULL: a stop was claimed   */
   FILE *out;                 /* mu                                        */
   uint32_t cap, max_threads; /* of the current run; mu                    */
   unsigned flags;            /* mu                                        */
@@ -255,9 +256,14 @@ static rec_t *rec_begin(session_t *s, tbuf_t **bp) {
     return NULL;
   }
   uint64_t n = atomic_load_explicit(&b->n, memory_order_relaxed);
-  if (n >= b->cap && !(s->flags & GVL_TRACE_RING)) {
+  unsigned flags = s->flags;   /* stable while busy: no stop/start can pass */
+  if (n >= b->cap && !(flags & GVL_TRACE_RING)) {
     atomic_store_explicit(&b->n, n + 1, memory_order_relaxed); /* lost */
     atomic_store_explicit(&b->busy, 0, memory_order_release);
+    /* The first thread to fill its buffer writes the file (outside busy,
+     * or the stop would wait for itself). */
+    if ((flags & GVL_TRACE_STOP_FULL) && !atomic_exchange(&s->full_stop, 1))
+      (void)stop_session(s);
     return NULL;
   }
   rec_t *r = &b->ev[n % b->cap];
@@ -380,7 +386,8 @@ int gvl_trace_counter(gvl_t *g, const char *name, int64_t value) {
 
 static int check_cfg(const gvl_trace_config_t *c) {
   if (c->events_per_thread > MAX_EVENTS || c->max_threads > MAX_THREADS ||
-      (c->flags & ~GVL_TRACE_RING))
+      (c->flags & ~(GVL_TRACE_RING | GVL_TRACE_STOP_FULL)) ||
+      ((c->flags & GVL_TRACE_RING) && (c->flags & GVL_TRACE_STOP_FULL)))
     return EINVAL;
   return 0;
 }
@@ -408,6 +415,7 @@ static int start_locked(session_t *s, const char *path,
   s->max_threads = maxt;
   s->flags = c->flags;
   atomic_store(&s->lost_nobuf, 0);
+  atomic_store(&s->full_stop, 0);
   s->t0 = gvl__now();
   atomic_store(&s->run, atomic_fetch_add(&next_run, 1));
   atomic_store(&s->on, 1);
@@ -558,12 +566,15 @@ static void env_path(char *out, size_t size, const char *tmpl, uint64_t id,
 void gvl__trace_env(gvl_t *g) {
   const char *tmpl = getenv("GVLOOP_TRACE");
   const char *evs = getenv("GVLOOP_TRACE_EVENTS");
+  const char *mode = getenv("GVLOOP_TRACE_MODE");
   gvl_trace_config_t c;
   char path[4096];
   if (!tmpl || !*tmpl) return;
   memset(&c, 0, sizeof c);
   if (evs) c.events_per_thread = (uint32_t)strtoul(evs, NULL, 10);
   if (c.events_per_thread > MAX_EVENTS) c.events_per_thread = MAX_EVENTS;
+  if (mode && !strcmp(mode, "ring")) c.flags = GVL_TRACE_RING;
+  if (mode && !strcmp(mode, "stop")) c.flags = GVL_TRACE_STOP_FULL;
   unsigned nth = atomic_fetch_add(&env_traces, 1);
   env_path(path, sizeof path, tmpl, g->uid, nth > 0);
   int rc = gvl_trace_start(g, path, &c);
@@ -958,9 +969,11 @@ static void write_tail(wr_t *w) {
           "\"generator\":\"gvloop\",\"gvl\":%" PRIu64 ",\"clock\":\"CLOCK_MONOTONIC\","
           "\"t0_ns\":%" PRIu64 ",\"duration_ns\":%" PRIu64 ",\"threads\":%u,"
           "\"recorded_events\":%" PRIu64 ",\"lost_events\":%" PRIu64 ","
-          "\"acquisitions\":%zu,\"unmatched_ends\":%" PRIu64 ",\"ring\":%s}}\n",
+          "\"acquisitions\":%zu,\"unmatched_ends\":%" PRIu64 ",\"mode\":\"%s\"}}\n",
           w->s->g->uid, w->s->t0, w->s->t_end - w->s->t0, w->nb, kept, lost,
-          w->nacq, w->mismatched, (w->s->flags & GVL_TRACE_RING) ? "true" : "false");
+          w->nacq, w->mismatched,
+          (w->s->flags & GVL_TRACE_RING) ? "ring"
+          : (w->s->flags & GVL_TRACE_STOP_FULL) ? "stop when full" : "drop when full");
 }
 
 /* Kernel thread ids can be reused by threads that come and go during one

@@ -4,8 +4,9 @@
  * One thread makes 100 uncontended acquire/release pairs: exactly 200
  * events (RESUMED and SUSPENDED each).  With 16 events per thread, 184 are
  * lost: the newest in drop mode (the first 8 holds are kept), the oldest in
- * ring mode (the last 8).  With max_threads = 1, a second thread's events
- * are all lost and counted.
+ * ring mode (the last 8).  In stop-when-full mode the 17th event stops the
+ * trace and writes the file: 16 kept, 1 lost.  With max_threads = 1, a
+ * second thread's events are all lost and counted.
  */
 #include "ttrace.h"
 
@@ -38,6 +39,26 @@ static void run(const ttrace_env_t *e, const char *name, unsigned flags) {
   CHECK_OK(gvl_trace_stats(g, &st));         /* the last run's */
   CHECK_EQ(st.lost, 2 * PAIRS - 16);
   TTRACE_CHECK(e, path, "--lost", "184", "--holds", "8");
+}
+
+static void stop_when_full(const ttrace_env_t *e) {
+  char path[512];
+  gvl_trace_config_t c = {16, 0, GVL_TRACE_STOP_FULL}, both = {16, 0, 0};
+  gvl_trace_stats_t st;
+  both.flags = GVL_TRACE_STOP_FULL | GVL_TRACE_RING;
+  ttrace_path(e, "stopfull", path, sizeof path);
+  CHECK_EQ(gvl_trace_start(g, path, &both), EINVAL);
+  CHECK_OK(gvl_trace_start(g, path, &c));
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  pairs(t, PAIRS);
+  CHECK_EQ(gvl_trace_active(g), 0);           /* stopped itself */
+  CHECK_EQ(gvl_trace_stop(g), ESRCH);
+  CHECK_OK(gvl_trace_stats(g, &st));
+  CHECK_EQ(st.recorded, 16);
+  CHECK_EQ(st.lost, 1);
+  CHECK_OK(gvl_thread_detach(t));
+  TTRACE_CHECK(e, path, "--lost", "1", "--holds", "8");
 }
 
 static void *other(void *arg) {
@@ -77,6 +98,7 @@ int main(int argc, char **argv) {
   CHECK((g = gvl_create(NULL)) != NULL);
   run(&e, "drop", 0);
   run(&e, "ring", GVL_TRACE_RING);
+  stop_when_full(&e);
   too_many_threads(&e);
   CHECK_OK(gvl_destroy(g));
   return 0;
