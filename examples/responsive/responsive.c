@@ -36,6 +36,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -701,6 +702,12 @@ static int build_ui(app_t *a, int pol) {
   return rc;
 }
 
+/* SIGINT / SIGTERM: quit through the normal path, so the figures print. */
+static void on_signal(evl_t *l, void *arg, int status) {
+  (void)l;
+  if (status == 0) request_quit(arg);
+}
+
 static int start_bridge(app_t *a) {
   evl_config_t ec;
   memset(&ec, 0, sizeof ec);
@@ -725,6 +732,8 @@ static int start_bridge(app_t *a) {
     return 1;
   }
   a->cmds_ok = 1;
+  evl_signal_watch(a->l, SIGINT, EVL_F_NOGVL, on_signal, a, NULL);
+  evl_signal_watch(a->l, SIGTERM, EVL_F_NOGVL, on_signal, a, NULL);
   return 0;
 }
 
