@@ -786,6 +786,39 @@ static void t_other_thread(void) {
   fx_stop(&f);
 }
 
+/* Two evloops, each with its own bridge on its own loop thread: the
+ * process-wide notifier keeps per-thread state. */
+typedef struct {
+  fx_t f;
+  int id;
+} loop_t;
+
+static void *loop_worker(void *arg) {
+  loop_t *lp = arg;
+  char s[128], want[32];
+  for (int i = 0; i < 50; i++) {
+    snprintf(s, sizeof s, "after 1 {set ::v %d}; vwait ::v; expr {$::v + %d}", i, lp->id);
+    snprintf(want, sizeof want, "%d", i + lp->id);
+    fx_expect(lp->f.tk, s, want);
+  }
+  return NULL;
+}
+
+static void t_two_loops(void) {
+  loop_t a, b;
+  fx_start(&a.f, 1);
+  fx_start(&b.f, 1);
+  a.id = 1000;
+  b.id = 2000;
+  pthread_t ta, tb;
+  CHECK(pthread_create(&ta, NULL, loop_worker, &a) == 0);
+  CHECK(pthread_create(&tb, NULL, loop_worker, &b) == 0);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  fx_stop(&a.f);
+  fx_stop(&b.f);
+}
+
 /* ---- bad arguments --------------------------------------------------------------- */
 
 static int noop_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
@@ -902,6 +935,7 @@ static const tcase_t cases[] = {
     {"stop_from_cb", t_stop_from_cb},
     {"interrupt", t_interrupt},
     {"thread_alert", t_thread_alert},
+    {"two_loops", t_two_loops},
     {"other_thread", t_other_thread},
     {"bad_args", t_bad_args},
     {NULL, NULL}};

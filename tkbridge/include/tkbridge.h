@@ -172,8 +172,9 @@ TKB_EXPORT struct Tcl_Interp *tkb_interp(tkb_t *tk);
 /* [any] The evloop of the bridge. */
 TKB_EXPORT evl_t *tkb_evl(tkb_t *tk);
 
-/* [any] Read the counters (notifier fields are filled when called on the
- * loop thread or through tkb_run; otherwise they hold the last snapshot). */
+/* [any] Read the counters.  From another thread the notifier fields are
+ * fetched with a tkb_run (so the call waits for the loop thread, releasing
+ * the GVL); after stop they hold the values at teardown. */
 TKB_EXPORT int tkb_stats(tkb_t *tk, tkb_stats_t *out);
 
 /* [any] Name of the notifier integration in use ("libuv-notifier"). */

@@ -352,6 +352,16 @@ evl_t *tkb_evl(tkb_t *tk) {
   return tk ? tk->l : NULL;
 }
 
+static void snapshot_ntf(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  tkb__ntf_stats_t ns;
+  (void)ip;
+  (void)arg;
+  tkb__ntf_stats(&ns);
+  pthread_mutex_lock(&tk->mu);
+  tk->ntf = ns;
+  pthread_mutex_unlock(&tk->mu);
+}
+
 int tkb_stats(tkb_t *tk, tkb_stats_t *out) {
   if (tk == NULL || out == NULL) return EINVAL;
   memset(out, 0, sizeof(*out));
@@ -367,6 +377,7 @@ int tkb_stats(tkb_t *tk, tkb_stats_t *out) {
   if (evl_in_loop_thread(tk->l)) {
     tkb__ntf_stats(&ns);
   } else {
+    (void)tkb_run(tk, snapshot_ntf, NULL); /* fails once stopped: keep the last */
     pthread_mutex_lock(&tk->mu);
     ns = tk->ntf;
     pthread_mutex_unlock(&tk->mu);
