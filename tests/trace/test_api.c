@@ -134,6 +134,37 @@ static void from_env(const ttrace_env_t *e) {
   CHECK_OK(unlink(second));
 }
 
+/* After fork() the child's copy of a running trace is off and never
+ * written; the parent's trace goes on and is written once. */
+static void forked(const ttrace_env_t *e) {
+  char path[512];
+  int st;
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  ttrace_path(e, "fork", path, sizeof path);
+  CHECK_OK(gvl_trace_start(g, path, NULL));
+  CHECK_OK(gvl_acquire(t));
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    tgvl_watchdog(30);
+    if (gvl_trace_active(g) != 0 || gvl_trace_stop(g) != ESRCH) _exit(1);
+    if (gvl_release(t) || gvl_acquire(t) || gvl_release(t)) _exit(2);
+    _exit(0);
+  }
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 0);
+  CHECK_OK(gvl_release(t));
+  CHECK_EQ(gvl_trace_active(g), 1);
+  CHECK_OK(gvl_trace_stop(g));
+  CHECK_OK(gvl_thread_detach(t));
+  CHECK_OK(gvl_destroy(g));
+  TTRACE_CHECK(e, path, "--holds", "1");
+}
+
 int main(int argc, char **argv) {
   ttrace_env_t e = ttrace_args(argc, argv);
   tgvl_watchdog(60);
@@ -144,5 +175,6 @@ int main(int argc, char **argv) {
   CHECK_OK(gvl_destroy(g));
   destroy_writes(&e);
   from_env(&e);
+  forked(&e);
   return 0;
 }
