@@ -212,7 +212,15 @@ static tbuf_t *buf_for_run(session_t *s, uint64_t run) {
   return b;
 }
 
-/* Cache miss: find or set up the buffer under the session's lock. */
+static void cache_put(uint64_t run, tbuf_t *b) {
+  unsigned v = tl_victim++ % CACHE_WAYS;
+  tl_cache[v].run = run;
+  tl_cache[v].b = b;
+}
+
+/* Cache miss: find or set up the buffer under the session's lock.  A
+ * thread past max_threads caches "no buffer" for the run, so that its lost
+ * events do not take the lock each time. */
 static tbuf_t *buf_slow(session_t *s, uint64_t run) {
   tbuf_t *b = NULL;
   bool live = false;
@@ -223,13 +231,8 @@ static tbuf_t *buf_slow(session_t *s, uint64_t run) {
     b = buf_for_run(s, run);
   }
   pthread_mutex_unlock(&s->mu);
-  if (!b) {      /* no room (or no memory): lost, unless the trace ended */
-    if (live) atomic_fetch_add(&s->lost_nobuf, 1);
-    return NULL;
-  }
-  unsigned v = tl_victim++ % CACHE_WAYS;
-  tl_cache[v].run = run;
-  tl_cache[v].b = b;
+  if (live) cache_put(run, b);
+  if (!b && live) atomic_fetch_add(&s->lost_nobuf, 1);
   return b;
 }
 
@@ -238,7 +241,11 @@ static tbuf_t *buf_slow(session_t *s, uint64_t run) {
 static tbuf_t *get_buf(session_t *s) {
   uint64_t run = atomic_load_explicit(&s->run, memory_order_acquire);
   for (int i = 0; i < CACHE_WAYS; i++)
-    if (tl_cache[i].run == run) return tl_cache[i].b;
+    if (tl_cache[i].run == run) {
+      if (!tl_cache[i].b && atomic_load(&s->on))
+        atomic_fetch_add(&s->lost_nobuf, 1);
+      return tl_cache[i].b;
+    }
   return buf_slow(s, run);
 }
 
