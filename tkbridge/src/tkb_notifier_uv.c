@@ -66,7 +66,10 @@ typedef struct {
 } fh_event_t;
 
 /* Per-thread notifier state (the ClientData Tcl keeps for the thread). */
+#define NTF_MAGIC 0x746b626eu /* "tkbn" */
+
 struct ntf_s {
+  uint32_t magic;         /* NTF_MAGIC: ClientData Tcl gives back is ours */
   evl_t *evl;             /* bound evloop; NULL: standalone              */
   uv_loop_t *loop;        /* evl_uv_loop(evl) or &own                    */
   uv_loop_t own;          /* standalone only                             */
@@ -295,9 +298,15 @@ static void ntf_set_timer(const Tcl_Time *tp) {
   uv_timer_start(n->set_tm, set_timer_cb, (uint64_t)time_to_ms(tp), 0);
 }
 
+/* ClientData from a thread whose notifier Tcl set up before ours was
+ * installed (a host that used Tcl first) is not ours: leave it alone. */
+static int is_ours(const ntf_t *n) {
+  return n != NULL && n->magic == NTF_MAGIC;
+}
+
 static void ntf_alert(ClientData cd) {
   ntf_t *n = (ntf_t *)cd;
-  if (n == NULL) return;
+  if (!is_ours(n)) return;
   atomic_store(&n->alerted, 1);
   atomic_fetch_add(&n->alerts_a, 1);
   if (n->evl) evl_wakeup(n->evl);
@@ -401,6 +410,7 @@ static int standalone_init(ntf_t *n) {
 static ClientData ntf_init(void) {
   ntf_t *n = calloc(1, sizeof(*n));
   if (n == NULL) Tcl_Panic("tkbridge: out of memory (notifier)");
+  n->magic = NTF_MAGIC;
   n->service_mode = TCL_SERVICE_NONE;
   n->evl = tls_bind;
   if (n->evl) {
@@ -426,7 +436,7 @@ static ClientData ntf_init(void) {
  * only free memory and close our dup descriptors). */
 static void ntf_finalize(ClientData cd) {
   ntf_t *n = (ntf_t *)cd;
-  if (n == NULL) return;
+  if (!is_ours(n)) return;
   while (n->handlers) ntf_delete_file_handler(n->handlers->fd);
   close_handle((uv_handle_t *)n->set_tm);
   close_handle((uv_handle_t *)n->wait_tm);
@@ -436,6 +446,7 @@ static void ntf_finalize(ClientData cd) {
     uv_loop_close(n->loop);
   }
   if (tls_ntf == n) tls_ntf = NULL;
+  n->magic = 0;
   free(n);
 }
 
