@@ -27,7 +27,9 @@
  *   ENOENT     evl_cancel: the id is unknown or has had its last call
  *   EEXIST     evl_fd_watch: the fd is already watched on this loop
  *   ESHUTDOWN  evl_stop was requested: new registrations are refused
- *   ENOMEM     allocation failure (never a crash)
+ *   ENOMEM     allocation failure (never a crash in evloop; libuv 1.44
+ *              itself abort()s if it cannot grow its fd table inside
+ *              uv_loop_init / uv_poll_start / uv_signal_init)
  *   anything else: the errno of the failing system call
  *
  * Thread rules, beside each call:
@@ -136,11 +138,13 @@ EVL_EXPORT evl_t *evl_start(gvl_t *g, const evl_config_t *cfg);
 EVL_EXPORT int evl_run(evl_t *l);
 
 /* [any, incl. from a callback or a work function] Request a stop.
- * Idempotent.  After the driver returns, every pending registration gets its
- * last call: queued posts and armed timers get ECANCELED, watches get
- * ECANCELED, work not yet started is not run and gets ECANCELED, work already
- * running is waited for and gets its real status.  New registrations return
- * ESHUTDOWN from the moment stop is requested.
+ * Idempotent.  From the moment stop is requested, new registrations return
+ * ESHUTDOWN and a dispatch pass runs no further callback once the running
+ * one returns (a pass nested in a callback's evl_step still runs, so that
+ * the wait can end).  After the driver returns, every pending registration
+ * gets its last call: queued posts and armed timers get ECANCELED, watches
+ * get ECANCELED, work not yet started is not run and gets ECANCELED, work
+ * already running is waited for and gets its real status.
  * From a thread other than the loop thread (and not from a work function) it
  * waits until the loop thread has finished, releasing the GVL meanwhile if
  * the caller holds it.  In no_thread mode, if evl_run is not running it
@@ -211,7 +215,9 @@ EVL_EXPORT int evl_fail(evl_t *l, int err, const char *what);
 
 /* ---- timers ---------------------------------------------------------------- */
 
-/* [any] Call cb after timeout_ms, then every repeat_ms if repeat_ms > 0.
+/* [any] Call cb after timeout_ms (counted from when the loop thread arms
+ * it, at the latest the next evl_step after this call), then every
+ * repeat_ms if repeat_ms > 0.
  * A one-shot timer has one call (0, or ECANCELED if cancelled or stopped
  * first).  A repeating timer gets 0 per tick (ticks that fire while the
  * previous one is still waiting for dispatch are merged) and ends with

@@ -50,8 +50,11 @@ static void evl__async_cb(uv_async_t *h) {
   evl__drain(h->data);
 }
 
+/* evl_step's timeout.  If it is already due when uv_run starts, libuv 1.44
+ * runs it at the top of the iteration and would then poll without a
+ * timeout; uv_stop makes that poll return at once. */
 static void evl__step_timer_cb(uv_timer_t *h) {
-  (void)h;  /* only makes uv_run return */
+  uv_stop(h->loop);
 }
 
 static int evl__uv_init(evl_t *l) {
@@ -126,9 +129,11 @@ static int evl__pass(evl_t *l, int64_t timeout_ms) {
   uv_run_mode mode = UV_RUN_NOWAIT;
   if (l->dq_head == NULL && timeout_ms != 0) {
     mode = UV_RUN_ONCE;
-    if (timeout_ms > 0)
+    if (timeout_ms > 0) {
+      uv_update_time(&l->loop);  /* count the timeout from now */
       uv_timer_start(&l->step_timer, evl__step_timer_cb, (uint64_t)timeout_ms,
                      0);
+    }
   }
   l->in_uv_run = 1;
   uv_run(&l->loop, mode);

@@ -167,6 +167,10 @@ int evl__dispatch(evl_t *l) {
   uint64_t t0 = 0;
   while (l->dq_head != NULL) {
     evl__item_t *it = l->dq_head;
+    /* Once a stop is requested, a top-level pass runs nothing more: what
+     * is left gets ECANCELED at shutdown.  A nested pass (a callback
+     * waiting in evl_step) carries on, so that its wait can end. */
+    if (l->frame == NULL && !l->closed && atomic_load(&l->stopping)) break;
     int need = !(it->flags & EVL_F_NOGVL), status, final;
     if ((err = evl__gvl_for(l, need, &held, &t0)) != 0) break;
     evl__dq_pop(l);

@@ -33,6 +33,11 @@ void evl__dq_push(evl_t *l, evl__item_t *it, int final, int status,
   it->dnext = NULL;
   if (l->dq_tail != NULL) l->dq_tail->dnext = it; else l->dq_head = it;
   l->dq_tail = it;
+  /* Work is ready: uv_run must not go on to block.  In UV_RUN_ONCE, libuv
+   * 1.44 runs due timers at the top of the iteration without counting them
+   * as "pending", then polls with the next timer's timeout; the stop flag
+   * makes that poll return at once. */
+  if (l->in_uv_run) uv_stop(&l->loop);
 }
 
 /* An event for it arrived (instrumentation hook). */
@@ -136,6 +141,9 @@ static int evl__start_handle(evl_t *l, evl__item_t *it) {
   int r = 0;
   switch (it->kind) {
   case EVL__TIMER:
+    /* Due times count from libuv's cached loop time, which is stale after
+     * a dispatch phase: refresh it so the timer does not fire early. */
+    uv_update_time(&l->loop);
     uv_timer_init(&l->loop, &it->h.timer);
     it->h.handle.data = it;
     it->uv_state = EVL__UV_ACTIVE;
