@@ -8,8 +8,10 @@
  * N interpreter threads render a zooming Mandelbrot set row by row.  They
  * hold the "VM lock" while they compute and pass a safe point every 64
  * iterations, as a host VM does on backward branches.  Each finished row is
- * drawn into a Tk photo image with tkb_eval_async (Tk lives on the loop
- * thread; the worker does not wait).
+ * copied into a frame buffer and drawn into a Tk photo image: the worker
+ * asks for a redraw with tkb_eval_async (Tk lives on the loop thread; the
+ * worker does not wait), at most one request outstanding, so the loop
+ * thread is never flooded and Tk's idle-time redisplay keeps running.
  *
  * Meanwhile Tcl `after` timers animate a spinner and a clock (pure Tcl: no
  * host code, so they never need the lock), and every 20 ms a probe runs
@@ -43,6 +45,7 @@
 #include <string.h>
 
 #include <tcl.h>
+#include <tk.h>
 
 #include "bench.h"
 #include "gvl.h"
@@ -57,10 +60,6 @@
 #define NPOL 4
 #define NBUCKET 6
 #define MAX_SAMPLES (1u << 20)
-/* Rows queued for drawing that the loop thread has not drawn yet.  Past
- * this a worker skips drawing a row (and counts it) rather than let the
- * queue grow without bound while the loop thread is held up. */
-#define MAX_BACKLOG (4 * IMG_H)
 
 /* ---- the VM lock: libgvl directly, or a bench baseline ------------------ */
 
@@ -115,7 +114,7 @@ typedef struct {
   size_t n, cap;
   uint64_t clicks, click_max_ns;
   uint64_t frames, gap_max_ns; /* spinner frames and the longest gap */
-  uint64_t rows;        /* rows rendered while this policy was active */
+  uint64_t work;        /* Mandelbrot iterations done under this policy */
   uint64_t run_ns;      /* time the workers ran under this policy */
 } polstat_t;
 
@@ -193,16 +192,22 @@ struct app {
   polstat_t st[NPOL];
   uint64_t stamp_ns;    /* set by gvd::stamp, the start of an event */
   uint64_t last_frame_ns;
+  int frozen;           /* after gvd::snapshot: figures are final (a
+                           screenshot tool may grab the X server) */
   int nthreads, running;
-  uint64_t run_start_ns, rows_at_start;
+  uint64_t run_start_ns, work_at_start;
   worker_t w[MAX_THREADS];
 
   /* Shared with the workers. */
   atomic_int stop;
   atomic_uint_fast64_t next_row;  /* frame * IMG_H + row */
-  atomic_uint_fast64_t rows_done;
-  atomic_uint_fast64_t rows_skipped;
-  atomic_int backlog;              /* rows queued, not drawn yet */
+  atomic_uint_fast64_t work_done; /* iterations, all workers */
+  atomic_int flush_pending;        /* a gvd::flush is queued */
+  atomic_uint_fast64_t flushes;    /* gvd::flush runs */
+  pthread_mutex_t fb_mu;           /* guards fb and dirty */
+  uint8_t fb[IMG_H][IMG_W][4];     /* finished rows, RGBA */
+  uint8_t dirty[IMG_H];            /* row changed since the last flush */
+  uint8_t shown[IMG_H][IMG_W][4];  /* loop thread: the copy being drawn */
 
   /* Quit handshake with main. */
   pthread_mutex_t mu;
@@ -212,16 +217,14 @@ struct app {
 
 /* ---- the interpreter threads: a zooming Mandelbrot set ------------------- */
 
-static char palette[256][8];
+static uint8_t palette[256][3];
 
 static void make_palette(void) {
   for (int i = 0; i < 256; i++) {
     double t = i / 255.0;
-    int r = (int)(9 * (1 - t) * t * t * t * 255);
-    int g = (int)(15 * (1 - t) * (1 - t) * t * t * 255);
-    int b = (int)(8.5 * (1 - t) * (1 - t) * (1 - t) * t * 255);
-    snprintf(palette[i], sizeof palette[i], "#%02x%02x%02x", r & 255, g & 255,
-             b & 255);
+    palette[i][0] = (uint8_t)(9 * (1 - t) * t * t * t * 255);
+    palette[i][1] = (uint8_t)(15 * (1 - t) * (1 - t) * t * t * 255);
+    palette[i][2] = (uint8_t)(8.5 * (1 - t) * (1 - t) * (1 - t) * t * 255);
   }
 }
 
@@ -238,16 +241,15 @@ static void frame_params(uint64_t frame, double *cx, double *cy, double *step,
   *maxit = 300 + 40 * f;
 }
 
-/* One row as Tcl photo data, computed with a safe point every 64 steps.
+/* One row as RGBA pixels, computed with a safe point every 64 steps.
  * Returns 0, or 1 if asked to stop. */
-static int render_row(app_t *a, const vm_t *v, void *t, uint64_t r, char *out,
-                      size_t outsz) {
+static int render_row(app_t *a, const vm_t *v, void *t, uint64_t r,
+                      uint8_t out[IMG_W][4], uint64_t *iters) {
   double cx, cy, step;
   int maxit;
   frame_params(r / IMG_H, &cx, &cy, &step, &maxit);
   int y = (int)(r % IMG_H);
   double ci = cy + (y - IMG_H / 2) * step;
-  size_t o = (size_t)snprintf(out, outsz, "mandel put {{");
   for (int x = 0; x < IMG_W; x++) {
     if (atomic_load_explicit(&a->stop, memory_order_relaxed)) return 1;
     double cr = cx + (x - IMG_W / 2) * step, zr = 0, zi = 0;
@@ -258,21 +260,34 @@ static int render_row(app_t *a, const vm_t *v, void *t, uint64_t r, char *out,
       zr = nz;
       if ((++it & 63) == 0) vm_check(v, t);
     }
-    const char *c = it >= maxit ? "#000000" : palette[(it * 5) & 255];
-    memcpy(out + o, c, 7);
-    out[o + 7] = ' ';
-    o += 8;
+    *iters += (uint64_t)it;
+    static const uint8_t black[3] = {0, 0, 0};
+    const uint8_t *c = it >= maxit ? black : palette[(it * 5) & 255];
+    out[x][0] = c[0];
+    out[x][1] = c[1];
+    out[x][2] = c[2];
+    out[x][3] = 255;
   }
-  snprintf(out + o - 1, outsz - o + 1, "}} -to 0 %d; gvd::drawn", y);
   return 0;
+}
+
+/* Publish a finished row and make sure a redraw is queued. */
+static int publish_row(app_t *a, int y, uint8_t row[IMG_W][4]) {
+  pthread_mutex_lock(&a->fb_mu);
+  memcpy(a->fb[y], row, sizeof a->fb[y]);
+  a->dirty[y] = 1;
+  pthread_mutex_unlock(&a->fb_mu);
+  if (atomic_exchange(&a->flush_pending, 1)) return 0; /* one is queued */
+  int rc = tkb_eval_async(a->tk, "gvd::flush", NULL, NULL);
+  if (rc != 0) atomic_store(&a->flush_pending, 0);
+  return rc;
 }
 
 static void *worker_main(void *arg) {
   worker_t *w = arg;
   app_t *a = w->app;
   const vm_t v = a->vm; /* fixed while this worker lives */
-  size_t bufsz = IMG_W * 8 + 64;
-  char *buf = malloc(bufsz);
+  uint8_t(*buf)[4] = malloc(IMG_W * 4);
   void *t = buf ? vm_attach(&v) : NULL;
   if (t == NULL) {
     fprintf(stderr, "responsive: cannot start a worker\n");
@@ -282,17 +297,11 @@ static void *worker_main(void *arg) {
   vm_acquire(&v, t);
   while (!atomic_load(&a->stop)) {
     uint64_t r = atomic_fetch_add(&a->next_row, 1);
-    if (render_row(a, &v, t, r, buf, bufsz)) break;
-    atomic_fetch_add(&a->rows_done, 1);
-    if (atomic_load(&a->backlog) >= MAX_BACKLOG) {
-      atomic_fetch_add(&a->rows_skipped, 1);
-      continue;
-    }
-    atomic_fetch_add(&a->backlog, 1);
-    if (tkb_eval_async(a->tk, buf, NULL, NULL) != 0) {
-      atomic_fetch_sub(&a->backlog, 1);
-      break; /* the bridge is stopping */
-    }
+    uint64_t iters = 0;
+    int stopped = render_row(a, &v, t, r, buf, &iters);
+    atomic_fetch_add(&a->work_done, iters);
+    if (stopped) break;
+    if (publish_row(a, (int)(r % IMG_H), buf) != 0) break; /* bridge stopping */
   }
   vm_release(&v, t);
   vm_detach(&v, t);
@@ -305,7 +314,7 @@ static void workers_start(app_t *a) {
   if (a->running) return;
   atomic_store(&a->stop, 0);
   a->run_start_ns = gvl_now_ns();
-  a->rows_at_start = atomic_load(&a->rows_done);
+  a->work_at_start = atomic_load(&a->work_done);
   int n = 0;
   for (int i = 0; i < a->nthreads; i++) {
     a->w[i].app = a;
@@ -330,7 +339,7 @@ static void workers_stop(app_t *a) {
   atomic_store(&a->stop, 1);
   gvl_call_without(evl_gvl_thread(a->l), join_workers, a, NULL, NULL);
   polstat_t *s = &a->st[a->pol];
-  s->rows += atomic_load(&a->rows_done) - a->rows_at_start;
+  s->work += atomic_load(&a->work_done) - a->work_at_start;
   s->run_ns += gvl_now_ns() - a->run_start_ns;
   a->running = 0;
 }
@@ -385,6 +394,7 @@ static int frame_cmd(ClientData cd, Tcl_Interp *ip, int objc,
   app_t *a = cd;
   uint64_t now = gvl_now_ns();
   polstat_t *s = &a->st[a->pol];
+  if (a->frozen) return TCL_OK;
   if (a->last_frame_ns && now - a->last_frame_ns > s->gap_max_ns)
     s->gap_max_ns = now - a->last_frame_ns;
   a->last_frame_ns = now;
@@ -392,13 +402,36 @@ static int frame_cmd(ClientData cd, Tcl_Interp *ip, int objc,
   return TCL_OK;
 }
 
-/* gvd::drawn -- plain Tcl: a row queued by a worker has been drawn. */
-static int drawn_cmd(ClientData cd, Tcl_Interp *ip, int objc,
+/* gvd::flush -- plain Tcl (no GVL): copy the rows finished since the last
+ * flush into the photo image, a run of adjacent rows per block. */
+static int flush_cmd(ClientData cd, Tcl_Interp *ip, int objc,
                      Tcl_Obj *const objv[]) {
-  (void)ip;
   (void)objc;
   (void)objv;
-  atomic_fetch_sub(&((app_t *)cd)->backlog, 1);
+  app_t *a = cd;
+  uint8_t todo[IMG_H];
+  atomic_store(&a->flush_pending, 0); /* rows from now on queue a new flush */
+  atomic_fetch_add(&a->flushes, 1);
+  pthread_mutex_lock(&a->fb_mu);
+  for (int y = 0; y < IMG_H; y++) {
+    todo[y] = a->dirty[y];
+    if (todo[y]) memcpy(a->shown[y], a->fb[y], sizeof a->fb[y]);
+    a->dirty[y] = 0;
+  }
+  pthread_mutex_unlock(&a->fb_mu);
+  Tk_PhotoHandle ph = Tk_FindPhoto(ip, "mandel");
+  if (ph == NULL) return TCL_OK; /* window not built yet */
+  for (int y = 0; y < IMG_H;) {
+    if (!todo[y]) {
+      y++;
+      continue;
+    }
+    int y0 = y;
+    while (y < IMG_H && todo[y]) y++;
+    Tk_PhotoImageBlock b = {&a->shown[y0][0][0], IMG_W, y - y0, IMG_W * 4, 4, {0, 1, 2, 3}};
+    if (Tk_PhotoPutBlock(ip, ph, &b, 0, y0, IMG_W, y - y0, TK_PHOTO_COMPOSITE_SET) != TCL_OK)
+      return TCL_ERROR;
+  }
   return TCL_OK;
 }
 
@@ -407,7 +440,7 @@ static void make_tcl_cmds(tkb_t *tk, Tcl_Interp *ip, void *arg) {
   Tcl_Eval(ip, "namespace eval gvd {}");
   Tcl_CreateObjCommand(ip, "gvd::stamp", stamp_cmd, arg, NULL);
   Tcl_CreateObjCommand(ip, "gvd::frame", frame_cmd, arg, NULL);
-  Tcl_CreateObjCommand(ip, "gvd::drawn", drawn_cmd, arg, NULL);
+  Tcl_CreateObjCommand(ip, "gvd::flush", flush_cmd, arg, NULL);
 }
 
 /* A little host work, standing in for the event handler's own code. */
@@ -438,8 +471,8 @@ static int probe_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
   }
   uint64_t ns = gvl_now_ns() - t0;
   polstat_t *s = &a->st[a->pol];
-  stat_add(s, ns);
-  if (strcmp(argv[1], "click") == 0) {
+  if (!a->frozen) stat_add(s, ns);
+  if (!a->frozen && strcmp(argv[1], "click") == 0) {
     s->clicks++;
     if (ns > s->click_max_ns) s->click_max_ns = ns;
   }
@@ -492,14 +525,14 @@ static size_t fmt_policy(app_t *a, int p, char *buf, size_t sz) {
   const polstat_t *s = &a->st[p];
   summary_t m;
   summarise(s, &m);
-  uint64_t rows = s->rows, ns = s->run_ns;
+  uint64_t work = s->work, ns = s->run_ns;
   if (p == a->pol && a->running) {
-    rows += atomic_load(&a->rows_done) - a->rows_at_start;
+    work += atomic_load(&a->work_done) - a->work_at_start;
     ns += gvl_now_ns() - a->run_start_ns;
   }
-  double rate = ns ? (double)rows * 1e9 / (double)ns : 0;
+  double rate = ns ? (double)work * 1e3 / (double)ns : 0; /* M iter/s */
   double stall = s->gap_max_ns > 20000000u ? (double)(s->gap_max_ns - 20000000u) / 1e6 : 0;
-  return (size_t)snprintf(buf, sz, " {%s %zu %.1f %.1f %.1f %.1f %.0f {%llu %llu %llu %llu %llu %llu}}",
+  return (size_t)snprintf(buf, sz, " {%s %zu %.1f %.1f %.1f %.1f %.1f {%llu %llu %llu %llu %llu %llu}}",
                           policies[p].key, m.n, m.p50_us, m.p99_us, m.max_us, stall,
                           rate, (unsigned long long)m.hist[0],
                           (unsigned long long)m.hist[1], (unsigned long long)m.hist[2],
@@ -507,7 +540,7 @@ static size_t fmt_policy(app_t *a, int p, char *buf, size_t sz) {
                           (unsigned long long)m.hist[5]);
 }
 
-/* gvd::stats -- {current running {key n p50 p99 max stall rows/s {hist}} ...} */
+/* gvd::stats -- {current running {key n p50 p99 max stall M iter/s {hist}} ...} */
 static int stats_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
                     tkb_result_t *res) {
   (void)tk;
@@ -553,14 +586,15 @@ static int shutdown_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
   return 0;
 }
 
-/* gvd::snapshot -- tell a watching script that the window is ready. */
+/* gvd::snapshot -- the figures are final; tell a watching script that the
+ * window is ready for its screenshot. */
 static int snapshot_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
                        tkb_result_t *res) {
   (void)tk;
-  (void)arg;
   (void)argc;
   (void)argv;
   (void)res;
+  ((app_t *)arg)->frozen = 1;
   printf("snapshot: ready\n");
   fflush(stdout);
   return 0;
@@ -588,15 +622,15 @@ static void print_stats(app_t *a) {
          "thread(s) compute\n",
          a->nthreads);
   printf("%-16s %7s %10s %10s %10s %11s %8s\n", "policy", "events", "p50", "p99",
-         "max", "UI stall", "rows/s");
+         "max", "UI stall", "Mit/s");
   for (int p = 0; p < NPOL; p++) {
     const polstat_t *s = &a->st[p];
     if (s->n == 0) continue;
     summary_t m;
     summarise(s, &m);
     double stall = s->gap_max_ns > 20000000u ? (double)(s->gap_max_ns - 20000000u) / 1e6 : 0;
-    double rate = s->run_ns ? (double)s->rows * 1e9 / (double)s->run_ns : 0;
-    printf("%-16s %7zu %8.1fus %8.1fus %8.1fus %9.1fms %8.0f\n", policies[p].key, m.n,
+    double rate = s->run_ns ? (double)s->work * 1e3 / (double)s->run_ns : 0;
+    printf("%-16s %7zu %8.1fus %8.1fus %8.1fus %9.1fms %8.1f\n", policies[p].key, m.n,
            m.p50_us, m.p99_us, m.max_us, stall, rate);
   }
   for (int p = 0; p < NPOL; p++) {
@@ -605,10 +639,10 @@ static void print_stats(app_t *a) {
     summary_t m;
     summarise(s, &m);
     printf("STAT policy=%s events=%zu clicks=%llu p50_us=%.1f p99_us=%.1f max_us=%.1f "
-           "click_max_us=%.1f frames=%llu ui_gap_max_ms=%.1f rows=%llu\n",
+           "click_max_us=%.1f frames=%llu ui_gap_max_ms=%.1f work_miter=%.1f\n",
            policies[p].key, m.n, (unsigned long long)s->clicks, m.p50_us, m.p99_us,
            m.max_us, (double)s->click_max_ns / 1e3, (unsigned long long)s->frames,
-           (double)s->gap_max_ns / 1e6, (unsigned long long)s->rows);
+           (double)s->gap_max_ns / 1e6, (double)s->work / 1e6);
   }
   gvl_stats_t g;
   if (gvl_stats(a->gvl, &g) == 0)
@@ -617,8 +651,7 @@ static void print_stats(app_t *a) {
            (unsigned long long)g.acquires, (unsigned long long)g.boosts,
            (unsigned long long)g.boosts_refused, (unsigned long long)g.preemptions,
            (unsigned long long)g.handoffs);
-  printf("rows not drawn (the window was behind): %llu\n",
-         (unsigned long long)atomic_load(&a->rows_skipped));
+  printf("rows drawn in %llu batches\n", (unsigned long long)atomic_load(&a->flushes));
   fflush(stdout);
 }
 
@@ -749,6 +782,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   pthread_mutex_init(&a->mu, NULL);
+  pthread_mutex_init(&a->fb_mu, NULL);
   pthread_cond_init(&a->cv, NULL);
   make_palette();
   a->gvl = gvl_create(NULL);
@@ -780,5 +814,6 @@ int main(int argc, char **argv) {
   if (rc != 0) fprintf(stderr, "responsive: gvl_destroy: %s\n", gvl_strerror(rc));
   pthread_cond_destroy(&a->cv);
   pthread_mutex_destroy(&a->mu);
+  pthread_mutex_destroy(&a->fb_mu);
   return code;
 }

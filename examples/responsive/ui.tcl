@@ -1,6 +1,6 @@
 # ui.tcl -- the window of the responsive demo.  Compiled into the program
 # (see CMakeLists.txt).  The gvd:: commands are defined in responsive.c:
-#   gvd::stamp, gvd::frame, gvd::drawn   plain Tcl commands (no GVL)
+#   gvd::stamp, gvd::frame, gvd::flush   plain Tcl commands (no GVL)
 #   gvd::probe, gvd::run, gvd::policy,   host commands (run under the GVL,
 #   gvd::stats, gvd::quit, gvd::snapshot   taken by tkbridge with the boost)
 # Before this script runs, main sets ui::script, ui::phase_ms, ui::nthreads,
@@ -105,7 +105,7 @@ proc ui::build {} {
   # All policies so far.
   frame .t -background #252a32
   place .t -x 10 -y 442 -width 940 -height 170
-  set cols {policy events "p50" "p99" "max" "longest UI stall" "rows/s"}
+  set cols {policy events "p50" "p99" "max" "longest UI stall" "work (M iter/s)"}
   set c 0
   foreach h $cols {
     label .t.h$c -text $h -foreground $dim -background #252a32 -font {Helvetica 11 bold}
