@@ -106,11 +106,44 @@ static void no_preempt_at_equal_prio(int holder_prio, int waiter_prio) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* A preempt request and an interrupt pending together: the safe point that
+ * sees them reports EINTR exactly once and still hands over to the booster
+ * (with an hour-long slice, a lost request would hang the loop). */
+static void preempt_and_interrupt(void) {
+  gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
+  tgvl_log_reset(&hlog);
+  g = gvl_create(&cfg);
+  CHECK(g != NULL);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  CHECK_OK(gvl_acquire(me));
+  flag = 0;
+  int prio = GVL_PRIO_BOOST;
+  pthread_t th;
+  tgvl_spawn(&th, booster, &prio);
+  tgvl_wait_ge(&hlog.count[GVL_EV_PREEMPT_REQ], 1); /* request is set */
+  CHECK_OK(gvl_thread_interrupt(me));
+  int eintr = 0;
+  while (!flag) {
+    int r = gvl_check_ints(me);
+    CHECK(r == 0 || r == EINTR);
+    eintr += r == EINTR;
+  }
+  CHECK_EQ(eintr, 1);
+  CHECK_OK(gvl_check_ints(me));
+  CHECK_OK(gvl_release(me));
+  tgvl_join(th);
+  CHECK_EQ(tgvl_tstats(me).preemptions, 1);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
 int main(void) {
   tgvl_watchdog(60);
   boost_preempts(GVL_PRIO_BOOST);
   boost_preempts(1);
   boost_preempts(GVL_PRIO_MAX);
+  preempt_and_interrupt();
   no_preempt_at_equal_prio(0, 0);
   no_preempt_at_equal_prio(0, -5);
   no_preempt_at_equal_prio(GVL_PRIO_BOOST, GVL_PRIO_BOOST);

@@ -261,6 +261,11 @@ static void timed(void) {
   CHECK_EQ(gvl_cond_timedwait(me, &cnd, &mtx, 1000000), ETIMEDOUT);
   CHECK(gvl_thread_holds(me));
   CHECK_EQ(gvl_mutex_lock(me, &mtx), EDEADLK);
+  CHECK_EQ(gvl_cond_timedwait(me, &cnd, &mtx, 0), ETIMEDOUT); /* at once */
+  CHECK(gvl_thread_holds(me));
+  CHECK_EQ(gvl_mutex_lock(me, &mtx), EDEADLK);
+  CHECK_OK(gvl_cond_destroy(&cnd)); /* nobody left linked on it */
+  CHECK_OK(gvl_cond_init(&cnd));
 
   /* A wait that another thread ends: the GVL and the mutex are free
    * while waiting (an hour's timeout: only the signal can end it). */

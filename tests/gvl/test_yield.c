@@ -51,8 +51,8 @@ static void lone_yield(void) {
 }
 
 static void *record_once(void *arg) {
-  (void)arg;
-  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  int prio = arg ? *(int *)arg : 0;
+  gvl_thread_t *t = gvl_thread_attach(g, prio);
   CHECK(t != NULL);
   CHECK_OK(gvl_acquire(t));
   seq[nseq++] = 1;
@@ -61,14 +61,16 @@ static void *record_once(void *arg) {
   return NULL;
 }
 
-static void yield_with_waiter(void) {
+/* The waiter may have any priority, even below the yielder's: yield hands
+ * the GVL to the best waiter there is. */
+static void yield_with_waiter(int waiter_prio) {
   g = make(TGVL_HOUR_NS);
   gvl_thread_t *me = gvl_thread_attach(g, 0);
   CHECK(me != NULL);
   CHECK_OK(gvl_acquire(me));
   nseq = 0;
   pthread_t th;
-  tgvl_spawn(&th, record_once, NULL);
+  tgvl_spawn(&th, record_once, &waiter_prio);
   tgvl_wait_ge(&hlog.count[GVL_EV_READY], 1);
   CHECK_OK(gvl_yield(me));
   CHECK(gvl_thread_holds(me));
@@ -103,8 +105,12 @@ static void *pingpong(void *arg) {
 
 /* Main holds while both threads queue (0 first), then lets them go: every
  * yield has a waiter, so records alternate 0,1,0,1,... exactly. */
-static void alternate(void) {
-  g = make(TGVL_HOUR_NS);
+static void alternate(unsigned flags) {
+  gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
+  cfg.flags |= flags;
+  tgvl_log_reset(&hlog);
+  g = gvl_create(&cfg);
+  CHECK(g != NULL);
   gvl_thread_t *me = gvl_thread_attach(g, 0);
   CHECK(me != NULL);
   CHECK_OK(gvl_acquire(me));
@@ -167,8 +173,11 @@ static void preempt_with_waiter(void) {
 int main(void) {
   tgvl_watchdog(60);
   lone_yield();
-  yield_with_waiter();
-  alternate();
+  yield_with_waiter(0);
+  yield_with_waiter(-5);
+  yield_with_waiter(GVL_PRIO_BOOST);
+  alternate(0);
+  alternate(GVL_F_NOSPIN);
   preempt_with_waiter();
   lone_yield(); /* again, after a GVL has seen contention in this process */
   puts("ok");
