@@ -669,12 +669,30 @@ static int acq_cmp(const void *a, const void *b) {
   return x->i < y->i ? -1 : x->i > y->i;
 }
 
+/* Length of the valid UTF-8 sequence at p, or 0.  (Names are cut at 31
+ * bytes, possibly inside a character; JSON must be valid UTF-8.) */
+static int utf8_len(const unsigned char *p) {
+  int n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+  unsigned lo = 0x80, hi = 0xbf;   /* allowed range of the second byte */
+  if (p[0] == 0xe0) lo = 0xa0;     /* no overlong forms */
+  if (p[0] == 0xed) hi = 0x9f;     /* no surrogates */
+  if (p[0] == 0xf0) lo = 0x90;
+  if (p[0] == 0xf4) hi = 0x8f;     /* nothing above U+10FFFF */
+  if (p[0] > 0xf4 || !n || p[1] < lo || p[1] > hi) return 0;
+  for (int i = 2; i < n; i++)
+    if ((p[i] & 0xc0) != 0x80) return 0;
+  return n;
+}
+
 static void put_str(FILE *f, const char *str) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)(str ? str : ""); *p; p++) {
+    int n;
     if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
     else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-    else fputc(*p, f);
+    else if (*p < 0x80) fputc(*p, f);
+    else if ((n = utf8_len(p))) fwrite(p, 1, (size_t)n, f), p += n - 1;
+    else fputs("\\ufffd", f);
   }
   fputc('"', f);
 }

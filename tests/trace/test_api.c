@@ -75,6 +75,14 @@ static void cycles(const ttrace_env_t *e, gvl_t *g) {
                "--has", "callback@main \"quoted\"\n", "--has", "queue@main \"quoted\"\n",
                "--has", "queued@main \"quoted\"\n");
 
+  /* 30 ASCII bytes then a 3-byte character: the kept 31 bytes end inside
+   * it, and a non-UTF-8 category; the file must still be valid JSON. */
+  CHECK_OK(gvl_trace_set_thread_name("abcdefghijklmnopqrstuvwxyz0123\xe2\x82\xac"));
+  CHECK_OK(gvl_trace_start(g, p2, NULL));
+  CHECK_OK(gvl_trace_instant(g, "bad\xff\xfe", "x", 0));
+  CHECK_OK(gvl_trace_stop(g));
+  TTRACE_CHECK(e, p2, "--holds", "0");
+
   CHECK_OK(gvl_trace_set_thread_name("second"));
   CHECK_OK(gvl_trace_start(g, p2, NULL));
   for (int i = 0; i < 3; i++) {
