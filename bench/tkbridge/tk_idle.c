@@ -5,7 +5,7 @@
  *
  *   tk_idle [--quick] [--runs N]
  *
- * Each app shows a button and does nothing.  Measured from 1 s after start
+ * Each app shows a button and does nothing.  Measured from 2 s after start
  * (startup excluded) to the end of the window, summed over all its threads:
  * CPU time from /proc/PID/task/T/schedstat (ns), wake-ups as voluntary
  * context switches.  Without $DISPLAY a private Xvfb is started.
@@ -86,7 +86,7 @@ static int spawn(char *const argv[]) {
 static void measure(const char *variant, char *const argv[], long window_ms) {
   int pid = spawn(argv);
   if (pid < 0) return;
-  sleep_ms(1000);
+  sleep_ms(2000); /* startup (fonts, first map) is not idle time */
   int status;
   if (waitpid(pid, &status, WNOHANG) == pid) {
     fprintf(stderr, "tk_idle: %s exited early (not installed?)\n", variant);
