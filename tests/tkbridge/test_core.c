@@ -819,6 +819,37 @@ static void t_two_loops(void) {
   fx_stop(&b.f);
 }
 
+/* evl no_thread mode: the host runs the loop (and so Tcl/Tk) on a thread of
+ * its own choosing, as a port that needs Tk on the main thread would. */
+static void *run_loop(void *arg) {
+  CHECK_RC(evl_run(arg), 0);
+  return NULL;
+}
+
+static void t_no_thread(void) {
+  gvl_t *g = gvl_create(NULL);
+  evl_config_t ec;
+  memset(&ec, 0, sizeof ec);
+  CHECK_RC(tkb_evl_config(&ec), 0);
+  ec.no_thread = 1;
+  evl_t *l = evl_start(g, &ec);
+  CHECK(l != NULL);
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, run_loop, l) == 0);
+  tkb_config_t tc;
+  memset(&tc, 0, sizeof tc);
+  tc.no_tk = 1;
+  tkb_t *tk = NULL;
+  CHECK_RC(tkb_start(l, &tc, &tk), 0);
+  fx_expect(tk, "after 1 {set ::v ok}; vwait ::v; set ::v", "ok");
+  CHECK_RC(evl_stop(l), 0);
+  pthread_join(th, NULL);
+  CHECK_RC(tkb_eval(tk, "set ::v", NULL), ECANCELED);
+  CHECK_RC(tkb_destroy(tk), 0);
+  CHECK_RC(evl_destroy(l), 0);
+  CHECK_RC(gvl_destroy(g), 0);
+}
+
 /* ---- bad arguments --------------------------------------------------------------- */
 
 static int noop_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
@@ -936,6 +967,7 @@ static const tcase_t cases[] = {
     {"interrupt", t_interrupt},
     {"thread_alert", t_thread_alert},
     {"two_loops", t_two_loops},
+    {"no_thread", t_no_thread},
     {"other_thread", t_other_thread},
     {"bad_args", t_bad_args},
     {NULL, NULL}};
