@@ -5,7 +5,7 @@
 
 One panel per trace, stacked; in each panel one row per thread:
     hold (green), hold boosted (red), wait (yellow), wait boosted (orange),
-    blocking region (blue), cond wait (purple), preempt request (black
+    wake-up (grey: handed the GVL, not running yet), blocking region (blue), cond wait (purple), preempt request (black
     tick above the row), handoff (grey line from the releaser's row to the
     receiver's), and below each row a thin strip with the spans recorded by
     other layers (evloop, Tk, host callbacks).
@@ -50,9 +50,11 @@ FONT = {
 COLORS = {
     "hold": (46, 160, 67), "hold boosted": (214, 39, 40),
     "wait": (240, 200, 40), "wait boosted": (255, 127, 14),
+    "wake-up": (160, 160, 160),
     "blocking": (70, 120, 210), "cond wait": (148, 103, 189),
 }
-LEGEND = ["hold", "hold boosted", "wait", "wait boosted", "blocking", "cond wait"]
+LEGEND = ["hold", "hold boosted", "wait", "wait boosted", "wake-up", "blocking",
+          "cond wait"]
 BG, FG, GRID = (255, 255, 255), (20, 20, 20), (225, 225, 225)
 LAYER, HANDOFF, PREEMPT = (120, 180, 190), (150, 150, 150), (0, 0, 0)
 
@@ -170,6 +172,33 @@ def nice_step(span_ms, target=10):
     return raw
 
 
+def fmt_us(us):
+    return f"{us:.0f} US" if us < 1000 else f"{us / 1000:.1f} MS"
+
+
+def summary(tr, a_us, b_us):
+    """Per thread, over the window: share of time holding, median wait."""
+    out = []
+    for tid in tr.tids:
+        held, waits, last_end = 0.0, [], None
+        for t, s, e, name in sorted(tr.spans, key=lambda x: x[1]):
+            if t != tid or e < a_us or s > b_us:
+                continue
+            if name.startswith("hold"):
+                held += min(e, b_us) - max(s, a_us)
+            elif name == "wake-up" and waits and last_end == s:
+                waits[-1] += e - s     # the rest of the same wait
+            elif name.startswith("wait") or name == "wake-up":
+                waits.append(e - s)
+            last_end = e
+        waits.sort()
+        text = f"{tr.names.get(tid, str(tid))[:16]}: HOLDS {100 * held / max(b_us - a_us, 1e-9):.0f}%"
+        if waits:
+            text += f" WAIT P50 {fmt_us(waits[len(waits) // 2])}"
+        out.append(text)
+    return "   ".join(out)
+
+
 def draw_panel(img, tr, y0, title, win):
     a, b = win if win else (0.0, tr.end / 1000.0)
     a_us, b_us = a * 1000.0, b * 1000.0
@@ -180,7 +209,8 @@ def draw_panel(img, tr, y0, title, win):
 
     lost = tr.other.get("lost_events", 0)
     head = f"{title}   {b - a:.1f} MS" + (f"   LOST EVENTS {lost}" if lost else "")
-    img.text(MARGIN, y0 + 6, head, FG, 2)
+    x = img.text(MARGIN, y0 + 6, head, FG, 2)
+    img.text(x + 24, y0 + 6, summary(tr, a_us, b_us), (90, 90, 90), 2)
     top = y0 + 30
     rows = {tid: top + i * (ROW + LAYER_H + GAP) for i, tid in enumerate(tr.tids)}
     step = nice_step(b - a)

@@ -4,7 +4,14 @@
  *
  * What is recorded, per OS thread, from the GVL's own events:
  *   "wait" / "wait boosted"   from the moment a thread queues for the GVL
- *                             until it gets it (args: prio)
+ *                             until it gets it (args: prio, cpu)
+ *   "wake-up"                 the end of a wait that was a handoff: from the
+ *                             releaser's SUSPENDED (read just before it
+ *                             hands over in gvl_release, just after in a
+ *                             yield or preemption) to this thread's
+ *                             RESUMED: the handoff and the receiver's
+ *                             wake-up, while nobody runs with the GVL
+ *                             (args: from)
  *   "hold" / "hold boosted"   from each acquisition to the release (args:
  *                             prio, req_prio, from/handoff_to: the thread
  *                             the GVL came from / was handed to, reason:

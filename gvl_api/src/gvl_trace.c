@@ -615,8 +615,11 @@ void gvl__trace_fini(gvl_t *g) {
  *    are the sequence of holders (one holder at a time, so their clock
  *    reads, taken while holding, are in true order);
  *  - a hold ends at its thread's SUSPENDED, or at the next holder's
- *    RESUMED if that is earlier (a releaser reads the clock after handing
- *    over, so its SUSPENDED may come a little after the next RESUMED);
+ *    RESUMED if that is earlier (a thread that yields or is preempted
+ *    reports SUSPENDED after handing over, so it may come a little after
+ *    the next RESUMED);
+ *  - a wait that ends in a handoff is split at the previous hold's end:
+ *    the rest ("wake-up") is the handoff and the receiver's wake-up;
  *  - READY..RESUMED is waiting; SUSPENDED(blocking)..READY/RESUMED is a
  *    blocking region, SUSPENDED(cond wait)..RESUMED a condition wait;
  *  - a hold that began after waiting was handed over by the previous
@@ -844,12 +847,30 @@ static void emit_flow_in(wr_t *w, uint32_t b, size_t k) {
 }
 
 /* Close whatever non-hold state is open at ns. */
-static void close_gap(wr_t *w, uint32_t b, st_t *st, uint64_t ns) {
+/* The start of the wake-up that ends a wait with acquisition k: the end of
+ * the previous holder's hold when it handed the GVL over, or 0 if k was not
+ * a handoff.  From then on nobody runs with the GVL until k's RESUMED. */
+static uint64_t wake_start(const wr_t *w, uint32_t b, long k, uint64_t since,
+                           uint64_t ns) {
+  if (k <= 0 || !w->acq_waited[k] || w->acq[k - 1].b == b) return 0;
+  uint64_t at = w->acq_end[k - 1];
+  return at > since && at < ns ? at : 0;
+}
+
+/* Close whatever non-hold state is open at ns; k: the acquisition at ns
+ * (-1 if none). */
+static void close_gap(wr_t *w, uint32_t b, st_t *st, uint64_t ns, long k) {
   char args[80];
   if (st->kind == ST_WAIT) {
+    uint64_t wake = wake_start(w, b, k, st->since, ns);
     snprintf(args, sizeof args, "\"prio\":%d,\"req_prio\":%d,\"cpu\":%d",
              st->prio, st->req, st->cpu);
-    emit_span(w, b, st->prio > 0 ? "wait boosted" : "wait", st->since, ns, args);
+    emit_span(w, b, st->prio > 0 ? "wait boosted" : "wait", st->since,
+              wake ? wake : ns, args);
+    if (wake) {
+      snprintf(args, sizeof args, "\"from\":%d", w->tids[w->acq[k - 1].b]);
+      emit_span(w, b, "wake-up", wake, ns, args);
+    }
   } else if (st->kind == ST_BLOCK) {
     emit_span(w, b, "blocking", st->since, ns, NULL);
   } else if (st->kind == ST_COND) {
@@ -875,13 +896,13 @@ static void on_gvl_rec(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
      * hold ended. */
     uint64_t since = st->handed_at && st->handed_at < r->ns ? st->handed_at : r->ns;
     if (st->kind == ST_HOLD) emit_hold(w, b, st, "release");
-    close_gap(w, b, st, r->ns);
+    close_gap(w, b, st, r->ns, -1);
     *st = (st_t){ST_WAIT, since, r->prio, r->req, r->cpu, 0, st->depth, 0};
     break;
   }
   case GVL_EV_RESUMED:
     if (st->kind == ST_HOLD) emit_hold(w, b, st, "release");
-    close_gap(w, b, st, r->ns);
+    close_gap(w, b, st, r->ns, w->rk[b][i]);
     *st = (st_t){ST_HOLD, r->ns, r->prio, r->req, r->cpu, (size_t)w->rk[b][i],
                  st->depth, 0};
     emit_flow_in(w, b, st->k);
@@ -889,7 +910,7 @@ static void on_gvl_rec(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
   case GVL_EV_SUSPENDED: {
     bool handed = r->why == W_YIELD || r->why == W_PREEMPT;
     if (st->kind == ST_HOLD) emit_hold(w, b, st, why_name[r->why]);
-    close_gap(w, b, st, r->ns);
+    close_gap(w, b, st, r->ns, -1);
     if (!handed) st->handed_at = 0;
     st->kind = r->why == W_BLOCK ? ST_BLOCK : r->why == W_COND ? ST_COND : ST_NONE;
     st->since = r->ns;
@@ -953,7 +974,7 @@ static void write_thread(wr_t *w, uint32_t b) {
     else on_gvl_rec(w, b, &st, r, i);
   }
   if (st.kind == ST_HOLD) emit_hold(w, b, &st, "trace stopped");
-  else close_gap(w, b, &st, end);
+  else close_gap(w, b, &st, end, -1);
   while (st.depth--) {
     ev_open(w, "E", "", "", w->pid_layers, b, w->s->t_end);
     fputc('}', w->f);

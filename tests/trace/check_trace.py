@@ -27,8 +27,8 @@ import json
 import sys
 from collections import defaultdict
 
-GVL_STATES = {"wait", "wait boosted", "hold", "hold boosted", "blocking",
-              "cond wait"}
+GVL_STATES = {"wait", "wait boosted", "wake-up", "hold", "hold boosted",
+              "blocking", "cond wait"}
 failures = []
 
 
