@@ -35,7 +35,7 @@ typedef struct {
 } usage_t;
 
 static int read_task(int pid, const char *tid, usage_t *u) {
-  char path[128], line[256];
+  char path[320], line[256];   /* tid is a d_name: up to 255 bytes */
   snprintf(path, sizeof path, "/proc/%d/task/%s/schedstat", pid, tid);
   FILE *f = fopen(path, "r");
   if (f == NULL) return -1;
