@@ -102,6 +102,15 @@ rc=0
 wait "$apid" || rc=$?
 apid=""
 sed -n '/^dispatch latency/,$p' "$log"
+# One line for a newcomer: how much sooner gvloop ran the event's host code.
+awk '/^STAT /{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+               p50[f["policy"]] = f["p50_us"] + 0 }
+     END { g = p50["gvloop"]; if (g <= 0) exit
+           line = sprintf("median wait from event to host code: gvloop %.0f us", g)
+           n = split("cpython cond-timer gvloop-noboost", k, " ")
+           for (i = 1; i <= n; i++) if (p50[k[i]] > 0)
+             line = line sprintf(", %s %.1f ms (%.0fx)", k[i], p50[k[i]] / 1000, p50[k[i]] / g)
+           print line }' "$log"
 if [ $rc != 0 ]; then
   echo "run_demo.sh: the demo exited with status $rc; its output:" >&2
   cat "$log" >&2
