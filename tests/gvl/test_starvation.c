@@ -6,10 +6,18 @@
  * a guard every boosted acquire preempts the worker at once and the worker
  * gets about one unit per flood cycle (1/FLOOD_HOLD of the work).  With a
  * 10% cap the boosted thread is demoted once past its share and the worker
- * must get a large share: we assert the worker did at least as many units as
- * the flood (a share >= 50%, where the cap promises about 90% of the time
- * the flood does not get by plain turns), and that the cap refused some
- * boosts.  Only work counts are compared, no durations.
+ * must get a large share.  Asserted:
+ *  - the cap refused some boosts;
+ *  - the worker was handed the GVL at every flood release (it always waits
+ *    while the flood holds: no barging) and worked at least once per turn;
+ *  - the worker did at least a quarter as many units as the flood (a share
+ *    >= 20%; unloaded it does 2-3x the flood, and without a guard about
+ *    1/FLOOD_HOLD of it).  The cap is on GVL time, and on a heavily loaded
+ *    machine the handoffs the flood forces cost the worker CPU time, hence
+ *    the loose bound.  Only work counts are compared, no durations.
+ *
+ * cap: the cap refuses a boost deterministically once boosted holds filled
+ * the window, and the refused acquire queues at normal priority.
  *
  * aging: a thread at a very low priority waits while two normal threads
  * yield to each other forever; aging must get it served (the watchdog fails
@@ -28,6 +36,7 @@ static volatile int started;        /* guarded by the GVL */
 static volatile int stop;           /* guarded by the GVL */
 static unsigned long worker_units;  /* guarded by the GVL */
 static unsigned long flood_units;   /* guarded by the GVL */
+static gvl_stats_t worker_stats;    /* written before the worker exits */
 static atomic_uint worker_in;
 
 static void *worker(void *arg) {
@@ -42,6 +51,7 @@ static void *worker(void *arg) {
     worker_units++;
     CHECK_OK(gvl_check_ints(t));
   }
+  worker_stats = tgvl_tstats(t);
   CHECK_OK(gvl_release(t));
   CHECK_OK(gvl_thread_detach(t));
   return NULL;
@@ -80,13 +90,73 @@ static void flood(unsigned cycles) {
           "refused %llu\n", worker_units, flood_units,
           (unsigned long long)ms.boosts,
           (unsigned long long)ms.boosts_refused);
-  CHECK_GE(worker_units, flood_units);
+  CHECK_GE(worker_units * 4, flood_units);
+  CHECK_GE(worker_stats.handoffs, cycles);
+  CHECK_GE(worker_units, cycles);
   CHECK_GE(s.boosts_refused, 1);
   CHECK_EQ(s.boosts_refused, ms.boosts_refused);
   CHECK_LE(ms.boosts_refused, cycles);
   CHECK_GE(ms.boosts, 1);
   CHECK_LE(ms.boosts, cycles);
   CHECK_GE(ms.boosts + ms.boosts_refused, cycles);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* The cap itself, independent of scheduling: boosted holds by one thread
+ * alone fill the window (they are ~100% of the time while it loops), so a
+ * contended boosted acquire right after is refused: it queues at normal
+ * priority, which does not ask a normal holder to give up (an hour-long
+ * slice: the holder keeps the GVL through many safe points). */
+static tgvl_log_t caplog;
+static atomic_uint boosted_done;
+static volatile int capped_ran; /* guarded by the GVL */
+
+static void *fill_then_boost(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  for (int i = 0; i < 40; i++) {
+    CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
+    tgvl_work(FLOOD_HOLD);
+    CHECK_OK(gvl_release(t));
+  }
+  atomic_store(&boosted_done, 1);
+  tgvl_wait_ge(&boosted_done, 2); /* main holds the GVL now */
+  CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
+  capped_ran = 1;
+  gvl_stats_t s = tgvl_tstats(t);
+  CHECK_EQ(s.boosts, 40);
+  CHECK_EQ(s.boosts_refused, 1);
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void cap_refuses(void) {
+  gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &caplog);
+  cfg.boost_cap_pct = 10;
+  cfg.cap_window_ns = 100000000;
+  g = gvl_create(&cfg);
+  CHECK(g != NULL);
+  capped_ran = 0;
+  atomic_store(&boosted_done, 0);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  pthread_t th;
+  tgvl_spawn(&th, fill_then_boost, NULL);
+  tgvl_wait_ge(&boosted_done, 1);
+  CHECK_OK(gvl_acquire(me));
+  unsigned ready = tgvl_count(&caplog, GVL_EV_READY);
+  atomic_store(&boosted_done, 2);
+  tgvl_wait_ge(&caplog.count[GVL_EV_READY], ready + 1);
+  for (int i = 0; i < 200000; i++) CHECK_OK(gvl_check_ints(me));
+  CHECK_EQ(capped_ran, 0);
+  CHECK_EQ(tgvl_tstats(me).preempt_reqs, 0);
+  CHECK_OK(gvl_release(me));
+  tgvl_join(th);
+  CHECK_EQ(capped_ran, 1);
+  CHECK_EQ(tgvl_stats(g).boosts_refused, 1);
   CHECK_OK(gvl_thread_detach(me));
   CHECK_OK(gvl_destroy(g));
 }
@@ -148,6 +218,7 @@ static void aging(void) {
 int main(void) {
   tgvl_watchdog(120);
   unsigned slow = (unsigned)tgvl_slow();
+  cap_refuses();
   flood(slow > 1 ? 60 : 240);
   aging();
   puts("ok");
