@@ -180,7 +180,15 @@ static int run_variant(const char *variant, int boost, int hogs, int n, int with
   free(res);
   atomic_store(&hog_stop, 1);
   for (int i = 0; i < hogs; i++) pthread_join(th[i], NULL);
-  report(with_tk ? "tk_latency_event" : "tk_latency", variant);
+  const char *bench = with_tk ? "tk_latency_event" : "tk_latency";
+  report(bench, variant);
+  gvl_stats_t gs;
+  if (gvl_stats(g, &gs) == 0) { /* a refused boost would explain a tail */
+    printf("RESULT %s %s boosts_refused %llu\n", bench, variant,
+           (unsigned long long)gs.boosts_refused);
+    printf("RESULT %s %s preemptions %llu\n", bench, variant,
+           (unsigned long long)gs.preemptions);
+  }
   tkb_destroy(tk);
   evl_destroy(l);
   gvl_destroy(g);
@@ -214,6 +222,8 @@ int main(int argc, char **argv) {
   printf("META tk_latency p99_us us low as p50_us, 99th percentile\n");
   printf("META tk_latency max_us us low as p50_us, worst\n");
   printf("META tk_latency samples count none events measured\n");
+  printf("META tk_latency boosts_refused count none boosted acquisitions demoted by the GVL's cap\n");
+  printf("META tk_latency preemptions count none safe points that gave the GVL up\n");
   printf("INFO tk_latency notifier %s\n", tkb_notifier_name());
   calibrate();
   for (int r = 0; r < runs; r++) {
