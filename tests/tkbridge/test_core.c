@@ -778,6 +778,8 @@ static void *plain_tcl_thread(void *arg) {
 
 static void t_other_thread(void) {
   fx_t f;
+  CHECK_RC(tkb_notifier_install(), 0); /* before any Tcl use; idempotent */
+  CHECK_RC(tkb_notifier_install(), 0);
   fx_start(&f, 1);
   pthread_t th;
   CHECK(pthread_create(&th, NULL, plain_tcl_thread, NULL) == 0);

@@ -177,6 +177,13 @@ TKB_EXPORT evl_t *tkb_evl(tkb_t *tk);
  * the GVL); after stop they hold the values at teardown. */
 TKB_EXPORT int tkb_stats(tkb_t *tk, tkb_stats_t *out);
 
+/* [any] Install the libuv notifier for the whole process now.  tkb_start
+ * does it too; a host that also uses Tcl elsewhere (other threads, its own
+ * interps) must call this first, before anything else of Tcl runs, because
+ * Tcl_SetNotifier cannot replace a notifier that threads already use.
+ * Idempotent; returns 0 or an errno code. */
+TKB_EXPORT int tkb_notifier_install(void);
+
 /* [any] Name of the notifier integration in use ("libuv-notifier"). */
 TKB_EXPORT const char *tkb_notifier_name(void);
 

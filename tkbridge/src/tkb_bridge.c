@@ -389,6 +389,10 @@ int tkb_stats(tkb_t *tk, tkb_stats_t *out) {
   return 0;
 }
 
+int tkb_notifier_install(void) {
+  return tkb__ntf_install();
+}
+
 const char *tkb_notifier_name(void) {
   return tkb__ntf_name();
 }
