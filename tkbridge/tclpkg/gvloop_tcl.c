@@ -1,0 +1,648 @@
+/*
+ * gvloop_tcl.c -- the gvloop Tcl package: `package require gvloop` in a
+ * stock tclsh or wish.
+ *
+ * Tcl's stock notifier stays; libuv is driven from it through the notifier
+ * seam's second implementation (tkbridge/src/tkb_notifier_tcl.c, compiled in
+ * here).  Per interpreter THREAD there is one evloop, created by the first
+ * interpreter of the thread that loads the package and stopped with the
+ * last; per process one GVL.  The Tcl thread becomes the evloop's loop
+ * thread (gvt_fiber.c), so host callbacks run on it from Tcl's event loop,
+ * under the boosted GVL, and never while Tcl waits.
+ *
+ * Commands (namespace gvloop):
+ *   stats                 dict of GVL, evloop and notifier counters
+ *   ping ?-noboost?       run a trivial host callback under the GVL (boosted
+ *                         unless -noboost); returns the time it started, in
+ *                         microseconds on [clock microseconds]'s clock
+ *   hog start ?N?         start N (default 1) threads holding the GVL in a
+ *                         CPU loop with a safe point every ~1 us of work
+ *   hog stop              stop and join this interp's hogs
+ *   hog count             number of this interp's hogs
+ *   timer ms script       a libuv timer: script runs once after ms; returns
+ *                         an id
+ *   readable chan script  a libuv watch on chan's descriptor: script runs
+ *                         each time it is readable; returns an id
+ *   cancel id             end a timer or watch
+ *   threads               number of threads of the process (/proc)
+ *   notifier              name of the integration ("tcl-notifier")
+ * Scripts of timers and watches run at global level from the evloop's
+ * dispatch (not inside uv_run) without the GVL; errors go to bgerror.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <tcl.h>
+#include <tk.h>
+
+#include "gvloop_tcl.h"
+#include "gvt_fiber.h"
+#include "tkb_notifier.h"
+
+#ifndef GVLOOP_TCL_PKG_VERSION
+#define GVLOOP_TCL_PKG_VERSION "0.1.0"
+#endif
+#define GVT_ASSOC "gvloop"
+#define GVT_MAX_HOGS 64
+
+#if defined(__GNUC__)
+#define GVT_EXPORT __attribute__((visibility("default")))
+#else
+#define GVT_EXPORT
+#endif
+
+/* Tcl's entry points (load looks them up by name). */
+GVT_EXPORT int Gvloop_Init(Tcl_Interp *ip);
+GVT_EXPORT int Gvloop_Unload(Tcl_Interp *ip, int flags);
+
+/* ---- state ---------------------------------------------------------------- */
+
+/* The process GVL.  Global because it IS process-wide: every interpreter
+ * thread, hog and extension in the process shares it. */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static gvl_t *g_gvl;             /* g_mu */
+static int g_refs;               /* g_mu: threads with a loop */
+static unsigned long g_spin_per_us; /* g_mu: hog calibration (0 = not yet) */
+static atomic_int g_exiting;     /* Tcl is exiting: hogs stop */
+static int g_exit_handler;       /* g_mu */
+
+/* The loop of one interpreter thread. */
+typedef struct {
+  evl_t *l;
+  gvt_fiber_t *fib;
+  int refs;                      /* interps of this thread using it */
+  int busy;                      /* scripts of registrations on the stack */
+  int pending;                   /* refs reached 0 while busy: free later */
+} gvt_thread_t;
+
+/* Per thread, as the evloop's loop-thread role is. */
+static _Thread_local gvt_thread_t *t_self;
+
+typedef struct gvt_reg gvt_reg_t;
+typedef struct gvt_interp gvt_interp_t;
+
+/* A timer or fd watch made by a command.  Freed at its last call. */
+struct gvt_reg {
+  gvt_interp_t *gi;              /* NULL once the interp is gone */
+  evl_id_t id;
+  Tcl_Obj *script;
+  int repeating;
+  gvt_reg_t *next, *prev;        /* gi's list */
+};
+
+typedef struct {
+  pthread_t th;
+  atomic_int stop;
+  unsigned long spin;
+} gvt_hog_t;
+
+struct gvt_interp {
+  Tcl_Interp *ip;
+  gvt_thread_t *th;
+  gvt_reg_t *regs;
+  gvt_hog_t *hogs[GVT_MAX_HOGS];
+  int nhogs;
+  uint64_t pings;
+};
+
+/* ---- the process GVL -------------------------------------------------------- */
+
+static gvl_t *gvl_ref(void) {
+  gvl_t *g;
+  pthread_mutex_lock(&g_mu);
+  if (g_gvl == NULL) g_gvl = gvl_create(NULL);
+  g = g_gvl;
+  if (g != NULL) g_refs++;
+  pthread_mutex_unlock(&g_mu);
+  return g;
+}
+
+/* The last thread gone: destroy the GVL unless some thread is still
+ * attached (a host's own thread), in which case it stays for the process. */
+static void gvl_unref(void) {
+  pthread_mutex_lock(&g_mu);
+  if (--g_refs == 0 && g_gvl != NULL && gvl_destroy(g_gvl) == 0) g_gvl = NULL;
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* ---- the thread's loop ------------------------------------------------------- */
+
+static void thread_on_stop(void *arg) {
+  (void)arg;  /* the loop stops only when we stop it: nothing to unwind */
+}
+
+static void thread_free(gvt_thread_t *t) {
+  if (t->l != NULL) evl_destroy(t->l);
+  gvt_fiber_free(t->fib);
+  free(t);
+}
+
+static int thread_ref(gvt_thread_t **out) {
+  gvt_thread_t *t = t_self;
+  gvl_t *g;
+  int err;
+  if (t != NULL) {
+    t->refs++;
+    *out = t;
+    return 0;
+  }
+  if ((g = gvl_ref()) == NULL) return errno ? errno : ENOMEM;
+  if ((t = calloc(1, sizeof *t)) == NULL || (t->fib = gvt_fiber_new()) == NULL) {
+    free(t);
+    gvl_unref();
+    return ENOMEM;
+  }
+  evl_config_t ec = {0};
+  ec.no_thread = 1;
+  ec.driver = gvt_fiber_driver;
+  ec.driver_arg = t->fib;
+  if ((t->l = evl_start(g, &ec)) == NULL) {
+    err = errno ? errno : ENOMEM;
+    thread_free(t);
+    gvl_unref();
+    return err;
+  }
+  if ((err = gvt_fiber_enter(t->fib, t->l)) != 0) {
+    thread_free(t);
+    gvl_unref();
+    return err;
+  }
+  if ((err = tkb__ntf_bind(t->l, thread_on_stop, t)) != 0) {
+    evl_stop(t->l);
+    gvt_fiber_leave(t->fib);
+    thread_free(t);
+    gvl_unref();
+    return err;
+  }
+  t->refs = 1;
+  t_self = t;
+  *out = t;
+  return 0;
+}
+
+/* The last interp of the thread is gone: stop the loop (every pending
+ * registration gets its last call), leave the loop-thread role. */
+static void thread_deferred(ClientData cd);
+
+static void thread_finish(gvt_thread_t *t) {
+  if (t->pending == 2) Tcl_CancelIdleCall(thread_deferred, t);
+  t_self = NULL;
+  evl_stop(t->l);
+  tkb__ntf_unbind();
+  gvt_fiber_leave(t->fib);
+  thread_free(t);
+  gvl_unref();
+}
+
+/* A registration's script that deletes the last interp runs inside
+ * evl_step: the loop cannot be torn down under it, so that waits until the
+ * script has returned and Tcl is idle. */
+static void thread_deferred(ClientData cd) {
+  gvt_thread_t *t = cd;
+  t->pending = 0;
+  if (t->refs == 0 && t->busy == 0) thread_finish(t);
+}
+
+static void thread_unref(gvt_thread_t *t) {
+  if (--t->refs > 0) return;
+  if (t->busy > 0) {
+    if (t->pending == 0) t->pending = 1;
+    return;
+  }
+  thread_finish(t);
+}
+
+/* ---- hogs -------------------------------------------------------------------- */
+
+/* Work the compiler cannot remove: the empty asm makes x opaque. */
+static void spin(unsigned long n) {
+  unsigned long x = 0;
+  for (unsigned long i = 0; i < n; i++) {
+    x += i;
+    __asm__ volatile("" : "+r"(x));
+  }
+}
+
+static unsigned long spin_per_us(void) {
+  unsigned long r;
+  pthread_mutex_lock(&g_mu);
+  if (g_spin_per_us == 0) {
+    uint64_t t0 = gvl_now_ns(), us;
+    unsigned long n = 0;
+    while (gvl_now_ns() - t0 < 20000000ull) {
+      spin(1000);
+      n += 1000;
+    }
+    us = (gvl_now_ns() - t0) / 1000;
+    g_spin_per_us = us && n / us ? n / us : 1;
+  }
+  r = g_spin_per_us;
+  pthread_mutex_unlock(&g_mu);
+  return r;
+}
+
+static void *hog_main(void *arg) {
+  gvt_hog_t *h = arg;
+  gvl_thread_t *t;
+  pthread_mutex_lock(&g_mu);
+  t = g_gvl != NULL ? gvl_thread_attach(g_gvl, GVL_PRIO_NORMAL) : NULL;
+  pthread_mutex_unlock(&g_mu);
+  if (t == NULL) return NULL;
+  gvl_acquire(t);
+  while (!atomic_load_explicit(&h->stop, memory_order_relaxed) &&
+         !atomic_load_explicit(&g_exiting, memory_order_relaxed)) {
+    spin(h->spin);
+    gvl_check_ints(t);
+  }
+  gvl_release(t);
+  gvl_thread_detach(t);
+  return NULL;
+}
+
+static void hogs_stop(gvt_interp_t *gi) {
+  for (int i = 0; i < gi->nhogs; i++) atomic_store(&gi->hogs[i]->stop, 1);
+  for (int i = 0; i < gi->nhogs; i++) {
+    pthread_join(gi->hogs[i]->th, NULL);
+    free(gi->hogs[i]);
+  }
+  gi->nhogs = 0;
+}
+
+static int hogs_start(gvt_interp_t *gi, int n) {
+  unsigned long s = spin_per_us();
+  for (int i = 0; i < n; i++) {
+    gvt_hog_t *h;
+    if (gi->nhogs == GVT_MAX_HOGS) return EAGAIN;
+    if ((h = calloc(1, sizeof *h)) == NULL) return ENOMEM;
+    h->spin = s;
+    int err = pthread_create(&h->th, NULL, hog_main, h);
+    if (err != 0) {
+      free(h);
+      return err;
+    }
+    gi->hogs[gi->nhogs++] = h;
+  }
+  return 0;
+}
+
+static void exit_handler(ClientData cd) {
+  (void)cd;
+  atomic_store(&g_exiting, 1);  /* no hog spins on while Tcl finalizes */
+}
+
+/* ---- registrations ------------------------------------------------------------ */
+
+static void reg_unlink(gvt_reg_t *r) {
+  if (r->gi == NULL) return;
+  if (r->prev != NULL) r->prev->next = r->next;
+  else r->gi->regs = r->next;
+  if (r->next != NULL) r->next->prev = r->prev;
+  r->gi = NULL;
+}
+
+static void reg_free(gvt_reg_t *r) {
+  reg_unlink(r);
+  Tcl_DecrRefCount(r->script);
+  free(r);
+}
+
+/* Run a registration's script (no GVL: EVL_F_NOGVL).  The interp is kept
+ * alive across the script, which may delete it. */
+static void reg_fire(gvt_reg_t *r) {
+  Tcl_Interp *ip;
+  Tcl_Obj *script;
+  gvt_thread_t *t;
+  if (r->gi == NULL) return;
+  ip = r->gi->ip;
+  script = r->script;
+  t = r->gi->th;
+  t->busy++;
+  Tcl_Preserve(ip);
+  Tcl_IncrRefCount(script);
+  if (!Tcl_InterpDeleted(ip) &&
+      Tcl_EvalObjEx(ip, script, TCL_EVAL_GLOBAL) != TCL_OK) {
+    Tcl_BackgroundException(ip, TCL_ERROR);
+  }
+  Tcl_DecrRefCount(script);
+  Tcl_Release(ip);
+  if (--t->busy == 0 && t->pending == 1 && t->refs == 0) {
+    t->pending = 2;  /* scheduled */
+    Tcl_DoWhenIdle(thread_deferred, t);
+  }
+}
+
+static void timer_cb(evl_t *l, void *arg, int status) {
+  gvt_reg_t *r = arg;
+  (void)l;
+  if (status == 0) reg_fire(r);
+  reg_free(r);  /* one-shot: this was its last call */
+}
+
+static void io_cb(evl_t *l, void *arg, int status, unsigned events) {
+  gvt_reg_t *r = arg;
+  (void)l;
+  (void)events;
+  if (status == 0) {
+    reg_fire(r);
+    return;
+  }
+  reg_free(r);  /* ECANCELED or an error: the last call */
+}
+
+static gvt_reg_t *reg_new(gvt_interp_t *gi, Tcl_Obj *script) {
+  gvt_reg_t *r = calloc(1, sizeof *r);
+  if (r == NULL) return NULL;
+  r->gi = gi;
+  r->script = script;
+  Tcl_IncrRefCount(script);
+  r->next = gi->regs;
+  if (gi->regs != NULL) gi->regs->prev = r;
+  gi->regs = r;
+  return r;
+}
+
+/* ---- commands ------------------------------------------------------------------ */
+
+static int posix_error(Tcl_Interp *ip, const char *what, int err) {
+  Tcl_SetObjResult(ip, Tcl_ObjPrintf("%s: %s", what, strerror(err)));
+  Tcl_SetErrorCode(ip, "POSIX", Tcl_ErrnoId(), Tcl_ErrnoMsg(err), NULL);
+  return TCL_ERROR;
+}
+
+static void dict_put(Tcl_Interp *ip, Tcl_Obj *d, const char *k, uint64_t v) {
+  Tcl_DictObjPut(ip, d, Tcl_NewStringObj(k, -1), Tcl_NewWideIntObj((Tcl_WideInt)v));
+}
+
+static int stats_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
+  gvt_interp_t *gi = cd;
+  gvl_stats_t gs;
+  evl_stats_t es;
+  tkb__ntf_stats_t ns;
+  Tcl_Obj *d;
+  if (objc != 1) {
+    Tcl_WrongNumArgs(ip, 1, objv, "");
+    return TCL_ERROR;
+  }
+  gvl_stats(evl_gvl(gi->th->l), &gs);
+  evl_stats(gi->th->l, &es);
+  tkb__ntf_stats(&ns);
+  d = Tcl_NewDictObj();
+  dict_put(ip, d, "gvl_acquires", gs.acquires);
+  dict_put(ip, d, "gvl_contended", gs.contended);
+  dict_put(ip, d, "gvl_handoffs", gs.handoffs);
+  dict_put(ip, d, "gvl_preempt_reqs", gs.preempt_reqs);
+  dict_put(ip, d, "gvl_preemptions", gs.preemptions);
+  dict_put(ip, d, "gvl_boosts", gs.boosts);
+  dict_put(ip, d, "gvl_boosts_refused", gs.boosts_refused);
+  dict_put(ip, d, "evl_iterations", es.iterations);
+  dict_put(ip, d, "evl_dispatched", es.dispatched);
+  dict_put(ip, d, "evl_cancelled", es.cancelled);
+  dict_put(ip, d, "evl_acquisitions", es.acquisitions);
+  dict_put(ip, d, "evl_live", es.live);
+  dict_put(ip, d, "ntf_waits", ns.waits);
+  dict_put(ip, d, "ntf_blocking", ns.blocking);
+  dict_put(ip, d, "ntf_file_events", ns.file_events);
+  dict_put(ip, d, "ntf_alerts", ns.alerts);
+  dict_put(ip, d, "tcl_pings", gi->pings);
+  dict_put(ip, d, "tcl_hogs", (uint64_t)gi->nhogs);
+  Tcl_SetObjResult(ip, d);
+  return TCL_OK;
+}
+
+static uint64_t now_realtime_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static int ping_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
+  gvt_interp_t *gi = cd;
+  gvl_thread_t *t = evl_gvl_thread(gi->th->l);
+  int prio = GVL_PRIO_BOOST, err;
+  uint64_t started;
+  if (objc == 2 && strcmp(Tcl_GetString(objv[1]), "-noboost") == 0) {
+    prio = GVL_PRIO_NORMAL;
+  } else if (objc != 1) {
+    Tcl_WrongNumArgs(ip, 1, objv, "?-noboost?");
+    return TCL_ERROR;
+  }
+  if (t == NULL) return posix_error(ip, "gvloop::ping", EPERM);
+  /* The host callback: taking the GVL is the whole cost. */
+  if ((err = gvl_acquire_prio(t, prio)) != 0) return posix_error(ip, "gvloop::ping", err);
+  started = now_realtime_us();
+  gi->pings++;
+  gvl_release(t);
+  Tcl_SetObjResult(ip, Tcl_NewWideIntObj((Tcl_WideInt)started));
+  return TCL_OK;
+}
+
+static int hog_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
+  static const char *const subs[] = {"start", "stop", "count", NULL};
+  gvt_interp_t *gi = cd;
+  int idx, n = 1, err;
+  if (objc < 2 || objc > 3) {
+    Tcl_WrongNumArgs(ip, 1, objv, "start ?n? | stop | count");
+    return TCL_ERROR;
+  }
+  if (Tcl_GetIndexFromObj(ip, objv[1], subs, "subcommand", 0, &idx) != TCL_OK)
+    return TCL_ERROR;
+  if (idx != 0 && objc != 2) {
+    Tcl_WrongNumArgs(ip, 2, objv, "");
+    return TCL_ERROR;
+  }
+  if (idx == 0) {
+    if (objc == 3 && Tcl_GetIntFromObj(ip, objv[2], &n) != TCL_OK) return TCL_ERROR;
+    if (n < 0 || n > GVT_MAX_HOGS - gi->nhogs) {
+      Tcl_SetObjResult(ip, Tcl_ObjPrintf("hog count must be 0..%d", GVT_MAX_HOGS - gi->nhogs));
+      return TCL_ERROR;
+    }
+    if ((err = hogs_start(gi, n)) != 0) return posix_error(ip, "gvloop::hog start", err);
+  } else if (idx == 1) {
+    hogs_stop(gi);
+  }
+  Tcl_SetObjResult(ip, Tcl_NewIntObj(gi->nhogs));
+  return TCL_OK;
+}
+
+static int timer_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
+  gvt_interp_t *gi = cd;
+  Tcl_WideInt ms;
+  gvt_reg_t *r;
+  int err;
+  if (objc != 3) {
+    Tcl_WrongNumArgs(ip, 1, objv, "ms script");
+    return TCL_ERROR;
+  }
+  if (Tcl_GetWideIntFromObj(ip, objv[1], &ms) != TCL_OK) return TCL_ERROR;
+  if (ms < 0) {
+    Tcl_SetObjResult(ip, Tcl_NewStringObj("ms must be >= 0", -1));
+    return TCL_ERROR;
+  }
+  if ((r = reg_new(gi, objv[2])) == NULL) return posix_error(ip, "gvloop::timer", ENOMEM);
+  err = evl_timer(gi->th->l, (uint64_t)ms, 0, EVL_F_NOGVL, timer_cb, r, &r->id);
+  if (err != 0) {
+    reg_free(r);
+    return posix_error(ip, "gvloop::timer", err);
+  }
+  Tcl_SetObjResult(ip, Tcl_NewWideIntObj((Tcl_WideInt)r->id));
+  return TCL_OK;
+}
+
+static int readable_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
+  gvt_interp_t *gi = cd;
+  Tcl_Channel ch;
+  ClientData h;
+  gvt_reg_t *r;
+  int err, mode;
+  if (objc != 3) {
+    Tcl_WrongNumArgs(ip, 1, objv, "channel script");
+    return TCL_ERROR;
+  }
+  if ((ch = Tcl_GetChannel(ip, Tcl_GetString(objv[1]), &mode)) == NULL) return TCL_ERROR;
+  if (!(mode & TCL_READABLE) || Tcl_GetChannelHandle(ch, TCL_READABLE, &h) != TCL_OK) {
+    Tcl_SetObjResult(ip, Tcl_NewStringObj("channel has no readable descriptor", -1));
+    return TCL_ERROR;
+  }
+  if ((r = reg_new(gi, objv[2])) == NULL) return posix_error(ip, "gvloop::readable", ENOMEM);
+  r->repeating = 1;
+  err = evl_fd_watch(gi->th->l, (int)(intptr_t)h, EVL_READABLE, EVL_F_NOGVL, io_cb, r, &r->id);
+  if (err != 0) {
+    reg_free(r);
+    return posix_error(ip, "gvloop::readable", err);
+  }
+  Tcl_SetObjResult(ip, Tcl_NewWideIntObj((Tcl_WideInt)r->id));
+  return TCL_OK;
+}
+
+static int cancel_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
+  gvt_interp_t *gi = cd;
+  Tcl_WideInt id;
+  gvt_reg_t *r;
+  int err;
+  if (objc != 2) {
+    Tcl_WrongNumArgs(ip, 1, objv, "id");
+    return TCL_ERROR;
+  }
+  if (Tcl_GetWideIntFromObj(ip, objv[1], &id) != TCL_OK) return TCL_ERROR;
+  /* Only this interp's registrations: ids are per loop, shared by the
+   * thread's interps. */
+  for (r = gi->regs; r != NULL && r->id != (evl_id_t)id; r = r->next) {
+  }
+  if (r == NULL) return posix_error(ip, "gvloop::cancel", ENOENT);
+  if ((err = evl_cancel(gi->th->l, r->id)) != 0) return posix_error(ip, "gvloop::cancel", err);
+  reg_unlink(r);  /* its script never runs again; freed at its last call */
+  return TCL_OK;
+}
+
+static int threads_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
+  DIR *d;
+  struct dirent *e;
+  int n = 0;
+  (void)cd;
+  if (objc != 1) {
+    Tcl_WrongNumArgs(ip, 1, objv, "");
+    return TCL_ERROR;
+  }
+  if ((d = opendir("/proc/self/task")) == NULL) return posix_error(ip, "gvloop::threads", errno);
+  while ((e = readdir(d)) != NULL) n += e->d_name[0] != '.';
+  closedir(d);
+  Tcl_SetObjResult(ip, Tcl_NewIntObj(n));
+  return TCL_OK;
+}
+
+static int notifier_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
+  (void)cd;
+  if (objc != 1) {
+    Tcl_WrongNumArgs(ip, 1, objv, "");
+    return TCL_ERROR;
+  }
+  Tcl_SetObjResult(ip, Tcl_NewStringObj(tkb__ntf_name(), -1));
+  return TCL_OK;
+}
+
+static const struct {
+  const char *name;
+  Tcl_ObjCmdProc *proc;
+} gvt_cmds[] = {
+    {"::gvloop::stats", stats_cmd},       {"::gvloop::ping", ping_cmd},
+    {"::gvloop::hog", hog_cmd},           {"::gvloop::timer", timer_cmd},
+    {"::gvloop::readable", readable_cmd}, {"::gvloop::cancel", cancel_cmd},
+    {"::gvloop::threads", threads_cmd},   {"::gvloop::notifier", notifier_cmd},
+};
+
+/* ---- the C API table ---------------------------------------------------------- */
+
+static int api_get(Tcl_Interp *ip, evl_t **evl_out, gvl_t **gvl_out) {
+  gvt_interp_t *gi;
+  if (ip == NULL || evl_out == NULL || gvl_out == NULL) return EINVAL;
+  if ((gi = Tcl_GetAssocData(ip, GVT_ASSOC, NULL)) == NULL) return ENOENT;
+  if (t_self != gi->th) return EPERM;
+  *evl_out = gi->th->l;
+  *gvl_out = evl_gvl(gi->th->l);
+  return 0;
+}
+
+static const gvloop_tcl_api_t gvt_api = {
+    GVLOOP_TCL_API_VERSION, sizeof(gvloop_tcl_api_t), api_get, tkb__ntf_name};
+
+/* ---- load, interp deletion, unload --------------------------------------------- */
+
+static void interp_gone(ClientData cd, Tcl_Interp *ip) {
+  gvt_interp_t *gi = cd;
+  (void)ip;
+  hogs_stop(gi);
+  while (gi->regs != NULL) {
+    gvt_reg_t *r = gi->regs;
+    evl_cancel(gi->th->l, r->id);
+    reg_unlink(r);  /* freed at its last call (ECANCELED) */
+  }
+  thread_unref(gi->th);
+  free(gi);
+}
+
+int Gvloop_Init(Tcl_Interp *ip) {
+  gvt_interp_t *gi;
+  int err;
+  if (Tcl_InitStubs(ip, "8.6", 0) == NULL) return TCL_ERROR;
+  /* Tk is optional (tclsh); its stubs are set up when it is there. */
+  if (Tcl_PkgPresent(ip, "Tk", "8.6", 0) != NULL && Tk_InitStubs(ip, "8.6", 0) == NULL)
+    return TCL_ERROR;
+  Tcl_ResetResult(ip);
+  if (Tcl_GetAssocData(ip, GVT_ASSOC, NULL) != NULL)
+    return Tcl_PkgProvideEx(ip, "gvloop", GVLOOP_TCL_PKG_VERSION, (void *)&gvt_api);
+  if ((gi = calloc(1, sizeof *gi)) == NULL) return posix_error(ip, "gvloop", ENOMEM);
+  if ((err = thread_ref(&gi->th)) != 0) {
+    free(gi);
+    return posix_error(ip, "gvloop: cannot start the event loop", err);
+  }
+  gi->ip = ip;
+  pthread_mutex_lock(&g_mu);
+  if (!g_exit_handler) {
+    g_exit_handler = 1;
+    Tcl_CreateExitHandler(exit_handler, NULL);
+  }
+  pthread_mutex_unlock(&g_mu);
+  Tcl_SetAssocData(ip, GVT_ASSOC, interp_gone, gi);
+  Tcl_CreateNamespace(ip, "::gvloop", NULL, NULL);
+  for (size_t i = 0; i < sizeof gvt_cmds / sizeof gvt_cmds[0]; i++)
+    Tcl_CreateObjCommand(ip, gvt_cmds[i].name, gvt_cmds[i].proc, gi, NULL);
+  return Tcl_PkgProvideEx(ip, "gvloop", GVLOOP_TCL_PKG_VERSION, (void *)&gvt_api);
+}
+
+/* `unload`: the interp's share goes (hogs joined, registrations cancelled,
+ * the thread's loop stopped with its last interp).  Detaching from the
+ * process needs nothing more: with no interp left nothing of ours runs. */
+int Gvloop_Unload(Tcl_Interp *ip, int flags) {
+  (void)flags;
+  if (Tcl_GetAssocData(ip, GVT_ASSOC, NULL) == NULL) return TCL_OK;
+  for (size_t i = 0; i < sizeof gvt_cmds / sizeof gvt_cmds[0]; i++)
+    Tcl_DeleteCommand(ip, gvt_cmds[i].name);
+  Tcl_DeleteAssocData(ip, GVT_ASSOC);
+  Tcl_Eval(ip, "package forget gvloop");
+  return TCL_OK;
+}

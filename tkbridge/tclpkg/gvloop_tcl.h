@@ -1,0 +1,74 @@
+/*
+ * gvloop_tcl.h -- C API of the gvloop Tcl package, for other C extensions.
+ *
+ * `package require gvloop` in a stock tclsh or wish gives each interpreter
+ * thread one evloop (evl_t) driven by Tcl's own event loop, and the process
+ * one GVL (gvl_t).  Another extension gets them with:
+ *
+ *     const gvloop_tcl_api_t *api = gvloop_tcl_require(interp);
+ *     evl_t *l; gvl_t *g;
+ *     if (api == NULL || api->get(interp, &l, &g) != 0) return TCL_ERROR;
+ *     evl_timer(l, 10, 0, 0, my_cb, my_arg, NULL);   // my_cb: under the GVL
+ *
+ * The table is the clientData of `package provide gvloop` (Tcl_PkgRequireEx
+ * returns it), so no symbol of the package is linked against: an extension
+ * built with stubs finds it at run time.  Link libevloop and libgvl (shared,
+ * the copies the package uses) to call evl_* and gvl_*.
+ *
+ * Rules:
+ *  - The evl_t belongs to the thread the interpreter runs on (its "loop
+ *    thread"): registrations may be made from any thread, and their
+ *    callbacks run on that thread from Tcl's event loop, under the GVL taken
+ *    with the boost (or without it with EVL_F_NOGVL).  They run only while
+ *    that thread services Tcl events (vwait, update, Tk's main loop).
+ *  - Both stay valid while the interpreter exists.  When the last gvloop
+ *    interpreter of the thread is deleted or unloads the package, the evloop
+ *    is stopped: pending registrations get their last call with ECANCELED.
+ *    Cancel yours from an interpreter delete callback registered after the
+ *    require (Tcl runs assoc-data deletion in creation order).
+ *  - The GVL is the process's: threads that run host code attach to it.
+ */
+#ifndef GVLOOP_TCL_H
+#define GVLOOP_TCL_H
+
+#include <tcl.h>
+
+#include "evloop.h"
+#include "gvl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GVLOOP_TCL_VERSION "0.1"
+#define GVLOOP_TCL_API_VERSION 1
+
+typedef struct gvloop_tcl_api {
+  int version;    /* GVLOOP_TCL_API_VERSION; fields are only ever added  */
+  size_t size;    /* sizeof(gvloop_tcl_api_t) of the package             */
+  /* [interp's thread] The interp's evloop and the process GVL.  0, EINVAL
+   * (NULL argument), ENOENT (gvloop not loaded into interp), EPERM (called
+   * on another thread than the interp's). */
+  int (*get)(Tcl_Interp *interp, evl_t **evl_out, gvl_t **gvl_out);
+  /* [any] Name of the notifier integration ("tcl-notifier"). */
+  const char *(*notifier_name)(void);
+} gvloop_tcl_api_t;
+
+/* [interp's thread] `package require gvloop` and return the API table, or
+ * NULL with the error in interp's result. */
+static inline const gvloop_tcl_api_t *gvloop_tcl_require(Tcl_Interp *interp) {
+  void *api = NULL;
+  if (Tcl_PkgRequireEx(interp, "gvloop", GVLOOP_TCL_VERSION, 0, &api) == NULL)
+    return NULL;
+  if (api == NULL ||
+      ((const gvloop_tcl_api_t *)api)->version < GVLOOP_TCL_API_VERSION) {
+    Tcl_SetObjResult(interp, Tcl_NewStringObj("gvloop: no C API table", -1));
+    return NULL;
+  }
+  return (const gvloop_tcl_api_t *)api;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GVLOOP_TCL_H */
