@@ -235,7 +235,9 @@ EVL_EXPORT int evl_timer(evl_t *l, uint64_t timeout_ms, uint64_t repeat_ms,
  * cb gets 0 and the ready events each time the fd is ready and the previous
  * call has returned (events that arrive meanwhile are merged).  The watch
  * ends with ECANCELED or with the error the kernel reported.  One watch per
- * fd per loop.  EINVAL (fd < 0, bad events), EBADF (fd not open), EPERM (a
+ * fd per loop.  libuv switches the fd to non-blocking mode (O_NONBLOCK stays
+ * set after the watch ends), so reads and writes in the callback may return
+ * EAGAIN.  EINVAL (fd < 0, bad events), EBADF (fd not open), EPERM (a
  * regular file or directory: epoll cannot watch it), EEXIST, ESHUTDOWN,
  * ENOMEM. */
 EVL_EXPORT int evl_fd_watch(evl_t *l, int fd, unsigned events, unsigned flags,
