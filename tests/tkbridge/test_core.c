@@ -563,15 +563,18 @@ static void *sync_eval_thread(void *arg) {
   return NULL;
 }
 
-static void *stop_thread(void *arg) {
-  fx_t *f = arg;
-  CHECK_RC(tkb_stop(f->tk), 0);
-  return NULL;
-}
-
 enum { NASYNC = 200 };
 static atomic_int async_calls[NASYNC];
 static atomic_int async_cancelled;
+
+/* When tkb_stop returns, every call accepted before has completed. */
+static void *stop_thread(void *arg) {
+  fx_t *f = arg;
+  CHECK_RC(tkb_stop(f->tk), 0);
+  for (int i = 0; i < NASYNC; i++) CHECK(atomic_load(&async_calls[i]) == 1);
+  return NULL;
+}
+
 
 static void count_done(tkb_t *tk, int status, const char *result, void *arg) {
   (void)tk;

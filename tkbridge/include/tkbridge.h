@@ -134,8 +134,10 @@ TKB_EXPORT int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out);
 
 /* [any] Tear the interpreter down on the loop thread.  Calls pending at that
  * point complete with ECANCELED; later calls fail with ECANCELED.  From
- * another thread it waits until the teardown is done; from the loop thread
- * it only starts it (running scripts are unwound first).  Idempotent. */
+ * another thread it waits until the teardown is done and every call accepted
+ * before has completed (so no tkb_done_cb runs after it returns); from the
+ * loop thread it tears down at once (running scripts unwind first) without
+ * waiting for calls still on their way.  Idempotent. */
 TKB_EXPORT int tkb_stop(tkb_t *tk);
 
 /* [any, not from inside one of tk's own callbacks] tkb_stop, then release

@@ -55,6 +55,22 @@ int tkb__state(tkb_t *tk) {
   return s;
 }
 
+/* Accept a call: only while RUNNING.  tkb_stop waits for the count to
+ * drop to zero, so no completion runs after it returns. */
+int tkb__inflight_add(tkb_t *tk) {
+  pthread_mutex_lock(&tk->mu);
+  int ok = tk->state == TKB_ST_RUNNING;
+  if (ok) tk->inflight++;
+  pthread_mutex_unlock(&tk->mu);
+  return ok ? 0 : ECANCELED;
+}
+
+void tkb__inflight_done(tkb_t *tk) {
+  pthread_mutex_lock(&tk->mu);
+  if (--tk->inflight == 0) pthread_cond_broadcast(&tk->cv);
+  pthread_mutex_unlock(&tk->mu);
+}
+
 /* No interp (any more): wake tkb_stop waiters. */
 void tkb__mark_stopped(tkb_t *tk) {
   pthread_mutex_lock(&tk->mu);
@@ -310,21 +326,15 @@ int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out) {
 static void *stop_wait_fn(void *arg) {
   tkb_t *tk = arg;
   pthread_mutex_lock(&tk->mu);
-  while (tk->state != TKB_ST_STOPPED) pthread_cond_wait(&tk->cv, &tk->mu);
+  while (tk->state != TKB_ST_STOPPED || tk->inflight > 0)
+    pthread_cond_wait(&tk->cv, &tk->mu);
   pthread_mutex_unlock(&tk->mu);
   return tk;
 }
 
-int tkb_stop(tkb_t *tk) {
-  if (tk == NULL) return EINVAL;
-  begin_stop(tk);
-  if (tkb__state(tk) == TKB_ST_STOPPED) return 0;
-  tkb__call_t *c = tkb__call_new(tk, TKB_CALL_STOP);
-  if (c == NULL) return ENOMEM;
-  int on_loop = evl_in_loop_thread(tk->l);
-  (void)tkb__call_submit(c); /* ECANCELED: the driver tears down instead */
-  tkb__call_unref(c);
-  if (on_loop) return 0;
+/* Wait until torn down and every accepted call has finished, releasing the
+ * GVL if this thread holds it. */
+static void stop_wait(tkb_t *tk) {
   gvl_thread_t *self = gvl_thread_self(evl_gvl(tk->l));
   if (self != NULL && gvl_thread_holds(self)) {
     /* An interrupt ends the GVL-free region early; wait on, holding it. */
@@ -333,6 +343,21 @@ int tkb_stop(tkb_t *tk) {
   } else {
     stop_wait_fn(tk);
   }
+}
+
+int tkb_stop(tkb_t *tk) {
+  if (tk == NULL) return EINVAL;
+  begin_stop(tk);
+  int on_loop = evl_in_loop_thread(tk->l);
+  if (tkb__state(tk) == TKB_ST_STOPPED) {
+    if (!on_loop) stop_wait(tk);
+    return 0;
+  }
+  tkb__call_t *c = tkb__call_new(tk, TKB_CALL_STOP);
+  if (c == NULL) return ENOMEM;
+  (void)tkb__call_submit(c); /* ECANCELED: the driver tears down instead */
+  tkb__call_unref(c);
+  if (!on_loop) stop_wait(tk);
   return 0;
 }
 

@@ -90,6 +90,7 @@ void tkb__call_finish(tkb__call_t *c, int status, const char *result) {
   } else if (c->done != NULL) {
     (void)tkb__run_host(c->tk, done_tramp, c);
   }
+  if (c->counted) tkb__inflight_done(c->tk);
   tkb__call_unref(c);
 }
 
@@ -242,7 +243,8 @@ static int call_wait(tkb__call_t *c) {
 int tkb__call_submit(tkb__call_t *c) {
   tkb_t *tk = c->tk;
   int control = c->kind == TKB_CALL_START || c->kind == TKB_CALL_STOP;
-  if (!control && tkb__state(tk) != TKB_ST_RUNNING) return ECANCELED;
+  if (!control && tkb__inflight_add(tk) != 0) return ECANCELED;
+  c->counted = !control;
   atomic_fetch_add(&c->refs, 1);
   if (evl_in_loop_thread(tk->l)) {
     tkb__drv_t *d = tkb__drv();
@@ -254,6 +256,8 @@ int tkb__call_submit(tkb__call_t *c) {
   int rc = evl_post_flags(tk->l, post_cb, c, EVL_F_NOGVL, NULL);
   if (rc != 0) {
     atomic_fetch_sub(&c->refs, 1);
+    if (c->counted) tkb__inflight_done(tk);
+    c->counted = 0;
     return rc == ESHUTDOWN ? ECANCELED : rc;
   }
   return c->sync ? call_wait(c) : 0;

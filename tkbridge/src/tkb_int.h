@@ -42,6 +42,7 @@ struct tkb_s {
   pthread_mutex_t mu;
   pthread_cond_t cv;      /* signalled when state becomes STOPPED          */
   int state;              /* TKB_ST_*; guarded by mu                        */
+  int inflight;           /* accepted calls not yet finished; guarded by mu */
 
   /* counters: written on the loop thread, read anywhere */
   atomic_ullong evals, evals_remote, runs, cmd_calls, cmd_errors;
@@ -71,6 +72,7 @@ typedef struct tkb__call_s {
   tkb_cmd_cb cmd;         /* CMD_CREATE                                    */
   void *cmd_arg;
   int remote;             /* submitted from another thread                 */
+  int counted;            /* counted in tk->inflight                       */
 
   int sync;               /* a thread waits (mu/cv below)                  */
   pthread_mutex_t mu;
@@ -88,6 +90,8 @@ tkb__drv_t *tkb__drv(void);
 int tkb__state(tkb_t *tk);
 void tkb__teardown(tkb_t *tk);
 void tkb__mark_stopped(tkb_t *tk);
+int tkb__inflight_add(tkb_t *tk);
+void tkb__inflight_done(tkb_t *tk);
 int tkb__boot(tkb_t *tk, char **msg);
 
 /* tkb_call.c */
