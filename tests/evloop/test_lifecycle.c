@@ -175,6 +175,38 @@ static void test_no_thread(gvl_t *g) {
   CHECK_EQ(atomic_load(&nt_cancelled), 5);
 }
 
+/* The host's own thread (e.g. the process main thread a GUI toolkit
+ * needs) runs the loop while it is an interpreter thread holding the GVL:
+ * evl_run gives the GVL up while the loop waits and hands it back. */
+static atomic_int main_runs;
+static void main_stop_cb(evl_t *l, void *arg, int status) {
+  (void)arg;
+  CHECK_EQ(status, 0);
+  CHECK(t_holds(l));
+  CHECK(evl_in_loop_thread(l));
+  atomic_fetch_add(&main_runs, 1);
+  CHECK_EQ(evl_stop(l), 0);
+}
+
+static void test_run_on_interpreter_thread(gvl_t *g) {
+  evl_config_t cfg = {0};
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  evl_t *l;
+  cfg.no_thread = 1;
+  l = evl_start(g, &cfg);
+  CHECK(l != NULL && me != NULL);
+  CHECK_EQ(gvl_acquire(me), 0);
+  CHECK_EQ(evl_timer(l, 1, 0, 0, main_stop_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_run(l), 0);
+  CHECK(gvl_thread_holds(me));
+  CHECK_EQ(atomic_load(&main_runs), 1);
+  CHECK_EQ(evl_in_loop_thread(l), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK(gvl_thread_holds(me));
+  CHECK_EQ(gvl_release(me), 0);
+  CHECK_EQ(gvl_thread_detach(me), 0);
+}
+
 /* A driver that runs its own steps and owns a libuv handle, the way a
  * layer above does; evl_step from inside a libuv callback is refused. */
 static atomic_int drv_steps, drv_busy;
@@ -215,6 +247,7 @@ int main(void) {
   test_null_and_threads(g);
   test_stop_from_callback(g);
   test_no_thread(g);
+  test_run_on_interpreter_thread(g);
   test_driver(g);
   CHECK_EQ(gvl_destroy(g), 0);
   puts("test_lifecycle ok");
