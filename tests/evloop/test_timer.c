@@ -94,9 +94,11 @@ static void test_order(gvl_t *g) {
   /* Registered while the test holds the GVL so all are armed before the
    * first can run; libuv runs due timers by due time. */
   CHECK_EQ(gvl_acquire(me), 0);
-  CHECK_EQ(evl_timer(l, 30, 0, 0, seq_cb, (void *)2, NULL), 0);
+  /* Wide gaps: the loop may arm them in separate drains, a scheduler
+   * delay apart. */
+  CHECK_EQ(evl_timer(l, 200, 0, 0, seq_cb, (void *)2, NULL), 0);
   CHECK_EQ(evl_timer(l, 1, 0, 0, seq_cb, (void *)0, NULL), 0);
-  CHECK_EQ(evl_timer(l, 10, 0, 0, seq_cb, (void *)1, NULL), 0);
+  CHECK_EQ(evl_timer(l, 100, 0, 0, seq_cb, (void *)1, NULL), 0);
   CHECK_EQ(gvl_release(me), 0);
   t_wait_ge(&seq, 3);
   CHECK_EQ(atomic_load(&seq_bad), 0);
