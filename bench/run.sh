@@ -14,6 +14,8 @@
 #   --out D         output directory
 #   --no-anchors    skip the Ruby/Python anchors even if installed
 #   --no-outside    skip the programs of bench/evloop and bench/tkbridge
+#   --outside-runs N  runs for those programs (default: --runs, at most 3;
+#                   each of their runs already takes 10-30 s)
 #
 # Output in the output directory: results.md (table), results.csv (the
 # seed's shape: benchmark, then one column per variant), results.png (chart,
@@ -24,12 +26,13 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-quick=0 runs="" cases="" build="$here/build" nobuild=0 out="" anchors=1 outside=1
+quick=0 runs="" oruns="" cases="" build="$here/build" nobuild=0 out="" anchors=1 outside=1
 usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --runs) runs=$2; shift ;;
+    --outside-runs) oruns=$2; shift ;;
     --case) cases=$2; shift ;;
     --build-dir) build=$2; shift ;;
     --no-build) nobuild=1 ;;
@@ -42,6 +45,10 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ -n "$runs" ] || { [ $quick = 1 ] && runs=1 || runs=5; }
+if [ -z "$oruns" ]; then
+  oruns=$runs
+  if [ "$oruns" -gt 3 ]; then oruns=3; fi
+fi
 [ -n "$out" ] || { [ $quick = 1 ] && out="$build/quick-results" || out="$here/results"; }
 mode=full; qflag=""
 [ $quick = 1 ] && { mode=quick; qflag=--quick; }
@@ -84,7 +91,7 @@ git -C "$root" diff --quiet HEAD -- gvl_api bench/src 2>/dev/null ||
   echo "INFO compiler $("${cc:-cc}" --version 2>/dev/null | head -1)"
   echo "INFO build ${btype:-unknown} ($(cachevar CMAKE_C_FLAGS_$(echo "${btype:-none}" | tr a-z A-Z)))"
   echo "INFO commit $commit"
-  echo "INFO mode $mode, $runs run(s) per case"
+  echo "INFO mode $mode, $runs run(s) per case ($oruns for the bench/evloop and bench/tkbridge programs)"
   echo "INFO load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
 } >>"$raw"
 
@@ -137,7 +144,7 @@ if [ $outside = 1 ] && [ -s "$build/bench/outside_programs.txt" ]; then
       echo "run.sh: $prog listed but not built" >&2; fail=1; continue
     fi
     echo "== $(basename "$prog")" >&2
-    if [ $quick = 1 ]; then set -- --quick; else set -- --runs "$runs"; fi
+    if [ $quick = 1 ]; then set -- --quick; else set -- --runs "$oruns"; fi
     timeout 600 "$prog" "$@" >>"$raw" </dev/null ||
       { echo "run.sh: $prog failed" >&2; fail=1; }
   done <"$build/bench/outside_programs.txt"
@@ -170,7 +177,7 @@ body="$out/body.md"
 {
   echo "# gvloop benchmark results"
   echo
-  echo "Produced by \`bench/run.sh${qflag:+ $qflag} --runs $runs${cases:+ --case $cases}\`."
+  echo "Produced by \`bench/run.sh${qflag:+ $qflag} --runs $runs --outside-runs $oruns${cases:+ --case $cases}\`."
   echo "Ratios are against \`gvloop\` in the same run; see BENCHMARKS.md for how to read them."
   echo
   cat "$body"

@@ -30,7 +30,7 @@ VARIANT = "python-" + platform.python_version()
 if QUICK:
     SIZES = dict(passes=500, trips=200, mutex_ops=2000, wakeup=0.1, solo=0.05, cap=0.3, flag_cap=1.0)
 else:
-    SIZES = dict(passes=20000, trips=10000, mutex_ops=200000, wakeup=0.8, solo=0.15, cap=0.6, flag_cap=2.0)
+    SIZES = dict(passes=20000, trips=10000, mutex_ops=200000, wakeup=0.6, solo=0.15, cap=0.4, flag_cap=2.0)
 
 now = time.monotonic
 

@@ -25,7 +25,7 @@ VARIANT = "ruby-#{RUBY_VERSION}"
 SIZES = if QUICK
           { passes: 500, trips: 200, mutex_ops: 2000, wakeup: 0.1, solo: 0.05, cap: 0.3, flag_cap: 1.0 }
         else
-          { passes: 20_000, trips: 10_000, mutex_ops: 200_000, wakeup: 0.8, solo: 0.15, cap: 0.6, flag_cap: 2.0 }
+          { passes: 20_000, trips: 10_000, mutex_ops: 200_000, wakeup: 0.6, solo: 0.15, cap: 0.4, flag_cap: 2.0 }
         end
 
 def now

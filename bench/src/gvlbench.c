@@ -74,12 +74,12 @@ static void cfg_full(bench_cfg_t *c) {
                      .trips = 10000,
                      .mutex_ops = 200000,
                      .flag_cap_ns = 2000 * MS,
-                     .wakeup_ns = 800 * MS,
-                     .solo_ns = 500 * MS,
-                     .events_ns = 1000 * MS,
-                     .fair_ns = 1000 * MS,
+                     .wakeup_ns = 600 * MS,
+                     .solo_ns = 300 * MS,
+                     .events_ns = 700 * MS,
+                     .fair_ns = 600 * MS,
                      .convoy_solo_ns = 150 * MS,
-                     .convoy_cap_ns = 600 * MS};
+                     .convoy_cap_ns = 400 * MS};
 }
 
 /* Every case briefly: enough to exercise each code path, no more. */
