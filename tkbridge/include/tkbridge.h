@@ -11,7 +11,16 @@
  *   - the error callback.
  * Other threads reach the interpreter with tkb_eval / tkb_eval_async /
  * tkb_run, which marshal the work to the loop thread and release the GVL
- * while the caller waits.  From the loop thread they run directly.
+ * while the caller waits.  On the loop thread (inside a host callback)
+ * tkb_eval and tkb_run run directly, with the GVL released around the Tcl
+ * code; tkb_eval_async is queued as a Tcl event.
+ *
+ * Every bridge interp has two commands: gvloop::ping (a trivial host
+ * callback under the boosted GVL, for latency measurements from scripts)
+ * and gvloop::stats (a dict of the GVL's, the evloop's, the bridge's and
+ * the notifier's counters).  Tcl's own `exit` still ends the process
+ * (Tcl_Exit); a host that wants to survive it replaces the command with
+ * tkb_command_create, as gvwish does.
  *
  * Setup:
  *     evl_config_t ec = {0};
