@@ -32,9 +32,9 @@ entry=${GVL_MODEL_ENTRY:-cas}
 full=0
 [ "${1:-}" = "--full" ] && full=1
 
-depth=2000000          # -m: the DFS of the liveness runs reaches ~550k
-memlim=1024            # MB, pan stops (and we fail) beyond this
-hashw=22               # 4M hash slots, for 1-3M states
+depth=3000000          # -m: the DFS of the liveness run reaches ~1.2M
+memlim=2048            # MB, pan stops (and we fail) beyond this
+hashw=23               # 8M hash slots, for 2-7M states
 
 if ! command -v "$spin" >/dev/null 2>&1; then
   echo "check.sh: spin not found (Debian package: spin)" >&2
@@ -100,15 +100,16 @@ incomplete() { # did the search stop early for lack of depth or memory?
 }
 
 # Unreached statements of the protocol, other than -end- and lines that
-# gvl.pml marks [unreached-ok], mean a path of the model is dead.
+# gvl.pml marks [unreached-ok], mean a path of the model is dead.  Lines are
+# looked up in the copy that was verified.
 check_unreached() {
-  local log=$1 bad=0 line stmt
+  local log=$1 src=$2 bad=0 line stmt
   while IFS= read -r l; do
     line=$(printf '%s\n' "$l" | sed -n -e 's/.*gvl\.pml:\([0-9]*\),.*/\1/p')
     stmt=$(printf '%s\n' "$l" | sed -n -e 's/.*state [0-9]*, "\(.*\)"$/\1/p')
     [ -z "$line" ] && continue
     [ "$stmt" = "-end-" ] && continue
-    if ! sed -n "${line}p" "$model" | grep -q '\[unreached-ok\]'; then
+    if ! sed -n "${line}p" "$src" | grep -q '\[unreached-ok\]'; then
       echo "     unreached: gvl.pml:$line $stmt"
       bad=1
     fi
@@ -134,7 +135,7 @@ expect_pass() {
     fail "$name: search incomplete: $(grep -m1 -E 'not completed|depth too small|MEMLIM|memory' "$log")"
     return
   fi
-  if [ "$mode" = safety ] && ! check_unreached "$log"; then
+  if [ "$mode" = safety ] && ! check_unreached "$log" "$work/$name/gvl.pml"; then
     fail "$name: dead code in the model (see above)"
     return
   fi

@@ -14,8 +14,9 @@
  *
  * State, named as in gvl_int.h: the lock word (owner id + CONTENDED), the
  * internal mutex mu, the wait queue in arrival order with each waiter's
- * qprio, every thread's hold_prio, ints (the preempt bit), granted,
- * is_timer and futex sequence word, and g->timer / g->preempt_sent.
+ * qprio and deferred flag, every thread's hold_prio, ints (the preempt
+ * bit), granted, is_timer and futex sequence word, g->timer,
+ * g->preempt_sent, and whether the boost cap is exceeded.
  *
  * Granularity.  Every access to a variable that other threads read or
  * write without mu (word, ints, granted, seq, is_timer) is its own step,
@@ -31,9 +32,14 @@
  * Time is abstracted away.  timer_tick decides "the holder is past its
  * slice" nondeterministically, except after its timed sleep ran out, when
  * it must say yes (the sleep's deadline was the end of the slice).  The
- * timed sleep can run out at any moment.  Aging and the boost cap are not
- * modelled (both depend on elapsed time); with a single boosted thread,
- * direct handoff must serve everyone without them, and that is checked.
+ * timed sleep can run out at any moment.  The boost cap is one bit: the end
+ * of a boosted hold (thread 2's, charged even when the cap refused its
+ * boost) sets it, and the sliding window clears it at any moment after
+ * (process `window`, made to happen eventually by weak fairness).  While it
+ * is set a boost queues at normal priority, deferred: preemption and yield
+ * pass it over (q_best strict), release does not.  Aging is not modelled;
+ * with a single boosted thread direct handoff must serve everyone without
+ * it, and that is checked.
  * Wait-queue cancellation (gvl_cond_timedwait), gvl_mutex/gvl_cond,
  * blocking regions, the spin-before-sleep hint (a bounded prefix of
  * "granted?" reads, subsumed by the first check of the wait loop) and
@@ -45,6 +51,7 @@
  *     (so word == 0 means nobody waits: no barging); with mu free, a
  *     non-empty queue has exactly one queued timer that knows it; a preempt
  *     flag is only ever set on the owner; granted only on the owner;
+ *     deferred only on a queued thread;
  *   - no deadlock (invalid end states);
  *   - every queued waiter is eventually served, under weak fairness, which
  *     also rules out lost wake-ups and a lost timer role (LTL `queued`);
@@ -66,9 +73,10 @@
  *   -DBUG_NOSEQ      wakes do not bump the sequence word, so a wake that
  *                    lands between "check granted" and "sleep" is lost
  * -DTWO_BOOSTED boosts threads 1 and 2: they can then hand the GVL back and
- * forth forever past the normal thread 0, so `queued` fails.  That is what
- * gvl.c's aging and boost cap are for; both depend on elapsed time and are
- * left to tests/gvl (starvation) rather than modelled.
+ * forth forever past the normal thread 0, so `queued` fails.  In gvl.c the
+ * cap bounds their share over real time and aging lifts thread 0; here the
+ * window may drain between any two holds and there is no aging, so that
+ * guarantee is left to tests/gvl (starvation).
  * And an alternative entry, -DENTRY_FETCH_OR: acquire_slow sets CONTENDED
  * with one fetch_or instead of its CAS loop, which makes every acquire
  * complete (LTL `served`), not only every queued one (LTL `queued`).
@@ -93,6 +101,8 @@ byte q[N] = NONE;              /* g->qhead..qtail, arrival order; mu         */
 byte qlen;                     /* mu                                         */
 byte timer = NONE;             /* g->timer; mu                               */
 bit  preempt_sent;             /* g->preempt_sent; mu                        */
+bit  capx;                     /* cap_exceeded(): boosted time over the cap  */
+bit  deferred[N];              /* t->deferred: refused by the cap; mu        */
 bit  qprio[N];                 /* t->qprio; mu                               */
 bit  hold_prio[N];             /* t->hold_prio                               */
 bit  preempt[N];               /* GVL__INT_PREEMPT in t->head.ints           */
@@ -164,30 +174,57 @@ inline enqueue(x, p) {
 }
 
 /* q_best + q_remove: the highest qprio, the earliest arrival among equals.
- * With mu held and qlen > 0; leaves the chosen thread in W. */
-inline take_best() {
+ * strict (preemption, yield): waiters the cap deferred are passed over
+ * while the cap is exceeded, and W = NONE if nobody else qualifies.  Not
+ * strict (release): a free GVL goes to whoever waits.  With mu held. */
+#define ELIG(x) (!deferred[x] || !capx)
+
+/* cap_exceeded() for a boost of priority p, into `it` (inside atomic).
+ * The window may have drained the cap just before: the `window` process
+ * only runs while someone is deferred, the one time it can be seen
+ * otherwise is here.  (Clearing it at any other moment would change no
+ * other reader's view: reordering, not a new behaviour.) */
+#define REFUSE(p) \
+  if \
+  :: (p) && capx -> it = 1 \
+  :: (p) && capx -> capx = 0; it = 0 \
+  :: else -> it = 0 \
+  fi
+#define EXISTS_ELIG ((qlen > 0 && ELIG(q[0])) || (qlen > 1 && ELIG(q[1])) || \
+                     (qlen > 2 && ELIG(q[2])))
+inline take_best(strict) {
+  w = NONE;
   i = 0;
-  if
-  :: qlen > 1 && qprio[q[1]] > qprio[q[0]] -> i = 1
-  :: else -> skip
-  fi;
-  if
-  :: qlen > 2 && qprio[q[2]] > qprio[q[i]] -> i = 2
-  :: else -> skip
-  fi;
-  W = q[i];
   do
-  :: i < N - 1 -> q[i] = q[i + 1]; i++
+  :: i < qlen ->
+     if
+     :: (!strict || ELIG(q[i])) &&
+        (w == NONE || qprio[q[i]] > qprio[q[w]]) -> w = i
+     :: else -> skip
+     fi;
+     i++
   :: else -> break
   od;
-  q[N - 1] = NONE;
-  qlen--;
-  i = 0
+  if
+  :: w != NONE ->
+     W = q[w];
+     i = w;
+     do
+     :: i < N - 1 -> q[i] = q[i + 1]; i++
+     :: else -> break
+     od;
+     q[N - 1] = NONE;
+     qlen--
+  :: else -> W = NONE
+  fi;
+  i = 0;
+  w = 0
 }
 
 /* handoff() in gvl.c, with mu held: W has been taken off the queue. */
 inline handoff() {
   hold_prio[W] = qprio[W];
+  deferred[W] = 0;                 /* dead until W queues again */
   word = ID(W) | (qlen > 0 -> CONTENDED : 0);
   preempt_sent = 0;
   if
@@ -225,7 +262,7 @@ inline handoff() {
   assert(OWNER(word) == me); \
   incs++; \
   waiting[me] = 0; \
-  boosted = hold_prio[me]
+  boosted = BASEPRIO(me)   /* hold_prio > 0 || req_prio > 0: charged to the cap */
 
 active [N] proctype T()
 {
@@ -274,9 +311,12 @@ acquire:
      };
      goto hold
   :: else ->
-     d_step {
+     atomic {
        granted[me] = 0;
-       enqueue(me, hold_prio[me]);
+       REFUSE(hold_prio[me]);
+       enqueue(me, (it -> 0 : hold_prio[me]));
+       deferred[me] = it;
+       it = 0;
        unlock_mu();
        w = 0
      };
@@ -304,7 +344,7 @@ slow:
      :: else -> goto slow
      fi
   :: w != 0 ->
-     d_step {
+     atomic {
        if
        :: (w & CONTENDED) != 0 -> ok = 1
        :: word == w ->
@@ -316,7 +356,11 @@ slow:
        if
        :: ok ->
           granted[me] = 0;
-          enqueue(me, hold_prio[me]);
+          /* past the cap a boost queues at normal priority, deferred */
+          REFUSE(hold_prio[me]);
+          enqueue(me, (it -> 0 : hold_prio[me]));
+          deferred[me] = it;
+          it = 0;
           unlock_mu();
           w = 0
        :: else -> skip
@@ -362,6 +406,9 @@ wait_check:
           if
           :: true ->                               /* past the slice */
              if
+             :: !EXISTS_ELIG -> skip    /* only deferred waiters: later */
+             :: else ->
+             if
              :: !preempt_sent ->
 #ifndef BUG_NOPREEMPT
                 if
@@ -371,6 +418,7 @@ wait_check:
 #endif
                 preempt_sent = 1
              :: else -> skip
+             fi
              fi
           :: !tout -> skip                         /* not yet */
           fi
@@ -420,7 +468,7 @@ hold:
     :: !boosted ->
 #ifndef BUG_BARGE
        if
-       :: word == ID(me) -> word = 0; boosted = 0; goto acquire
+       :: word == ID(me) -> word = 0; goto acquire
        :: else -> skip
        fi
 #else
@@ -430,14 +478,20 @@ hold:
 #endif
     :: else -> skip
     fi;
-    boosted = 0;
     LOCK_MU
   };
   d_step {
     mu == ID(me) ->
+    /* end_hold: a boosted hold is charged to the cap, which it may push
+     * over (the window process lets time take it back down) */
+    if
+    :: boosted -> capx = 1
+    :: else -> skip
+    fi;
+    boosted = 0;
     preempt[me] = 0;
     if
-    :: qlen > 0 -> take_best(); handoff()
+    :: qlen > 0 -> take_best(0); handoff()
     :: else -> word = 0            /* a boosted hold with nobody waiting */
     fi;
     unlock_mu()
@@ -449,27 +503,38 @@ hand_over:
   atomic {
     mu == ID(me) ->
     preempt[me] = 0;
+    take_best(1);
     if
-    :: qlen > 0 ->
-       take_best();
-       /* queue behind W, at the lower of the two priorities */
+    :: W != NONE ->
+       /* queue behind W, at the lower of the two priorities; past the
+        * cap a boost queues at normal priority, deferred */
        ok = (hold_prio[me] < qprio[W] -> hold_prio[me] : qprio[W]);
+       REFUSE(ok);    /* [unreached-ok] in part: ok > 0 needs two boosts */
+       if
+       :: it -> ok = 0
+       :: else -> skip
+       fi;
+       if                                  /* end_hold */
+       :: boosted -> capx = 1
+       :: else -> skip
+       fi;
        incs--;
        waiting[me] = 1;
        boosted = 0;
        granted[me] = 0;
        enqueue(me, ok);
+       deferred[me] = it;
+       it = 0;
        ok = 0;
        handoff();
        unlock_mu();
        goto wait
     :: else ->
-       /* gvl.c returns here, holding.  In this model nobody leaves the
-        * queue except by handoff, so a preempt flag or CONTENDED always
-        * means a waiter; the assertion checks that claim. */
-       assert(false)                                     /* [unreached-ok] */
+       /* nobody, or only waiters the cap deferred: keep the GVL */
+       unlock_mu()
     fi
-  }
+  };
+  goto hold
 }
 
 /* ---- invariants, checked in every reachable state ---- */
@@ -479,10 +544,12 @@ hand_over:
 #define ONE_TIMER(t) (!is_timer[t] || timer == (t))
 #define PREEMPT_OK(t) (!preempt[t] || OWNER(word) == (t))
 #define GRANT_OK(t)  (!granted[t] || (OWNER(word) == (t) && !QUEUED(t)))
+#define DEFER_OK(t)  (!deferred[t] || QUEUED(t))
 #define INV (incs <= 1 && \
              (qlen == 0 || (word & CONTENDED) != 0) && \
              PREEMPT_OK(0) && PREEMPT_OK(1) && PREEMPT_OK(2) && \
              GRANT_OK(0) && GRANT_OK(1) && GRANT_OK(2) && \
+             DEFER_OK(0) && DEFER_OK(1) && DEFER_OK(2) && \
              (mu != 0 || (TIMER_OK && \
                           ONE_TIMER(0) && ONE_TIMER(1) && ONE_TIMER(2))))
 
@@ -490,6 +557,18 @@ active proctype monitor()
 {
 end:
   d_step { !(INV) -> assert(INV) }
+}
+
+/* The cap's sliding window: as time passes, boosted time leaves the
+ * window, so an exceeded cap clears by itself unless boosted holds keep
+ * it up.  Weak fairness makes this happen eventually.  It only matters
+ * while a waiter is deferred (see REFUSE for the other reader). */
+active proctype window()
+{
+end:
+  do
+  :: d_step { capx && (deferred[0] || deferred[1] || deferred[2]) -> capx = 0 }
+  od
 }
 
 /* ---- liveness, checked with weak fairness ---- */
