@@ -90,6 +90,64 @@ static void check_thread(gvl_thread_t *t, pthread_t self, unsigned *nready,
   CHECK_LE(*nready, *nresumed);
 }
 
+/* ---- hooks run outside internal locks ------------------------------------ *
+ * The hook blocks on a plain mutex M (for one chosen event) that the other
+ * thread holds while it calls into the GVL.  Had the hook been called with
+ * an internal lock held, that call would wait on the hook, which waits on
+ * M: a deadlock that the watchdog turns into a failure. */
+static pthread_mutex_t hook_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_uint in_hook;
+static atomic_int block_ev;
+
+static void blocking_hook(void *arg, gvl_thread_t *t, gvl_event_t ev,
+                          uint64_t now_ns) {
+  (void)arg;
+  (void)t;
+  (void)now_ns;
+  int expected = (int)ev;
+  if (atomic_compare_exchange_strong(&block_ev, &expected, 0)) {
+    atomic_store(&in_hook, 1);
+    pthread_mutex_lock(&hook_mu);
+    pthread_mutex_unlock(&hook_mu);
+  }
+}
+
+static void *contender(void *arg) {
+  int prio = *(int *)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire_prio(t, prio));
+  flag = 1;
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void hook_outside_locks(gvl_event_t ev, int prio) {
+  g = gvl_create(NULL);
+  CHECK(g != NULL);
+  CHECK_OK(gvl_set_hook(g, blocking_hook, NULL));
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  CHECK_OK(gvl_acquire(me));
+  flag = 0;
+  atomic_store(&in_hook, 0);
+  atomic_store(&block_ev, (int)ev);
+  CHECK_OK(pthread_mutex_lock(&hook_mu));
+  pthread_t th;
+  tgvl_spawn(&th, contender, &prio);
+  tgvl_wait_ge(&in_hook, 1); /* the contender sits in its hook */
+  /* The release to a queued waiter needs the internal lock.  (No safe
+   * point here: with a request pending it would hand over and wait for
+   * the contender, which waits for us.) */
+  CHECK_OK(gvl_release(me));
+  CHECK_OK(pthread_mutex_unlock(&hook_mu));
+  tgvl_join(th);
+  CHECK_EQ(flag, 1);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
 int main(void) {
   tgvl_watchdog(60);
   gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
@@ -147,6 +205,9 @@ int main(void) {
   CHECK_EQ(atomic_load(&hlog.n), before);
   CHECK_OK(gvl_thread_detach(ta));
   CHECK_OK(gvl_destroy(g));
+
+  hook_outside_locks(GVL_EV_READY, 0);
+  hook_outside_locks(GVL_EV_PREEMPT_REQ, GVL_PRIO_BOOST);
   puts("ok");
   return 0;
 }
