@@ -196,7 +196,13 @@ def io_trips(sock, n, cap):
     return done, now() - t0
 
 
-def convoy_phase(sock, nhogs, alone):
+CHUNKS = 4  # as gvlbench: every phase is cut in chunks that alternate
+
+
+def convoy_chunk(sock, nhogs, acc):
+    """Hogs alone for a while, then the I/O loop for its share of the trips
+    and of the time cap; adds to acc = [solo units, solo s, busy units,
+    busy s, trips, io s]."""
     state = {"stop": False}
     counts = [0] * nhogs
 
@@ -207,33 +213,37 @@ def convoy_phase(sock, nhogs, alone):
     hogs = [threading.Thread(target=hog, args=(i,)) for i in range(nhogs)]
     for h in hogs:
         h.start()
-    time.sleep(0.01)
+    time.sleep(0.005)
     t0, c0 = now(), sum(counts)
-    time.sleep(SIZES["solo"])
+    time.sleep(SIZES["solo"] / CHUNKS)
     t1, c1 = now(), sum(counts)
-    trips, secs = io_trips(sock, SIZES["trips"], SIZES["cap"])
+    trips, secs = io_trips(sock, SIZES["trips"] // CHUNKS, SIZES["cap"] / CHUNKS)
     t2, c2 = now(), sum(counts)
     state["stop"] = True
     for h in hogs:
         h.join()
-    solo = (c1 - c0) / (t1 - t0)
-    during = (c2 - c1) / (t2 - t1)
-    return secs / trips / alone, (during / solo * 100 if solo > 0 else 0), trips
+    for k, v in enumerate((c1 - c0, t1 - t0, c2 - c1, t2 - t1, trips, secs)):
+        acc[k] += v
 
 
 def convoy():
     sock, pid = echo_pair()
-    trips, secs = io_trips(sock, SIZES["trips"], 60)
-    alone = secs / trips
-    r1 = convoy_phase(sock, 1, alone)
-    r2 = convoy_phase(sock, 2, alone)
-    result("convoy", "io_ratio_1hog", r1[0])
-    result("convoy", "hog_pct_1hog", r1[1])
-    result("convoy", "io_ratio_2hog", r2[0])
-    result("convoy", "hog_pct_2hog", r2[1])
-    result("convoy", "io_us_alone", alone * 1e6)
-    result("convoy", "trips_1hog", r1[2])
-    result("convoy", "trips_2hog", r2[2])
+    alone = [0, 0.0]
+    one, two = [0] * 6, [0] * 6
+    for _ in range(CHUNKS):
+        trips, secs = io_trips(sock, SIZES["trips"] // CHUNKS, 60)
+        alone[0] += trips
+        alone[1] += secs
+        convoy_chunk(sock, 1, one)
+        convoy_chunk(sock, 2, two)
+    a = alone[1] / alone[0]
+    for n, acc in ((1, one), (2, two)):
+        solo, busy = acc[0] / acc[1], acc[2] / acc[3]
+        result("convoy", "io_ratio_%dhog" % n, acc[5] / acc[4] / a)
+        result("convoy", "hog_pct_%dhog" % n, busy / solo * 100 if solo > 0 else 0)
+    result("convoy", "io_us_alone", a * 1e6)
+    result("convoy", "trips_1hog", one[4])
+    result("convoy", "trips_2hog", two[4])
     sock.close()
     os.waitpid(pid, 0)
 

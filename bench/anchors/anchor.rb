@@ -155,39 +155,51 @@ def io_trips(sock, n, cap)
   [done, now - t0]
 end
 
-def convoy_phase(sock, nhogs, alone)
+CHUNKS = 4 # as gvlbench: every phase is cut in chunks that alternate
+
+# Hogs alone for a while, then the I/O loop for its share of the trips and
+# of the time cap; adds to acc = [solo units, solo s, busy units, busy s,
+# trips, io s].
+def convoy_chunk(sock, nhogs, acc)
   stop = false
   counts = Array.new(nhogs, 0)
   hogs = Array.new(nhogs) { |i| Thread.new { counts[i] += 1 until stop } }
-  sleep 0.01
+  sleep 0.005
   t0 = now
   c0 = counts.sum
-  sleep SIZES[:solo]
+  sleep SIZES[:solo] / CHUNKS
   t1 = now
   c1 = counts.sum
-  trips, secs = io_trips(sock, SIZES[:trips], SIZES[:cap])
+  trips, secs = io_trips(sock, SIZES[:trips] / CHUNKS, SIZES[:cap] / CHUNKS)
   t2 = now
   c2 = counts.sum
   stop = true
   hogs.each(&:join)
-  solo = (c1 - c0) / (t1 - t0)
-  during = (c2 - c1) / (t2 - t1)
-  [secs / trips / alone, solo.positive? ? during / solo * 100 : 0, trips]
+  [c1 - c0, t1 - t0, c2 - c1, t2 - t1, trips, secs].each_with_index { |v, k| acc[k] += v }
 end
 
 def convoy
   sock, pid = echo_pair
-  trips, secs = io_trips(sock, SIZES[:trips], 60)
-  alone = secs / trips
-  r1 = convoy_phase(sock, 1, alone)
-  r2 = convoy_phase(sock, 2, alone)
-  result('convoy', 'io_ratio_1hog', r1[0])
-  result('convoy', 'hog_pct_1hog', r1[1])
-  result('convoy', 'io_ratio_2hog', r2[0])
-  result('convoy', 'hog_pct_2hog', r2[1])
-  result('convoy', 'io_us_alone', alone * 1e6)
-  result('convoy', 'trips_1hog', r1[2])
-  result('convoy', 'trips_2hog', r2[2])
+  alone = [0, 0.0]
+  one = [0] * 6
+  two = [0] * 6
+  CHUNKS.times do
+    trips, secs = io_trips(sock, SIZES[:trips] / CHUNKS, 60)
+    alone[0] += trips
+    alone[1] += secs
+    convoy_chunk(sock, 1, one)
+    convoy_chunk(sock, 2, two)
+  end
+  a = alone[1] / alone[0]
+  [[1, one], [2, two]].each do |n, acc|
+    solo = acc[0] / acc[1]
+    busy = acc[2] / acc[3]
+    result('convoy', "io_ratio_#{n}hog", acc[5] / acc[4] / a)
+    result('convoy', "hog_pct_#{n}hog", solo.positive? ? busy / solo * 100 : 0)
+  end
+  result('convoy', 'io_us_alone', a * 1e6)
+  result('convoy', 'trips_1hog', one[4])
+  result('convoy', 'trips_2hog', two[4])
   sock.close
   Process.wait(pid)
 end

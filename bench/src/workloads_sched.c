@@ -242,7 +242,8 @@ void bench_case_starvation(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
  * echo, each in its own blocking region, ~1 us of work per reply) against
  * an echo served by a plain thread outside the GVL: alone, then beside 1
  * and 2 CPU hogs.  io_ratio = time per trip beside the hogs / alone;
- * hog_pct = the hogs' rate while the I/O thread runs / just before it.
+ * hog_pct = the hogs' rate while the I/O thread runs / while they are
+ * alone.
  * Beside hogs the I/O thread stops after convoy_cap_ns even if it has not
  * done all its trips (a 100 ms-per-trip design would take 1000 s);
  * trips_* says how many it did. */
@@ -314,13 +315,22 @@ static void run_io(io_t *io) {
   pthread_join(tid, NULL);
 }
 
-static double per_trip(const io_t *io) {
-  return io->done ? (double)io->elapsed_ns / (double)io->done : 0;
-}
 
-/* One phase beside nhogs hogs; sets *io_ratio and *hog_pct. */
-static void convoy_phase(const bench_gvl_ops_t *ops, void *g, int fd, const bench_cfg_t *cfg,
-                         int nhogs, double alone, double out[3]) {
+/* The run is cut in CONVOY_CHUNKS chunks, each doing its share of every
+ * phase (alone, beside 1 hog, beside 2 hogs), so a change in the machine's
+ * load lands on all of them alike. */
+#define CONVOY_CHUNKS 4
+
+typedef struct {
+  uint64_t solo_u, solo_ns;  /* hog units and time, hogs alone        */
+  uint64_t busy_u, busy_ns;  /* the same while the I/O thread runs    */
+  uint64_t trips, io_ns;     /* I/O thread's trips and time           */
+} convoy_acc_t;
+
+/* One chunk beside nhogs hogs: the hogs alone for a while, then the I/O
+ * thread for its share of the trips and of the time cap. */
+static void convoy_chunk(const bench_gvl_ops_t *ops, void *g, int fd, const bench_cfg_t *cfg,
+                         int nhogs, convoy_acc_t *acc) {
   atomic_int stop = 0;
   bench_hog_t h[2];
   pthread_t tids[2];
@@ -329,18 +339,28 @@ static void convoy_phase(const bench_gvl_ops_t *ops, void *g, int fd, const benc
     h[i] = (bench_hog_t){.ops = ops, .g = g, .stop = &stop, .deadline_ns = deadline};
   bench_hogs_start(h, nhogs, tids);
   uint64_t t0 = bench_now_ns(), u0 = bench_hogs_units(h, nhogs);
-  bench_sleep_ns(cfg->convoy_solo_ns);
+  bench_sleep_ns(cfg->convoy_solo_ns / CONVOY_CHUNKS);
   uint64_t t1 = bench_now_ns(), u1 = bench_hogs_units(h, nhogs);
-  io_t io = {ops, g, fd, cfg->trips, cfg->convoy_cap_ns, 0, 0};
+  io_t io = {ops, g, fd, cfg->trips / CONVOY_CHUNKS, cfg->convoy_cap_ns / CONVOY_CHUNKS, 0, 0};
   run_io(&io);
   uint64_t t2 = bench_now_ns(), u2 = bench_hogs_units(h, nhogs);
   atomic_store(&stop, 1);
   bench_hogs_join(nhogs, tids);
-  double solo = (double)(u1 - u0) / (double)(t1 - t0);
-  double during = (double)(u2 - u1) / (double)(t2 - t1);
-  out[0] = alone > 0 ? per_trip(&io) / alone : 0;
-  out[1] = solo > 0 ? during / solo * 100 : 0;
-  out[2] = (double)io.done;
+  acc->solo_u += u1 - u0;
+  acc->solo_ns += t1 - t0;
+  acc->busy_u += u2 - u1;
+  acc->busy_ns += t2 - t1;
+  acc->trips += io.done;
+  acc->io_ns += io.elapsed_ns;
+}
+
+static double acc_trip_ns(const convoy_acc_t *a) {
+  return a->trips ? (double)a->io_ns / (double)a->trips : 0;
+}
+
+static double acc_hog_pct(const convoy_acc_t *a) {
+  double solo = (double)a->solo_u / (double)a->solo_ns, busy = (double)a->busy_u / (double)a->busy_ns;
+  return solo > 0 ? busy / solo * 100 : 0;
 }
 
 void bench_case_convoy(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
@@ -349,18 +369,23 @@ void bench_case_convoy(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
   pthread_t echo;
   if (pthread_create(&echo, NULL, echo_main, &sv[1])) bench_die("pthread_create", 0);
   void *g = ops->create();
-  io_t io = {ops, g, sv[0], cfg->trips, 20 * cfg->convoy_cap_ns, 0, 0};
-  run_io(&io);
-  double alone = per_trip(&io), r1[3], r2[3];
-  convoy_phase(ops, g, sv[0], cfg, 1, alone, r1);
-  convoy_phase(ops, g, sv[0], cfg, 2, alone, r2);
-  bench_result("convoy", ops->name, "io_ratio_1hog", r1[0]);
-  bench_result("convoy", ops->name, "hog_pct_1hog", r1[1]);
-  bench_result("convoy", ops->name, "io_ratio_2hog", r2[0]);
-  bench_result("convoy", ops->name, "hog_pct_2hog", r2[1]);
-  bench_result("convoy", ops->name, "io_us_alone", alone / 1000.0);
-  bench_result("convoy", ops->name, "trips_1hog", r1[2]);
-  bench_result("convoy", ops->name, "trips_2hog", r2[2]);
+  convoy_acc_t alone = {0}, one = {0}, two = {0};
+  for (int c = 0; c < CONVOY_CHUNKS; c++) {
+    io_t io = {ops, g, sv[0], cfg->trips / CONVOY_CHUNKS, 20 * cfg->convoy_cap_ns, 0, 0};
+    run_io(&io);
+    alone.trips += io.done;
+    alone.io_ns += io.elapsed_ns;
+    convoy_chunk(ops, g, sv[0], cfg, 1, &one);
+    convoy_chunk(ops, g, sv[0], cfg, 2, &two);
+  }
+  double a = acc_trip_ns(&alone);
+  bench_result("convoy", ops->name, "io_ratio_1hog", a > 0 ? acc_trip_ns(&one) / a : 0);
+  bench_result("convoy", ops->name, "hog_pct_1hog", acc_hog_pct(&one));
+  bench_result("convoy", ops->name, "io_ratio_2hog", a > 0 ? acc_trip_ns(&two) / a : 0);
+  bench_result("convoy", ops->name, "hog_pct_2hog", acc_hog_pct(&two));
+  bench_result("convoy", ops->name, "io_us_alone", a / 1000.0);
+  bench_result("convoy", ops->name, "trips_1hog", (double)one.trips);
+  bench_result("convoy", ops->name, "trips_2hog", (double)two.trips);
   ops->destroy(g);
   shutdown(sv[0], SHUT_RDWR);
   pthread_join(echo, NULL);
