@@ -4,7 +4,9 @@
  *
  * What is recorded, per OS thread, from the GVL's own events:
  *   "wait" / "wait boosted"   from the moment a thread queues for the GVL
- *                             until it gets it (args: prio, cpu)
+ *                             until it gets it (args: prio, req_prio, cpu,
+ *                             boost: granted / refused (by the cap) /
+ *                             interactive (promoted by the GVL))
  *   "wake-up"                 the end of a wait that was a handoff: from the
  *                             releaser's SUSPENDED (read just before it
  *                             hands over in gvl_release, just after in a

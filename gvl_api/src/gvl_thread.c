@@ -294,6 +294,7 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
   /* The forking thread keeps the GVL if it held it; otherwise it is free. */
   bool mine = owner && pthread_equal(owner->tid, self) &&
               atomic_load_explicit(&owner->holding, memory_order_relaxed);
+  int in_call = 0;
   g->threads = NULL;
   g->nthreads = 0;
   g->qhead = g->qtail = g->timer = NULL;
@@ -313,7 +314,9 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
     pthread_mutex_init(&t->ilock, NULL);
     gvl__park_after_fork(&t->park);
     glist_add(g, t);
+    in_call += t->call_depth;  /* only our own gvl_call_with calls remain */
   }
+  atomic_store_explicit(&g->in_call, in_call, memory_order_relaxed);
   atomic_store_explicit(&g->word, mine ? (uintptr_t)owner : 0,
                         memory_order_relaxed);
   pthread_mutex_init(&g->mu, NULL);

@@ -817,13 +817,20 @@ static void emit_span(wr_t *w, uint32_t b, const char *name, uint64_t from,
   fprintf(w->f, ",\"args\":{%s}}", args ? args : "");
 }
 
+/* A boosted request the cap turned down waits and holds at normal
+ * priority; an interactive promotion raises a normal one. */
+static const char *boost_arg(const st_t *st) {
+  if (st->req > 0) return st->prio >= st->req ? "\"boost\":\"granted\"," : "\"boost\":\"refused\",";
+  return st->prio > st->req ? "\"boost\":\"interactive\"," : "";
+}
+
 static void emit_hold(wr_t *w, uint32_t b, st_t *st, const char *why) {
   size_t k = st->k;
   uint64_t end = w->acq_end[k];
   char args[192];
   int o = snprintf(args, sizeof args,
-                   "\"prio\":%d,\"req_prio\":%d,\"reason\":\"%s\",\"cpu\":%d",
-                   st->prio, st->req, why, st->cpu);
+                   "\"prio\":%d,\"req_prio\":%d,%s\"reason\":\"%s\",\"cpu\":%d",
+                   st->prio, st->req, boost_arg(st), why, st->cpu);
   if (w->acq_waited[k] && k > 0 && w->acq[k - 1].b != b)
     o += snprintf(args + o, sizeof args - (size_t)o, ",\"from\":%d",
                   w->tids[w->acq[k - 1].b]);
@@ -860,11 +867,11 @@ static uint64_t wake_start(const wr_t *w, uint32_t b, long k, uint64_t since,
 /* Close whatever non-hold state is open at ns; k: the acquisition at ns
  * (-1 if none). */
 static void close_gap(wr_t *w, uint32_t b, st_t *st, uint64_t ns, long k) {
-  char args[80];
+  char args[112];
   if (st->kind == ST_WAIT) {
     uint64_t wake = wake_start(w, b, k, st->since, ns);
-    snprintf(args, sizeof args, "\"prio\":%d,\"req_prio\":%d,\"cpu\":%d",
-             st->prio, st->req, st->cpu);
+    snprintf(args, sizeof args, "\"prio\":%d,\"req_prio\":%d,%s\"cpu\":%d",
+             st->prio, st->req, boost_arg(st), st->cpu);
     emit_span(w, b, st->prio > 0 ? "wait boosted" : "wait", st->since,
               wake ? wake : ns, args);
     if (wake) {
