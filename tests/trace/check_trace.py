@@ -20,6 +20,8 @@ Options add checks of a known scenario:
   --reason THREAD:K:R  the K-th hold (from 1) of THREAD ended for reason R
   --handoff A:B        at least one handoff flow from thread A to thread B
   --preempt A:B        a preempt request on A's track made by B
+  --arg NAME@THREAD:K=V  an event NAME on THREAD whose args[K] is V
+                       (compared as strings)
 Exit status 0 when every check passes; otherwise the failures are printed.
 """
 import argparse
@@ -152,6 +154,7 @@ def main():
     ap.add_argument("--reason", action="append", default=[])
     ap.add_argument("--handoff", action="append", default=[])
     ap.add_argument("--preempt", action="append", default=[])
+    ap.add_argument("--arg", action="append", default=[])
     a = ap.parse_args()
 
     doc = load(a.file)
@@ -201,6 +204,14 @@ def main():
         if not any(e.get("name") == "preempt request" and name_of(e["tid"]) == target
                    and name_of(e["args"].get("by")) == by for e in events):
             fail(f"no preempt request on {target} by {by}")
+
+    for spec in a.arg:
+        what, _, kv = spec.rpartition(":")
+        name, _, thread = what.rpartition("@")
+        key, _, val = kv.partition("=")
+        if not any(e.get("name") == name and name_of(e.get("tid")) == thread
+                   and str(e.get("args", {}).get(key)) == val for e in events):
+            fail(f"no event {name!r} on {thread} with {key}={val}")
 
     if failures:
         for f in failures:

@@ -5,7 +5,10 @@
  *   cond wait  D waits on a gvl_cond with a timeout: its hold ends "cond
  *              wait" and a "cond wait" span follows;
  *   died       C exits holding the GVL: an "owner died" instant and a hold
- *              that ends "died".
+ *              that ends "died";
+ *   refused    with a 1% boost cap, R holds boosted for 5 ms (past the cap)
+ *              and then asks for a boost while Q holds: it waits at normal
+ *              priority, marked boost "refused".
  * Orderings only; the READY count from a hook tells when F has queued.
  */
 #include "ttrace.h"
@@ -92,6 +95,53 @@ static void died_case(const ttrace_env_t *e) {
                "--has", "owner died@C");
 }
 
+static gvl_t *g2;
+static atomic_uint r_phase;
+
+static void *thread_r(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g2, 0);
+  (void)arg;
+  CHECK(t != NULL);
+  CHECK_OK(gvl_trace_set_thread_name("R"));
+  CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
+  tgvl_sleep_us(5000);             /* 5% of the window: past the 1% cap */
+  CHECK_OK(gvl_release(t));
+  atomic_store(&r_phase, 1);
+  while (atomic_load(&r_phase) < 2) tgvl_sleep_us(100);
+  CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));   /* Q holds: queues */
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void refused_case(const ttrace_env_t *e) {
+  char path[512];
+  pthread_t th;
+  tgvl_log_t log;
+  gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &log);
+  cfg.boost_cap_pct = 1;
+  cfg.cap_window_ns = 100ull * 1000000ull;
+  memset(&log, 0, sizeof log);
+  CHECK((g2 = gvl_create(&cfg)) != NULL);
+  ttrace_path(e, "refused", path, sizeof path);
+  CHECK_OK(gvl_trace_set_thread_name("Q"));
+  gvl_thread_t *q = gvl_thread_attach(g2, 0);
+  CHECK(q != NULL);
+  CHECK_OK(gvl_trace_start(g2, path, NULL));
+  tgvl_spawn(&th, thread_r, NULL);
+  while (atomic_load(&r_phase) < 1) tgvl_sleep_us(100);
+  CHECK_OK(gvl_acquire(q));
+  atomic_store(&r_phase, 2);
+  while (tgvl_count(&log, GVL_EV_READY) < 1) tgvl_sleep_us(100);
+  CHECK_OK(gvl_release(q));        /* hands over to R */
+  tgvl_join(th);
+  CHECK_OK(gvl_trace_stop(g2));
+  CHECK_OK(gvl_thread_detach(q));
+  CHECK_OK(gvl_destroy(g2));
+  TTRACE_CHECK(e, path, "--holders", "R,Q,R", "--arg", "hold boosted@R:boost=granted",
+               "--arg", "wait@R:boost=refused", "--handoff", "Q:R");
+}
+
 int main(int argc, char **argv) {
   ttrace_env_t e = ttrace_args(argc, argv);
   tgvl_watchdog(60);
@@ -100,6 +150,7 @@ int main(int argc, char **argv) {
   yield_case(&e);
   cond_case(&e);
   died_case(&e);
+  refused_case(&e);
   CHECK_OK(gvl_destroy(g));
   return 0;
 }
