@@ -121,6 +121,51 @@ static void two_gvls(void) {
   CHECK_OK(gvl_destroy(g2));
 }
 
+/* GVL_EV_OWNER_DIED, like every hook, is called outside internal locks
+ * (gvl.h).  The hook blocks on a plain mutex M that main holds while it
+ * attaches to another GVL; had the hook run with an internal lock held that
+ * attach also needs, this deadlocks and the watchdog fails the test. */
+static pthread_mutex_t hook_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_uint in_hook;
+
+static void blocking_hook(void *arg, gvl_thread_t *t, gvl_event_t ev,
+                          uint64_t now_ns) {
+  (void)arg;
+  (void)t;
+  (void)now_ns;
+  if (ev != GVL_EV_OWNER_DIED) return;
+  atomic_store(&in_hook, 1);
+  pthread_mutex_lock(&hook_mu);
+  pthread_mutex_unlock(&hook_mu);
+}
+
+static void *die_holding_plain(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  return arg;
+}
+
+static void owner_died_hook_outside_locks(void) {
+  g = gvl_create(NULL);
+  g2 = gvl_create(NULL);
+  CHECK(g != NULL && g2 != NULL);
+  CHECK_OK(gvl_set_hook(g, blocking_hook, NULL));
+  atomic_store(&in_hook, 0);
+  CHECK_OK(pthread_mutex_lock(&hook_mu));
+  pthread_t th;
+  tgvl_spawn(&th, die_holding_plain, NULL);
+  tgvl_wait_ge(&in_hook, 1);
+  gvl_thread_t *t2 = gvl_thread_attach(g2, 0);
+  CHECK(t2 != NULL);
+  CHECK_OK(pthread_mutex_unlock(&hook_mu));
+  tgvl_join(th);
+  CHECK_OK(gvl_thread_detach(t2));
+  CHECK_EQ(tgvl_stats(g).owner_died, 1);
+  CHECK_OK(gvl_destroy(g));
+  CHECK_OK(gvl_destroy(g2));
+}
+
 int main(void) {
   tgvl_watchdog(60);
   gvl_config_t cfg;
@@ -141,6 +186,7 @@ int main(void) {
   CHECK_EQ(atomic_load(&fn_ran), 1);
   CHECK_OK(gvl_destroy(g));
   two_gvls();
+  owner_died_hook_outside_locks();
   puts("ok");
   return 0;
 }
