@@ -253,12 +253,50 @@ static void t_no_display(void) {
   CHECK_RC(gvl_destroy(g), 0);
 }
 
+/* A <Destroy> binding that calls a host command which stops the bridge,
+ * fired by the teardown itself (interp deletion destroys the windows). */
+static atomic_int destroy_calls;
+
+static int stop_again_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                         tkb_result_t *res) {
+  (void)arg;
+  (void)argc;
+  (void)argv;
+  (void)res;
+  atomic_fetch_add(&destroy_calls, 1);
+  CHECK_RC(tkb_stop(tk), 0);
+  return 0;
+}
+
+static void t_destroy_binding_stop(void) {
+  fx_t f;
+  fx_start(&f, 0);
+  CHECK_RC(tkb_command_create(f.tk, "stopagain", stop_again_cb, NULL), 0);
+  fx_expect(f.tk, "frame .f; pack .f; bind .f <Destroy> stopagain; update; set ok 1", "1");
+  CHECK_RC(tkb_stop(f.tk), 0);
+  CHECK(atomic_load(&destroy_calls) <= 1);
+  CHECK_RC(tkb_eval(f.tk, "set x", NULL), ECANCELED);
+  fx_stop(&f);
+
+  /* and from a script: destroy the window whose binding stops the bridge */
+  fx_start(&f, 0);
+  atomic_store(&destroy_calls, 0);
+  CHECK_RC(tkb_command_create(f.tk, "stopagain", stop_again_cb, NULL), 0);
+  int rc = tkb_eval(f.tk, "frame .f; pack .f; bind .f <Destroy> stopagain; update;"
+                          " destroy .f; set after 1", NULL);
+  CHECK(rc == 0 || rc == TKB_ETCL);
+  CHECK(atomic_load(&destroy_calls) == 1);
+  CHECK_RC(tkb_eval(f.tk, "set x", NULL), ECANCELED);
+  fx_stop(&f);
+}
+
 static const tcase_t cases[] = {
     {"widgets_threads", t_widgets_threads},
     {"event_generate", t_event_generate},
     {"repaint_hog", t_repaint_hog},
     {"x11_burst", t_x11_burst},
     {"no_display", t_no_display},
+    {"destroy_binding_stop", t_destroy_binding_stop},
     {NULL, NULL}};
 
 int main(int argc, char **argv) {

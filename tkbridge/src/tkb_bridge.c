@@ -181,8 +181,11 @@ static void drv_unlink(tkb_t *tk) {
 
 /* [loop thread] Delete the interp, cancel what is queued, wake tkb_stop
  * waiters.  Safe to call again, and from inside the interp's own scripts
- * (Tcl defers the deletion until they unwind). */
+ * (Tcl defers the deletion until they unwind); a call made while a teardown
+ * is under way (a <Destroy> binding calling tkb_stop) returns at once. */
 void tkb__teardown(tkb_t *tk) {
+  if (tk->tearing) return;
+  tk->tearing = 1;
   pthread_mutex_lock(&tk->mu);
   Tcl_Interp *ip = tk->interp;
   if (tk->state == TKB_ST_RUNNING) tk->state = TKB_ST_STOPPING;
@@ -202,7 +205,7 @@ void tkb__teardown(tkb_t *tk) {
   tk->state = TKB_ST_STOPPED;
   pthread_cond_broadcast(&tk->cv);
   pthread_mutex_unlock(&tk->mu);
-  drv_unlink(tk);
+  drv_unlink(tk); /* may drop the last reference: tk is not touched after */
 }
 
 /* ---- the driver -------------------------------------------------------------- */

@@ -38,6 +38,7 @@ struct tkb_s {
 
   Tcl_Interp *interp;     /* loop thread; guarded by mu for Tcl_CancelEval */
   struct tkb_s *next;     /* in tkb__drv_t.bridges (loop thread)           */
+  int tearing;            /* teardown under way (loop thread)              */
 
   pthread_mutex_t mu;
   pthread_cond_t cv;      /* signalled when state becomes STOPPED          */
