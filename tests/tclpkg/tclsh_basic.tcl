@@ -1,0 +1,99 @@
+# The package in a stock tclsh: Tcl's own event sources keep working,
+# libuv timers and descriptors registered through gvloop fire, ping works
+# under hogs.
+source [file join [file dirname [info script]] common.tcl]
+check {[package require gvloop] ne ""} "package require"
+check {[gvloop::notifier] eq "tcl-notifier"} "notifier name"
+
+# after / vwait ordering with gvloop timers interleaved.
+set ::order {}
+after 30 {lappend ::order a30}
+after 10 {lappend ::order a10}
+gvloop::timer 20 {lappend ::order g20}
+gvloop::timer 0 {lappend ::order g0}
+# Orders within each source are fixed; across sources they depend on the
+# machine's load, so only "all fired, once" is checked there.
+poll_until {[llength $::order] >= 4} "after and gvloop timers"
+check {[lsearch $::order g0] < [lsearch $::order g20]} "g0 before g20: $::order"
+check {[lsearch $::order a10] < [lsearch $::order a30]} "a10 before a30: $::order"
+check {[llength $::order] == 4 && [llength [lsort -unique $::order]] == 4} "four events once: $::order"
+
+# fileevent on a pipe (Tcl's file handlers) next to a gvloop watch on
+# another pipe.
+lassign [chan pipe] r1 w1
+lassign [chan pipe] r2 w2
+fconfigure $w1 -buffering line
+fconfigure $w2 -buffering line
+fconfigure $r1 -blocking 0
+fconfigure $r2 -blocking 0
+set ::got1 {}
+set ::got2 {}
+fileevent $r1 readable {
+  if {[gets $::r1 l] >= 0} { lappend ::got1 $l; if {$l eq "end"} {set ::fe_done 1} }
+}
+set wid [gvloop::readable $r2 {
+  while {[gets $::r2 l] >= 0} { lappend ::got2 $l; if {$l eq "end"} {set ::gv_done 1} }
+}]
+for {set i 0} {$i < 50} {incr i} { puts $w1 $i; puts $w2 $i }
+puts $w1 end; puts $w2 end
+wait_for ::fe_done "fileevent lines"
+if {![info exists ::gv_done]} { wait_for ::gv_done "gvloop watch lines" }
+check {[llength $::got1] == 51} "fileevent got all lines: [llength $::got1]"
+check {[llength $::got2] == 51} "gvloop watch got all lines: [llength $::got2]"
+gvloop::cancel $wid
+check {[catch {gvloop::cancel $wid}]} "second cancel fails"
+puts $w2 after-cancel
+after 50 {set ::quiet 1}
+wait_for ::quiet "quiet period"
+check {[lindex $::got2 end] eq "end"} "cancelled watch stays silent"
+
+# A cancelled timer never fires; many timers fire exactly once each.
+set ::fired 0
+set tid [gvloop::timer 30 {set ::cancelled_fired 1}]
+gvloop::cancel $tid
+for {set i 0} {$i < 100} {incr i} { gvloop::timer [expr {$i % 7}] {incr ::fired} }
+gvloop::timer 40 {set ::many 1}
+wait_for ::many "100 timers"
+check {$::fired == 100} "100 timers fired once each: $::fired"
+check {![info exists ::cancelled_fired]} "cancelled timer did not fire"
+
+# Errors in timer scripts reach bgerror; the loop goes on.
+set ::bg {}
+proc bgerror {msg} { lappend ::bg $msg }
+gvloop::timer 0 {error "deliberate"}
+gvloop::timer 10 {set ::after_err 1}
+wait_for ::after_err "timer after an erroring one"
+update
+check {[lindex $::bg 0] eq "deliberate"} "bgerror saw it: $::bg"
+
+# Ping under two hogs (boosted and not): it returns, the hogs keep going.
+set a0 [dict get [gvloop::stats] gvl_acquires]
+check {[gvloop::hog start 2] == 2} "two hogs"
+poll_until {[dict get [gvloop::stats] gvl_acquires] >= $a0 + 1} "a hog holds the GVL"
+set s0 [gvloop::stats]
+for {set i 0} {$i < 200} {incr i} { gvloop::ping }
+for {set i 0} {$i < 20} {incr i} { gvloop::ping -noboost }
+set s1 [gvloop::stats]
+check {[dict get $s1 tcl_pings] - [dict get $s0 tcl_pings] == 220} "220 pings counted"
+check {[dict get $s1 gvl_boosts] - [dict get $s0 gvl_boosts] >= 200} "boosted acquires"
+check {[dict get $s1 gvl_contended] > [dict get $s0 gvl_contended]} "pings waited for hogs"
+# A libuv timer and Tcl's after still fire while hogs run.
+gvloop::timer 5 {set ::hog_timer 1}
+after 5 {set ::hog_after 1}
+wait_for ::hog_timer "timer under hogs"
+if {![info exists ::hog_after]} { wait_for ::hog_after "after under hogs" }
+check {[gvloop::hog stop] == 0} "hogs stopped"
+check {[dict get [gvloop::stats] tcl_hogs] == 0} "no hogs"
+
+# Bad input.
+check {[catch {gvloop::ping x}]} "ping arg"
+check {[catch {gvloop::timer -1 {}}]} "negative ms"
+check {[catch {gvloop::timer abc {}}]} "non-number ms"
+check {[catch {gvloop::hog start -1}]} "negative hogs"
+check {[catch {gvloop::hog start 1000}]} "too many hogs"
+check {[catch {gvloop::hog fly}]} "bad subcommand"
+check {[catch {gvloop::readable nosuchchan {}}]} "bad channel"
+check {[catch {gvloop::readable $w1 {}}]} "write-only channel"
+check {[catch {gvloop::cancel 999999}]} "unknown id"
+check {[catch {gvloop::stats x}]} "stats arg"
+done_ok
