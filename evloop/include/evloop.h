@@ -152,11 +152,39 @@ EVL_EXPORT int evl_run(evl_t *l);
  * Memory is freed only by evl_destroy. */
 EVL_EXPORT int evl_stop(evl_t *l);
 
+/* [host thread, no_thread mode] For a host whose own event loop does the
+ * waiting (Tcl's notifier, GLib, a game loop): make the calling thread the
+ * loop thread, as evl_run does, but return at once.  The host then watches
+ * the fd from evl_backend for readability, blocks at most the timeout it
+ * gives, and calls evl_step(l, 0) whenever either fires.  A stop requested
+ * by another thread wakes that fd; evl_stop from another thread waits until
+ * the host calls evl_detach.  EINVAL, EPERM (not no_thread mode), EBUSY
+ * (attached, running or finished already), or the error of
+ * gvl_thread_attach. */
+EVL_EXPORT int evl_attach(evl_t *l);
+
+/* [the thread that called evl_attach, outside any callback] Stop (if not
+ * requested yet), shut down (every pending registration gets its last
+ * call, on this thread) and give up the loop-thread role.  The GVL state of
+ * the caller is kept.  EINVAL, EPERM (not attached by this thread), EBUSY
+ * (inside a callback or a libuv callback). */
+EVL_EXPORT int evl_detach(evl_t *l);
+
+/* [loop thread] What a host waiting in its own loop needs: *fd_out, the
+ * fd that becomes readable when the loop has something to do
+ * (uv_backend_fd), and *timeout_ms_out, how long the host may block before
+ * calling evl_step(l, 0): -1 for no limit, 0 when callbacks are already
+ * waiting for dispatch (the budget ran out) or a stop was requested.
+ * EINVAL, EPERM. */
+EVL_EXPORT int evl_backend(evl_t *l, int *fd_out, int *timeout_ms_out);
+
 /* [any but the loop thread] Stop (as evl_stop), wait for the loop to finish,
  * join the loop thread and free everything.  In no_thread mode, if evl_run
  * never ran, the shutdown runs on the calling thread (which attaches to the
- * GVL for it if needed).  l is invalid afterwards.  EINVAL, EBUSY (called on
- * the loop thread or from a work function). */
+ * GVL for it if needed).  The thread that called evl_attach may destroy
+ * outside any callback (evl_detach is done first).  l is invalid
+ * afterwards.  EINVAL, EBUSY (called on the loop thread in a callback or
+ * from a driver, or from a work function). */
 EVL_EXPORT int evl_destroy(evl_t *l);
 
 /* [any] 1 once a stop was requested, else 0 (0 for NULL). */

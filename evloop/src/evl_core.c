@@ -307,6 +307,58 @@ int evl_step(evl_t *l, int64_t timeout_ms) {
   return err;
 }
 
+/* ---- a host's own event loop: attach / detach -------------------------------- */
+
+int evl_attach(evl_t *l) {
+  int err;
+  if (l == NULL) return EINVAL;
+  if (!l->no_thread) return EPERM;
+  pthread_mutex_lock(&l->mu);
+  err = l->run_state != EVL__RS_IDLE ? EBUSY : 0;
+  if (err == 0) {
+    l->run_state = EVL__RS_RUNNING;
+    l->attached = 1;
+  }
+  pthread_mutex_unlock(&l->mu);
+  if (err != 0) return err;
+  if ((err = evl__enter(l)) != 0) {
+    pthread_mutex_lock(&l->mu);
+    l->run_state = EVL__RS_IDLE;
+    l->attached = 0;
+    pthread_mutex_unlock(&l->mu);
+  }
+  return err;
+}
+
+int evl_detach(evl_t *l) {
+  int was_held, attached;
+  if (l == NULL) return EINVAL;
+  pthread_mutex_lock(&l->mu);
+  attached = l->attached;
+  pthread_mutex_unlock(&l->mu);
+  if (evl__tls_loop != l || !attached) return EPERM;
+  if (l->frame != NULL || l->in_uv_run) return EBUSY;
+  evl__set_stopping(l);
+  /* As in evl_run: the shutdown never waits holding the GVL. */
+  was_held = gvl_thread_holds(l->gt);
+  if (was_held) gvl_release(l->gt);
+  evl__shutdown(l);
+  if (was_held) gvl_acquire_prio(l->gt, l->prio);
+  evl__leave(l);
+  return 0;
+}
+
+int evl_backend(evl_t *l, int *fd_out, int *timeout_ms_out) {
+  if (l == NULL || fd_out == NULL || timeout_ms_out == NULL) return EINVAL;
+  if (evl__tls_loop != l) return EPERM;
+  *fd_out = uv_backend_fd(&l->loop);
+  if (l->dq_head != NULL || atomic_load(&l->stopping))
+    *timeout_ms_out = 0;
+  else
+    *timeout_ms_out = uv_backend_timeout(&l->loop);
+  return 0;
+}
+
 /* ---- stop and destroy --------------------------------------------------------- */
 
 static void *evl__wait_done(void *p) {
@@ -349,15 +401,19 @@ int evl_stop(evl_t *l) {
 }
 
 int evl_destroy(evl_t *l) {
-  int idle;
+  int idle, err;
   if (l == NULL) return EINVAL;
-  if (evl__tls_loop == l || evl__tls_work == l) return EBUSY;
+  if (evl__tls_work == l) return EBUSY;
+  if (evl__tls_loop == l) {
+    /* Only the attached host thread, outside callbacks, may destroy here. */
+    if ((err = evl_detach(l)) != 0) return err == EPERM ? EBUSY : err;
+  }
   evl__set_stopping(l);
   pthread_mutex_lock(&l->mu);
   idle = l->run_state == EVL__RS_IDLE;
   pthread_mutex_unlock(&l->mu);
   if (idle && l->no_thread) {
-    int err = evl_run(l);  /* shut down on this thread */
+    err = evl_run(l);  /* shut down on this thread */
     if (err != 0) return err;
   }
   evl_stop(l);

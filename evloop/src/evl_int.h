@@ -135,6 +135,7 @@ struct evl_s {
   int closed;              /* mu: shutdown began, registrations refused  */
   int async_closed;        /* mu: no more uv_async_send                  */
   int run_state;           /* mu: EVL__RS_*                              */
+  int attached;            /* mu: the loop thread came from evl_attach   */
   int start_done;          /* mu: loop thread finished its start-up      */
   int start_err;           /* mu                                         */
   atomic_int stopping;     /* written under mu, read anywhere            */

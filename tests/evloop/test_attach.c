@@ -1,0 +1,153 @@
+/* A host that waits in its own event loop (poll(2) here, as Tcl's notifier
+ * or GLib would): evl_attach, evl_backend, evl_step(l, 0), evl_detach.
+ * Posts from another thread, a timer, a stop requested by another thread
+ * (which waits for evl_detach), pending registrations cancelled at detach,
+ * and the thread rules. */
+#include <poll.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "evl_test.h"
+
+static atomic_int posted_runs, cancelled, timer_runs;
+static void count_cb(evl_t *l, void *arg, int status) {
+  (void)arg;
+  CHECK(evl_in_loop_thread(l));
+  if (status == 0) atomic_fetch_add(&posted_runs, 1);
+  else if (status == ECANCELED) atomic_fetch_add(&cancelled, 1);
+}
+static void timer_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  if (status == 0) atomic_fetch_add(&timer_runs, 1);
+  else if (status == ECANCELED) atomic_fetch_add(&cancelled, 1);
+}
+
+static void *poster(void *p) {
+  int i;
+  for (i = 0; i < 500; i++) CHECK_EQ(evl_post(p, count_cb, NULL, NULL), 0);
+  return NULL;
+}
+
+static atomic_int stop_returned;
+static void *stopper(void *p) {
+  CHECK_EQ(evl_stop(p), 0);   /* waits for evl_detach */
+  atomic_store(&stop_returned, 1);
+  return NULL;
+}
+
+/* One round of the host's own loop: wait on the backend fd for as long as
+ * evl_backend allows, then step without blocking. */
+static void host_iteration(evl_t *l) {
+  struct pollfd pfd;
+  int fd, timeout;
+  CHECK_EQ(evl_backend(l, &fd, &timeout), 0);
+  CHECK(fd >= 0);
+  pfd.fd = fd;
+  pfd.events = POLLIN;
+  pfd.revents = 0;
+  if (timeout < 0 || timeout > 100) timeout = 100;  /* the host's own tick */
+  poll(&pfd, 1, timeout);
+  CHECK_EQ(evl_step(l, 0), 0);
+}
+
+static void *other_thread_calls(void *p) {
+  CHECK_EQ(evl_detach(p), EPERM);
+  CHECK_EQ(evl_attach(p), EBUSY);
+  CHECK_EQ(evl_step(p, 0), EPERM);
+  return NULL;
+}
+
+static void inside_cb(evl_t *l, void *arg, int status) {
+  (void)arg;
+  if (status != 0) return;
+  CHECK_EQ(evl_detach(l), EBUSY);
+  CHECK_EQ(evl_destroy(l), EBUSY);
+  atomic_fetch_add(&posted_runs, 1);
+}
+
+static void test_host_loop(gvl_t *g) {
+  evl_config_t cfg = {0};
+  evl_t *l;
+  pthread_t th, st;
+  int fd, timeout;
+  cfg.no_thread = 1;
+  l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_backend(l, &fd, &timeout), EPERM);  /* not attached yet */
+  CHECK_EQ(evl_detach(l), EPERM);
+  CHECK_EQ(evl_attach(l), 0);
+  CHECK_EQ(evl_attach(l), EBUSY);
+  CHECK_EQ(evl_run(l), EBUSY);
+  CHECK_EQ(evl_in_loop_thread(l), 1);
+  CHECK_EQ(evl_backend(NULL, &fd, &timeout), EINVAL);
+  CHECK_EQ(evl_backend(l, NULL, &timeout), EINVAL);
+  CHECK_EQ(evl_backend(l, &fd, NULL), EINVAL);
+  pthread_create(&th, NULL, other_thread_calls, l);
+  pthread_join(th, NULL);
+
+  pthread_create(&th, NULL, poster, l);
+  CHECK_EQ(evl_timer(l, 5, 0, 0, timer_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_post(l, inside_cb, NULL, NULL), 0);
+  while (atomic_load(&posted_runs) < 501 || atomic_load(&timer_runs) < 1)
+    host_iteration(l);
+  pthread_join(th, NULL);
+
+  /* Pending at the stop: a far timer and an armed one-shot. */
+  CHECK_EQ(evl_timer(l, 3600000, 0, 0, timer_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_timer(l, 3600000, 1000, 0, timer_cb, NULL, NULL), 0);
+  host_iteration(l);
+  pthread_create(&st, NULL, stopper, l);
+  while (!evl_stopping(l)) host_iteration(l);   /* the stop wakes the fd */
+  CHECK_EQ(atomic_load(&stop_returned), 0);
+  CHECK_EQ(evl_detach(l), 0);
+  pthread_join(st, NULL);
+  CHECK_EQ(atomic_load(&stop_returned), 1);
+  CHECK_EQ(atomic_load(&cancelled), 2);
+  CHECK_EQ(evl_in_loop_thread(l), 0);
+  CHECK_EQ(evl_detach(l), EPERM);
+  CHECK_EQ(evl_attach(l), EBUSY);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
+/* The attached thread may destroy directly; it holds the GVL meanwhile. */
+static void test_destroy_attached(gvl_t *g) {
+  evl_config_t cfg = {0};
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  evl_t *l;
+  cfg.no_thread = 1;
+  l = evl_start(g, &cfg);
+  CHECK(l != NULL && me != NULL);
+  CHECK_EQ(gvl_acquire(me), 0);
+  CHECK_EQ(evl_attach(l), 0);
+  atomic_store(&cancelled, 0);
+  CHECK_EQ(evl_timer(l, 3600000, 0, 0, timer_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_step(l, 0), 0);  /* releases and retakes the GVL */
+  CHECK(gvl_thread_holds(me));
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK(gvl_thread_holds(me));
+  CHECK_EQ(atomic_load(&cancelled), 1);
+  CHECK_EQ(gvl_release(me), 0);
+  CHECK_EQ(gvl_thread_detach(me), 0);
+}
+
+static void test_thread_mode(gvl_t *g) {
+  evl_t *l = t_loop(g);
+  int fd, timeout;
+  CHECK_EQ(evl_attach(l), EPERM);
+  CHECK_EQ(evl_attach(NULL), EINVAL);
+  CHECK_EQ(evl_detach(NULL), EINVAL);
+  CHECK_EQ(evl_detach(l), EPERM);
+  CHECK_EQ(evl_backend(l, &fd, &timeout), EPERM);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
+int main(void) {
+  gvl_t *g = t_gvl();
+  test_thread_mode(g);
+  test_host_loop(g);
+  test_destroy_attached(g);
+  CHECK_EQ(gvl_destroy(g), 0);
+  puts("test_attach ok");
+  return 0;
+}
