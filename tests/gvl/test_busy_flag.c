@@ -15,6 +15,7 @@ static gvl_t *g;
 static volatile int flag;         /* written and read under the GVL */
 static atomic_uint spinning;      /* spinners inside their loop */
 static setter_kind_t kind;
+static int spin_prio; /* priority the spinners acquire at */
 
 static void *set_flag(void *arg) {
   flag = 1;
@@ -25,7 +26,7 @@ static void *spinner(void *arg) {
   (void)arg;
   gvl_thread_t *t = gvl_thread_attach(g, 0);
   CHECK(t != NULL);
-  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_acquire_prio(t, spin_prio));
   int looped = !flag;
   atomic_fetch_add(&spinning, 1);
   while (!flag) CHECK_OK(gvl_check_ints(t));
@@ -108,6 +109,11 @@ int main(int argc, char **argv) {
   run(1, SET_CALL_WITH, 2000000);
   run(3, SET_ACQUIRE, 1000000);         /* spinners preempt each other too */
   run(3, SET_CALL_WITH, 0);
+  /* A boosted spinner is still preempted at the end of its slice by a
+   * normal-priority setter: the slice applies to every holder. */
+  spin_prio = GVL_PRIO_BOOST;
+  run(1, SET_ACQUIRE, 1000000);
+  run(2, SET_CALL_WITH, 1000000);
   puts("ok");
   return 0;
 }
