@@ -13,7 +13,8 @@
 #      so `served` (every acquire completes) must be violated;
 #   4. broken variants that SPIN must reject: barging release, lost
 #      wake-up (seq read late; wake without a seq bump), timer role passed
-#      without a wake, no slice preemption;
+#      without a wake, no slice preemption, a preemption request spent on
+#      cap-deferred waiters;
 #   5. the model's limit: with two boosted threads a normal one can starve
 #      (aging and the boost cap are time-based and not modelled).
 # --full also checks the fetch_or entry (-DENTRY_FETCH_OR): safe, and
@@ -188,6 +189,7 @@ lane2() {
   expect_fail bug-timerwake liveness queued 'acceptance cycle'   -DBUG_TIMERWAKE "${edefs[@]}"
   expect_fail bug-nopreempt liveness queued 'acceptance cycle'   -DBUG_NOPREEMPT "${edefs[@]}"
   expect_fail bug-noseq     safety   -      'invalid end state'  -DBUG_NOSEQ "${edefs[@]}"
+  expect_fail bug-defertick liveness queued 'acceptance cycle'   -DBUG_DEFERTICK "${edefs[@]}"
   # Not a bug: two boosted threads starve a normal one unless time-based
   # aging or the boost cap steps in, and neither is in the model.
   expect_fail two-boosted   liveness queued 'acceptance cycle'   -DTWO_BOOSTED "${edefs[@]}"

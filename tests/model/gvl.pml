@@ -72,6 +72,9 @@
  *   -DBUG_NOPREEMPT  the timer never sets the holder's preempt flag
  *   -DBUG_NOSEQ      wakes do not bump the sequence word, so a wake that
  *                    lands between "check granted" and "sleep" is lost
+ *   -DBUG_DEFERTICK  timer_tick asks for preemption even when every waiter
+ *                    is cap-deferred: hand_over declines, preempt_sent is
+ *                    spent, and once the cap drains nobody asks again
  * -DTWO_BOOSTED boosts threads 1 and 2: they can then hand the GVL back and
  * forth forever past the normal thread 0, so `queued` fails.  In gvl.c the
  * cap bounds their share over real time and aging lifts thread 0; here the
@@ -406,7 +409,9 @@ wait_check:
           if
           :: true ->                               /* past the slice */
              if
+#ifndef BUG_DEFERTICK
              :: !EXISTS_ELIG -> skip    /* only deferred waiters: later */
+#endif
              :: else ->
              if
              :: !preempt_sent ->
