@@ -155,8 +155,7 @@ inline unlock_mu() {
 }
 
 /* enqueue() in gvl.c, with mu held and CONTENDED set: append x, ask the
- * owner to give way if x outranks it, take the timer role if free (waking
- * x if it is not the calling thread). */
+ * owner to give way if x outranks it, take the timer role if it is free. */
 inline enqueue(x, p) {
   qprio[x] = p;
   q[qlen] = x;
@@ -176,25 +175,27 @@ inline enqueue(x, p) {
   fi
 }
 
-/* q_best + q_remove: the highest qprio, the earliest arrival among equals.
- * strict (preemption, yield): waiters the cap deferred are passed over
- * while the cap is exceeded, and W = NONE if nobody else qualifies.  Not
- * strict (release): a free GVL goes to whoever waits.  With mu held. */
-#define ELIG(x) (!deferred[x] || !capx)
-
 /* cap_exceeded() for a boost of priority p, into `it` (inside atomic).
- * The window may have drained the cap just before: the `window` process
- * only runs while someone is deferred, the one time it can be seen
- * otherwise is here.  (Clearing it at any other moment would change no
- * other reader's view: reordering, not a new behaviour.) */
+ * The window may have drained the cap just before.  The `window` process
+ * drains it only while some waiter is deferred; otherwise the cap's value
+ * is read by nobody but this check, so draining it here, and only here,
+ * gives every behaviour a drain at any other moment would. */
 #define REFUSE(p) \
   if \
   :: (p) && capx -> it = 1 \
   :: (p) && capx -> capx = 0; it = 0 \
   :: else -> it = 0 \
   fi
+
+/* May x be chosen by q_best(strict)? */
+#define ELIG(x) (!deferred[x] || !capx)
 #define EXISTS_ELIG ((qlen > 0 && ELIG(q[0])) || (qlen > 1 && ELIG(q[1])) || \
                      (qlen > 2 && ELIG(q[2])))
+
+/* q_best + q_remove: the highest qprio, the earliest arrival among equals.
+ * strict (preemption, yield): waiters the cap deferred are passed over
+ * while the cap is exceeded, and W = NONE if nobody else qualifies.  Not
+ * strict (release): a free GVL goes to whoever waits.  With mu held. */
 inline take_best(strict) {
   w = NONE;
   i = 0;
