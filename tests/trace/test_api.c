@@ -173,8 +173,37 @@ static void forked(const ttrace_env_t *e) {
   TTRACE_CHECK(e, path, "--holds", "1");
 }
 
+/* A trace started by GVLOOP_TRACE in a program that exits without
+ * destroying its GVL is written by exit().  The program is this one, run
+ * afresh with --exit-child so that it starts with clean process state. */
+static int exit_child(void) {
+  gvl_t *g = gvl_create(NULL);
+  gvl_thread_t *t = g ? gvl_thread_attach(g, 0) : NULL;
+  if (!t || gvl_acquire(t) || gvl_release(t) || gvl_acquire(t)) return 1;
+  exit(0);                         /* still holding, GVL never destroyed */
+}
+
+static const char *self_path;      /* argv[0]: ctest passes a full path */
+
+static void exit_writes(const ttrace_env_t *e) {
+  char path[512], env[600];
+  int st;
+  pid_t pid;
+  ttrace_path(e, "exit", path, sizeof path);
+  snprintf(env, sizeof env, "GVLOOP_TRACE=%s", path);
+  char *const argv[] = {(char *)self_path, "--exit-child", NULL};
+  char *const envp[] = {env, NULL};
+  CHECK_OK(posix_spawn(&pid, self_path, NULL, NULL, argv, envp));
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 0);
+  TTRACE_CHECK(e, path, "--holds", "2");
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "--exit-child")) return exit_child();
   ttrace_env_t e = ttrace_args(argc, argv);
+  self_path = argv[0];
   tgvl_watchdog(60);
   gvl_t *g = gvl_create(NULL);
   CHECK(g != NULL);
@@ -184,5 +213,6 @@ int main(int argc, char **argv) {
   destroy_writes(&e);
   from_env(&e);
   forked(&e);
+  exit_writes(&e);
   return 0;
 }
