@@ -294,6 +294,12 @@ static int start_bridge(const opts_t *o, int argc, char **argv, evl_t **lp, tkb_
   tc.prio = o->no_boost ? TKB_PRIO_NORMAL : 0;
   int rc = tkb_start(l, &tc, tkp);
   *lp = l;
+  if (rc == ENOTSUP) {
+    const char *d = getenv("DISPLAY");
+    fprintf(stderr, SHELL_NAME ": cannot start Tk: no usable X display (DISPLAY=%s)\n",
+            d ? d : "unset");
+    return 1;
+  }
   if (rc != 0) {
     fprintf(stderr, SHELL_NAME ": cannot start: %s\n", tkb_strerror(rc));
     return 1;
