@@ -38,6 +38,7 @@ static uint64_t t_start, t_end;
 
 typedef struct {
   atomic_ulong n, max, sum;
+  atomic_ulong imax;        /* max since the last report line */
   atomic_ulong bucket[48];
 } hist_t;
 
@@ -53,6 +54,9 @@ static void hist_add(hist_t *h, uint64_t ns) {
   atomic_fetch_add(&h->sum, ns);
   m = atomic_load(&h->max);
   while (ns > m && !atomic_compare_exchange_weak(&h->max, &m, ns)) {
+  }
+  m = atomic_load(&h->imax);
+  while (ns > m && !atomic_compare_exchange_weak(&h->imax, &m, ns)) {
   }
 }
 
@@ -332,15 +336,13 @@ static void report_line(long rss0) {
   gvl_stats_t s;
   double el = (double)(gvl_now_ns() - t_start) / 1e9;
   CHECK_OK(gvl_stats(g, &s));
-  printf("[%6.0fs] handoffs %llu boosts %llu refused %llu | boost wait max "
-         "%.1f us p99 <%.1f us | post->cb max %.1f us p99 <%.1f us | RSS %ld "
-         "kB (%+ld)\n",
+  /* Maxima of the last interval (the summary has the whole run's). */
+  printf("[%6.0fs] handoffs %llu boosts %llu refused %llu | last 10 s: boost "
+         "wait max %.1f us, post->cb max %.1f us | RSS %ld kB (%+ld)\n",
          el, (unsigned long long)s.handoffs, (unsigned long long)s.boosts,
          (unsigned long long)s.boosts_refused,
-         (double)atomic_load(&lat_boost.max) / 1e3,
-         (double)hist_q(&lat_boost, 0.99) / 1e3,
-         (double)atomic_load(&lat_post.max) / 1e3,
-         (double)hist_q(&lat_post, 0.99) / 1e3, rss_kb(),
+         (double)atomic_exchange(&lat_boost.imax, 0) / 1e3,
+         (double)atomic_exchange(&lat_post.imax, 0) / 1e3, rss_kb(),
          rss0 >= 0 ? rss_kb() - rss0 : 0);
   fflush(stdout);
 }
@@ -352,7 +354,7 @@ int main(int argc, char **argv) {
 #ifdef SOAK_WITH_TK
   pthread_t tkth[2];
 #endif
-  long rss_start, rss_warm = -1, rss_end, rss_peak = 0, warm_at;
+  long rss_start, rss_warm = -1, rss_half = -1, rss_end, rss_peak = 0, warm_at;
   gvl_stats_t s;
   evl_stats_t es;
   int i, failed = 0, with_tk = 0;
@@ -398,6 +400,7 @@ int main(int argc, char **argv) {
     r = rss_kb();
     if (r > rss_peak) rss_peak = r;
     if (i == warm_at) rss_warm = r;
+    if (i == secs / 2) rss_half = r;
     if (i % 10 == 0 || i == secs) report_line(rss_warm);
   }
   rss_end = rss_kb();
@@ -452,9 +455,11 @@ int main(int argc, char **argv) {
          atomic_load(&tk_async_sent));
   if (atomic_load(&tk_async_done) != atomic_load(&tk_async_sent)) failed = 1;
 #endif
-  printf("  RSS: %ld kB at start, %ld kB after warm-up (%ld s), %ld kB at the "
-         "end, peak %ld kB; growth after warm-up %+ld kB\n",
-         rss_start, rss_warm, warm_at, rss_end, rss_peak, rss_end - rss_warm);
+  printf("  RSS: %ld kB at start, %ld kB after warm-up (%ld s), %ld kB at "
+         "half time, %ld kB at the end, peak %ld kB; growth after warm-up "
+         "%+ld kB, over the second half %+ld kB\n",
+         rss_start, rss_warm, warm_at, rss_half, rss_end, rss_peak,
+         rss_end - rss_warm, rss_end - rss_half);
   if (atomic_load(&posts_done) != atomic_load(&posts_sent) ||
       atomic_load(&ticks_done) != atomic_load(&ticks_sent) ||
       atomic_load(&works_done) != atomic_load(&works_sent) ||
