@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <tk.h>
 
@@ -92,8 +93,13 @@ static void begin_stop(tkb_t *tk) {
 
 /* ---- boot and teardown (loop thread) ---------------------------------------- */
 
+/* Tcl's process-wide setup.  The executable's path makes
+ * [info nameofexecutable] work (scripts re-exec themselves with it). */
 static void tcl_once_fn(void) {
-  Tcl_FindExecutable(NULL);
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) exe[n] = '\0';
+  Tcl_FindExecutable(n > 0 ? exe : NULL);
 }
 
 static void set_var(Tcl_Interp *ip, const char *name, Tcl_Obj *v) {
