@@ -204,7 +204,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "--exit-child")) return exit_child();
   ttrace_env_t e = ttrace_args(argc, argv);
   self_path = argv[0];
-  tgvl_watchdog(60);
+  tgvl_watchdog(240);  /* includes the checker runs (python3 start-up on a loaded box) */
   gvl_t *g = gvl_create(NULL);
   CHECK(g != NULL);
   bad_input(&e, g);

@@ -94,7 +94,7 @@ static void too_many_threads(const ttrace_env_t *e) {
 
 int main(int argc, char **argv) {
   ttrace_env_t e = ttrace_args(argc, argv);
-  tgvl_watchdog(60);
+  tgvl_watchdog(240);  /* includes the checker runs (python3 start-up on a loaded box) */
   CHECK((g = gvl_create(NULL)) != NULL);
   run(&e, "drop", 0);
   run(&e, "ring", GVL_TRACE_RING);

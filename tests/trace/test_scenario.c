@@ -43,7 +43,7 @@ int main(int argc, char **argv) {
   ttrace_env_t e = ttrace_args(argc, argv);
   char path[512];
   pthread_t th;
-  tgvl_watchdog(60);
+  tgvl_watchdog(240);  /* includes the checker runs (python3 start-up on a loaded box) */
   ttrace_path(&e, "scenario", path, sizeof path);
   gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, NULL);
   CHECK((g = gvl_create(&cfg)) != NULL);

@@ -144,7 +144,7 @@ static void refused_case(const ttrace_env_t *e) {
 
 int main(int argc, char **argv) {
   ttrace_env_t e = ttrace_args(argc, argv);
-  tgvl_watchdog(60);
+  tgvl_watchdog(240);  /* includes the checker runs (python3 start-up on a loaded box) */
   gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hooklog);
   CHECK((g = gvl_create(&cfg)) != NULL);
   yield_case(&e);

@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
   pthread_t th[THREADS];
   char path[RUNS][512], lost[RUNS][24];
   gvl_trace_stats_t st;
-  tgvl_watchdog(120);
+  tgvl_watchdog(240);  /* includes the checker runs */
   CHECK((g = gvl_create(NULL)) != NULL);
   for (uintptr_t i = 0; i < THREADS; i++) tgvl_spawn(&th[i], worker, (void *)i);
   tgvl_wait_ge(&ready, THREADS);
