@@ -26,6 +26,7 @@
  * gvloop Tcl package (tkbridge/tclpkg, with USE_TCL_STUBS).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <uv.h>
 
@@ -148,10 +149,25 @@ static void ntf_detach(ntf_t *n) {
   n->step_queued = 0;
 }
 
+#ifndef USE_TCL_STUBS
+static void ntf_tcl_init(void) {
+  Tcl_FindExecutable(NULL);
+}
+#endif
+
 /* ---- the seam ---------------------------------------------------------------- */
 
+/* Tcl's own notifier stays: nothing to install.  But tkb__ntf_bind runs
+ * before the thread's first Tcl call and creates Tcl handlers, which needs
+ * Tcl's process-wide setup; an embedding library does it here (the bridge
+ * repeats it with the executable's path, which is harmless).  An extension
+ * (USE_TCL_STUBS) is loaded by an initialised Tcl. */
 int tkb__ntf_install(void) {
-  return 0;  /* Tcl's own notifier stays: nothing to install */
+#ifndef USE_TCL_STUBS
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, ntf_tcl_init);
+#endif
+  return 0;
 }
 
 int tkb__ntf_bind(evl_t *l, void (*on_stop)(void *), void *arg) {
