@@ -172,7 +172,11 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
 /* [not held] Acquire at prio.  If prio is above the holder's, the holder is
  * asked to give the GVL up at its next safe point and this thread is served
  * ahead of lower priorities.  prio > 0 is a boosted acquisition, subject to
- * the cap: past it, the call queues at GVL_PRIO_NORMAL. */
+ * the cap: boosted holds (from the moment a boost forced the holder out, to
+ * release) may use at most boost_cap_pct of the cap window.  Past it, the
+ * call is deferred: it queues at GVL_PRIO_NORMAL, other waiters go first,
+ * and neither the slice nor a yield hands the GVL to it until the window
+ * has drained below the cap.  Its hold is still charged to the cap. */
 GVL_EXPORT int gvl_acquire_prio(gvl_thread_t *t, int prio);
 
 /* [held] Release; hands the GVL directly to the best waiter, if any. */

@@ -214,9 +214,10 @@ static uint64_t timer_tick(gvl_t *g, gvl_thread_t *t) {
 }
 
 /* Spin for a grant that should come within microseconds.  After the first
- * couple of microseconds every round also yields the CPU: when the machine
- * is oversubscribed the holder we wait for may be queued on this very CPU,
- * and a pure spin would keep it from reaching its safe point. */
+ * couple of microseconds a round also yields the CPU unless the holder is
+ * known to run on another CPU: when the machine is oversubscribed the
+ * holder may be queued on this very CPU, and a pure spin would keep it from
+ * reaching its safe point. */
 static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
   uint64_t start = gvl__now(), end = start + g->spin_ns;
   for (;;) {
@@ -226,7 +227,8 @@ static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
     }
     uint64_t now = gvl__now();
     if (now >= end) return false;
-    if (now - start > 2000) sched_yield();
+    int cpu = atomic_load_explicit(&g->owner_cpu, memory_order_relaxed);
+    if (now - start > 2000 && (cpu < 0 || cpu == sched_getcpu())) sched_yield();
   }
 }
 
@@ -268,9 +270,16 @@ void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
   atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
   t->hold_t0 = now;
   /* A hold that asked for a boost is charged to the cap even when the cap
-   * refused it: otherwise a flood would get its refused holds for free. */
+   * refused it: otherwise a flood would get its refused holds for free.
+   * A boost that preempted the holder is charged from when it queued: the
+   * handoffs it forced (the holder stopped, two threads woken) are its
+   * cost, not the holder's.  Other waits are not charged. */
   int held_at = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
+  bool forced = atomic_load_explicit(&t->spin_hint, memory_order_relaxed) &&
+                held_at > 0 && !t->deferred;
   t->boosted = held_at > 0 || t->req_prio > 0;
+  t->charge_t0 = forced ? wait_t0 : now;
+  atomic_store_explicit(&t->g->owner_cpu, sched_getcpu(), memory_order_relaxed);
   ctr_own_inc(t, C_ACQUIRES);
   gvl__ctr_add(t, C_CONTENDED, 1);
   gvl__ctr_add(t, C_WAIT_NS, now - wait_t0);
@@ -290,7 +299,8 @@ static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
               memory_order_acq_rel, memory_order_relaxed)) {
         pthread_mutex_unlock(&g->mu);
         atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
-        t->hold_t0 = t0;
+        t->hold_t0 = t->charge_t0 = t0;
+        atomic_store_explicit(&g->owner_cpu, -1, memory_order_relaxed);
         t->boosted = prio > 0;
         ctr_own_inc(t, C_ACQUIRES);
         if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
@@ -336,9 +346,11 @@ int gvl__acquire(gvl_thread_t *t, int prio, bool ia) {
   if (atomic_compare_exchange_strong_explicit(&g->word, &exp, (uintptr_t)t,
           memory_order_acq_rel, memory_order_relaxed)) {
     atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
+    atomic_store_explicit(&g->owner_cpu, -1, memory_order_relaxed);
     t->boosted = prio > 0;
     /* Hold time needs a clock read; pay it only where it is used. */
     t->hold_t0 = (t->boosted || (g->flags & GVL_F_TIMING)) ? gvl__now() : 0;
+    t->charge_t0 = t->hold_t0;
     ctr_own_inc(t, C_ACQUIRES);
     if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
     if (ia) gvl__ctr_add(t, C_INTERACTIVE, 1);
@@ -369,6 +381,7 @@ int gvl_acquire(gvl_thread_t *t) {
           memory_order_acq_rel, memory_order_relaxed))
     return acquire_slow(g, t, t->prio, false);
   atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
+  atomic_store_explicit(&g->owner_cpu, -1, memory_order_relaxed);
   t->boosted = false;
   t->hold_t0 = 0;
   ctr_own_inc(t, C_ACQUIRES);
@@ -391,7 +404,8 @@ static void end_hold(gvl_t *g, gvl_thread_t *t, uint64_t now) {
   if (t->hold_t0 && now) {
     uint64_t held = now > t->hold_t0 ? now - t->hold_t0 : 0;
     gvl__ctr_add(t, C_HOLD_NS, held);
-    if (t->boosted) cap_add(g, now, held);
+    if (t->boosted)
+      cap_add(g, now, now > t->charge_t0 ? now - t->charge_t0 : held);
   }
   t->boosted = false;
 }

@@ -75,6 +75,7 @@ struct gvl_thread_s {
                                    asked for, or got, a priority above 0    */
   int interactive_off;          /* owner thread only                       */
   uint64_t hold_t0;             /* start of the current hold, 0 = unknown  */
+  uint64_t charge_t0;           /* start of its charge to the boost cap    */
   uint64_t last_wait_ns;        /* length of the last wait for the GVL     */
 
   /* Wait queue node; all guarded by g->mu. */
@@ -134,6 +135,7 @@ struct gvl_s {
   gvl_thread_t *threads;        /* attached threads; mu                    */
   int nthreads;                 /* explicit (non-foreign) attached; mu     */
   _Atomic int in_call;          /* gvl_call_with calls in progress         */
+  _Atomic int owner_cpu;        /* CPU the holder got the GVL on, -1 unknown */
   uint64_t retired[C__COUNT];   /* counters of detached threads; mu       */
   uint64_t uid;                 /* never reused, to tell GVLs apart        */
   gvl_t *rnext, *rprev;         /* registry; gvl__registry_mu              */

@@ -32,6 +32,7 @@ gvl_t *gvl_create(const gvl_config_t *cfg) {
     return NULL;
   }
   atomic_init(&g->word, 0);
+  atomic_init(&g->owner_cpu, -1);
   atomic_init(&g->slice_ns, c->slice_ns ? c->slice_ns : GVL__DEF_SLICE_NS);
   atomic_init(&g->cap_pct, c->boost_cap_pct ? c->boost_cap_pct : GVL__DEF_CAP_PCT);
   g->window_ns = c->cap_window_ns ? c->cap_window_ns : GVL__DEF_WINDOW_NS;

@@ -160,9 +160,19 @@ int gvl_thread_detach(gvl_thread_t *t) {
 }
 
 /* Runs when a thread with attachments exits.  A thread that still holds a
- * GVL has died holding it: report it and hand the GVL on. */
+ * GVL has died holding it: report it and hand the GVL on.  That happens
+ * before registry_mu is taken, since hooks run outside internal locks; the
+ * GVL cannot go away meanwhile because the attachment still counts. */
 static void tls_destructor(void *unused) {
   (void)unused;
+  for (gvl_thread_t *t = tls_head; t; t = t->tls_next) {
+    if (atomic_load_explicit(&t->orphan, memory_order_acquire) ||
+        !atomic_load_explicit(&t->holding, memory_order_relaxed))
+      continue;
+    gvl__ctr_add(t, C_OWNER_DIED, 1);
+    gvl__hook(t->g, t, GVL_EV_OWNER_DIED);
+    (void)gvl__release(t);
+  }
   pthread_mutex_lock(&registry_mu);
   while (tls_head) {
     gvl_thread_t *t = tls_head;
@@ -170,11 +180,6 @@ static void tls_destructor(void *unused) {
       tls_head = t->tls_next;
       thread_free(t);
       continue;
-    }
-    if (atomic_load_explicit(&t->holding, memory_order_relaxed)) {
-      gvl__ctr_add(t, C_OWNER_DIED, 1);
-      gvl__hook(t->g, t, GVL_EV_OWNER_DIED);
-      (void)gvl__release(t);
     }
     detach(t);
   }
