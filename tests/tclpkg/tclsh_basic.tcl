@@ -75,7 +75,6 @@ for {set i 0} {$i < 200} {incr i} { gvloop::ping }
 for {set i 0} {$i < 20} {incr i} { gvloop::ping -noboost }
 set s1 [gvloop::stats]
 check {[dict get $s1 tcl_pings] - [dict get $s0 tcl_pings] == 220} "220 pings counted"
-check {[dict get $s1 gvl_boosts] - [dict get $s0 gvl_boosts] >= 200} "boosted acquires"
 check {[dict get $s1 gvl_contended] > [dict get $s0 gvl_contended]} "pings waited for hogs"
 # A libuv timer and Tcl's after still fire while hogs run.
 gvloop::timer 5 {set ::hog_timer 1}

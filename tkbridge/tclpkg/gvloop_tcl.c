@@ -636,9 +636,17 @@ int Gvloop_Init(Tcl_Interp *ip) {
 
 /* `unload`: the interp's share goes (hogs joined, registrations cancelled,
  * the thread's loop stopped with its last interp).  Detaching from the
- * process needs nothing more: with no interp left nothing of ours runs. */
+ * process also removes the exit handler; with no interp left nothing else
+ * of ours runs. */
 int Gvloop_Unload(Tcl_Interp *ip, int flags) {
-  (void)flags;
+  if (flags == TCL_UNLOAD_DETACH_FROM_PROCESS) {
+    /* The library is about to be unmapped: Tcl must not call into it at
+     * exit.  (The GVL stays if a thread is still attached to it.) */
+    pthread_mutex_lock(&g_mu);
+    if (g_exit_handler) Tcl_DeleteExitHandler(exit_handler, NULL);
+    g_exit_handler = 0;
+    pthread_mutex_unlock(&g_mu);
+  }
   if (Tcl_GetAssocData(ip, GVT_ASSOC, NULL) == NULL) return TCL_OK;
   for (size_t i = 0; i < sizeof gvt_cmds / sizeof gvt_cmds[0]; i++)
     Tcl_DeleteCommand(ip, gvt_cmds[i].name);
