@@ -292,30 +292,29 @@ static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
   uint64_t t0 = gvl__now();
   gvl_thread_t *target;
   pthread_mutex_lock(&g->mu);
-  for (;;) {
-    uintptr_t w = atomic_load_explicit(&g->word, memory_order_relaxed);
-    if (w == 0) {   /* queue empty: the holder left meanwhile */
-      if (atomic_compare_exchange_weak_explicit(&g->word, &w, (uintptr_t)t,
-              memory_order_acq_rel, memory_order_relaxed)) {
-        pthread_mutex_unlock(&g->mu);
-        atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
-        t->hold_t0 = t->charge_t0 = t0;
-        atomic_store_explicit(&g->owner_cpu, -1, memory_order_relaxed);
-        t->boosted = prio > 0;
-        ctr_own_inc(t, C_ACQUIRES);
-        if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
-        gvl__hook(g, t, GVL_EV_RESUMED);
-        return 0;
-      }
-      continue;
-    }
-    if (w & GVL__CONTENDED) break;
-    if (atomic_compare_exchange_weak_explicit(&g->word, &w, w | GVL__CONTENDED,
-            memory_order_acq_rel, memory_order_relaxed)) {
-      g->hold_since = t0;      /* the holder's slice counts from now */
-      g->preempt_sent = false;
-      break;
-    }
+  /* One fetch_or, not a CAS loop: the bit goes in whatever the word holds,
+   * so a stream of uncontended acquire/release pairs on other threads
+   * cannot make this thread retry forever (the entry is wait-free). */
+  uintptr_t w = atomic_fetch_or_explicit(&g->word, GVL__CONTENDED,
+                                         memory_order_acq_rel);
+  if (w == 0) {
+    /* The GVL was free, so the queue is empty.  The word read CONTENDED
+     * alone for a moment, which sent fast-path callers here, to wait for
+     * mu; now it names us. */
+    atomic_store_explicit(&g->word, (uintptr_t)t, memory_order_release);
+    pthread_mutex_unlock(&g->mu);
+    atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
+    t->hold_t0 = t->charge_t0 = t0;
+    atomic_store_explicit(&g->owner_cpu, -1, memory_order_relaxed);
+    t->boosted = prio > 0;
+    ctr_own_inc(t, C_ACQUIRES);
+    if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
+    gvl__hook(g, t, GVL_EV_RESUMED);
+    return 0;
+  }
+  if (!(w & GVL__CONTENDED)) {
+    g->hold_since = t0;        /* the holder's slice counts from now */
+    g->preempt_sent = false;
   }
   bool refused = prio > 0 && cap_exceeded(g, t0);
   if (refused) {

@@ -808,6 +808,7 @@ typedef struct {
   unsigned depth;      /* open spans of the other layers */
   uint64_t handed_at;  /* end of a hold just handed over by a yield or a
                           preemption, 0 otherwise */
+  bool seen;           /* a GVL state record of this thread was seen */
 } st_t;
 
 static void emit_span(wr_t *w, uint32_t b, const char *name, uint64_t from,
@@ -894,8 +895,29 @@ static void on_preempt(wr_t *w, uint32_t b, const rec_t *r) {
           w->tids[b], tb >= 0 ? "true" : "false");
 }
 
+/* The thread's first GVL record is a SUSPENDED: it was holding when the
+ * trace started (or, in ring mode, when its kept window starts).  The hold
+ * is drawn from then, up to the first acquisition by another thread. */
+static void emit_early_hold(wr_t *w, uint32_t b, st_t *st, const rec_t *r) {
+  uint64_t from = w->s->t0, end = r->ns;
+  char args[96];
+  if (w->s->flags & GVL_TRACE_RING) from = rec_at(w, b, 0)->ns;
+  for (size_t k = 0; k < w->nacq; k++)
+    if (w->acq[k].b != b) {
+      if (w->acq[k].ns < end) end = w->acq[k].ns;
+      break;
+    }
+  if (end < from) return;
+  snprintf(args, sizeof args, "\"reason\":\"%s\",\"held_before_trace\":true",
+           why_name[r->why]);
+  emit_span(w, b, "hold", from, end, args);
+  st->handed_at = end;
+}
+
 static void on_gvl_rec(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
                        uint64_t i) {
+  bool first = !st->seen && r->kind != GVL_EV_PREEMPT_REQ;
+  if (r->kind != GVL_EV_PREEMPT_REQ) st->seen = true;
   switch (r->kind) {
   case GVL_EV_READY: {
     /* A thread that yields or is preempted queues again at once, but its
@@ -916,6 +938,7 @@ static void on_gvl_rec(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
     break;
   case GVL_EV_SUSPENDED: {
     bool handed = r->why == W_YIELD || r->why == W_PREEMPT;
+    if (first) emit_early_hold(w, b, st, r);
     if (st->kind == ST_HOLD) emit_hold(w, b, st, why_name[r->why]);
     close_gap(w, b, st, r->ns, -1);
     if (!handed) st->handed_at = 0;
@@ -972,7 +995,7 @@ static void on_user_rec(wr_t *w, uint32_t b, st_t *st, const rec_t *r) {
 }
 
 static void write_thread(wr_t *w, uint32_t b) {
-  st_t st = {ST_NONE, 0, 0, 0, -1, 0, 0, 0};
+  st_t st = {ST_NONE, 0, 0, 0, -1, 0, 0, 0, false};
   uint64_t n = rec_count(w, b), end = w->s->t_end;
   if (truncated(w, b) && n) end = rec_at(w, b, n - 1)->ns;   /* nothing known after the last one */
   for (uint64_t i = 0; i < n; i++) {

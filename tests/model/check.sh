@@ -18,7 +18,8 @@
 #   5. the model's limit: with two boosted threads a normal one can starve
 #      (aging and the boost cap are time-based and not modelled).
 # --full also checks the fetch_or entry (-DENTRY_FETCH_OR): safe, and
-# `served` holds.  Set GVL_MODEL_ENTRY=fetch_or if gvl.c switches to it.
+# `served` holds.  gvl.c uses fetch_or (the default here); GVL_MODEL_ENTRY=cas
+# checks the older CAS-loop entry.
 #
 # Exits non-zero if any check does not give the expected verdict, or if a
 # search is incomplete (depth or memory bound hit).
@@ -29,7 +30,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 model=$here/gvl.pml
 spin=${SPIN:-spin}
 cc=${PAN_CC:-cc}
-entry=${GVL_MODEL_ENTRY:-cas}
+entry=${GVL_MODEL_ENTRY:-fetch_or}
 full=0
 [ "${1:-}" = "--full" ] && full=1
 
