@@ -6,6 +6,8 @@
  */
 #include <unistd.h>
 
+#include <X11/Xlib.h>
+
 #include "tkb_test.h"
 
 /* ---- widgets from other interpreter threads ---------------------------------- */
@@ -290,6 +292,52 @@ static void t_destroy_binding_stop(void) {
   fx_stop(&f);
 }
 
+/* An X event made by another client reaches the bridge through the X
+ * connection's descriptor: uv_poll -> Tcl file event -> Tk -> binding.
+ * Here: another client covers the window, then uncovers it (Expose). */
+typedef struct {
+  fx_t *f;
+  int rc;
+} xw_t;
+
+static void *xwait_thread(void *arg) {
+  xw_t *x = arg;
+  x->rc = tkb_eval(x->f->tk, "if {![info exists ::exposed]} {vwait ::exposed}", NULL);
+  return NULL;
+}
+
+static void t_x_external(void) {
+  fx_t f;
+  fx_start(&f, 0);
+  fx_expect(f.tk,
+            "wm geometry . 100x100+0+0; label .l -text hi; pack .l -fill both -expand 1\n"
+            "update; after 50; update\n"
+            "bind .l <Expose> {set ::exposed 1}\n"
+            "set ok 1",
+            "1");
+  tkb_stats_t s0, s1;
+  CHECK_RC(tkb_stats(f.tk, &s0), 0);
+  xw_t x = {&f, -1};
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, xwait_thread, &x) == 0);
+  Display *dpy = XOpenDisplay(NULL);
+  CHECK(dpy != NULL);
+  Window w = XCreateSimpleWindow(dpy, DefaultRootWindow(dpy), 0, 0, 300, 300, 0, 0, 0);
+  XSetWindowAttributes a;
+  a.override_redirect = True;
+  XChangeWindowAttributes(dpy, w, CWOverrideRedirect, &a);
+  XMapRaised(dpy, w);
+  XSync(dpy, False);
+  XDestroyWindow(dpy, w); /* uncovers: the server sends Expose to the bridge */
+  XSync(dpy, False);
+  pthread_join(th, NULL);
+  CHECK_RC(x.rc, 0);
+  CHECK_RC(tkb_stats(f.tk, &s1), 0);
+  CHECK(s1.ntf_file_events > s0.ntf_file_events);
+  XCloseDisplay(dpy);
+  fx_stop(&f);
+}
+
 static const tcase_t cases[] = {
     {"widgets_threads", t_widgets_threads},
     {"event_generate", t_event_generate},
@@ -297,6 +345,7 @@ static const tcase_t cases[] = {
     {"x11_burst", t_x11_burst},
     {"no_display", t_no_display},
     {"destroy_binding_stop", t_destroy_binding_stop},
+    {"x_external", t_x_external},
     {NULL, NULL}};
 
 int main(int argc, char **argv) {
