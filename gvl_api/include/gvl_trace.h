@@ -18,7 +18,9 @@
  *                             prio, req_prio, from/handoff_to: the thread
  *                             the GVL came from / was handed to, reason:
  *                             release, yield, preempted, blocking, cond
- *                             wait, died)
+ *                             wait, died); a thread that holds the GVL
+ *                             when the trace starts is shown holding from
+ *                             the start (args: held_before_trace)
  *   "blocking"                a gvl_call_without() region: released around
  *                             a blocking call until the thread asks again
  *   "cond wait"               a gvl_cond wait with the GVL released

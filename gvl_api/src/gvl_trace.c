@@ -898,9 +898,18 @@ static void on_preempt(wr_t *w, uint32_t b, const rec_t *r) {
 /* The thread's first GVL record is a SUSPENDED: it was holding when the
  * trace started (or, in ring mode, when its kept window starts).  The hold
  * is drawn from then, up to the first acquisition by another thread. */
-static void emit_early_hold(wr_t *w, uint32_t b, st_t *st, const rec_t *r) {
-  uint64_t from = w->s->t0, end = r->ns;
+static void emit_early_hold(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
+                            uint64_t i) {
+  uint64_t from = w->s->t0, end = r->ns, n = rec_count(w, b);
+  const char *why = why_name[r->why];
   char args[96];
+  /* Without the counters of an acquisition seen earlier, a yield or a
+   * preemption looks like a release; the READY right after tells. */
+  while (++i < n && (rec_at(w, b, i)->kind == GVL_EV_PREEMPT_REQ ||
+                     rec_at(w, b, i)->kind >= K_BEGIN)) {
+  }
+  if (r->why == W_RELEASE && i < n && rec_at(w, b, i)->kind == GVL_EV_READY)
+    why = "yield or preempted";
   if (w->s->flags & GVL_TRACE_RING) from = rec_at(w, b, 0)->ns;
   for (size_t k = 0; k < w->nacq; k++)
     if (w->acq[k].b != b) {
@@ -908,8 +917,7 @@ static void emit_early_hold(wr_t *w, uint32_t b, st_t *st, const rec_t *r) {
       break;
     }
   if (end < from) return;
-  snprintf(args, sizeof args, "\"reason\":\"%s\",\"held_before_trace\":true",
-           why_name[r->why]);
+  snprintf(args, sizeof args, "\"reason\":\"%s\",\"held_before_trace\":true", why);
   emit_span(w, b, "hold", from, end, args);
   st->handed_at = end;
 }
@@ -926,19 +934,19 @@ static void on_gvl_rec(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
     uint64_t since = st->handed_at && st->handed_at < r->ns ? st->handed_at : r->ns;
     if (st->kind == ST_HOLD) emit_hold(w, b, st, "release");
     close_gap(w, b, st, r->ns, -1);
-    *st = (st_t){ST_WAIT, since, r->prio, r->req, r->cpu, 0, st->depth, 0};
+    *st = (st_t){ST_WAIT, since, r->prio, r->req, r->cpu, 0, st->depth, 0, true};
     break;
   }
   case GVL_EV_RESUMED:
     if (st->kind == ST_HOLD) emit_hold(w, b, st, "release");
     close_gap(w, b, st, r->ns, w->rk[b][i]);
     *st = (st_t){ST_HOLD, r->ns, r->prio, r->req, r->cpu, (size_t)w->rk[b][i],
-                 st->depth, 0};
+                 st->depth, 0, true};
     emit_flow_in(w, b, st->k);
     break;
   case GVL_EV_SUSPENDED: {
     bool handed = r->why == W_YIELD || r->why == W_PREEMPT;
-    if (first) emit_early_hold(w, b, st, r);
+    if (first) emit_early_hold(w, b, st, r, i);
     if (st->kind == ST_HOLD) emit_hold(w, b, st, why_name[r->why]);
     close_gap(w, b, st, r->ns, -1);
     if (!handed) st->handed_at = 0;

@@ -6,6 +6,8 @@
  *              wait" and a "cond wait" span follows;
  *   died       C exits holding the GVL: an "owner died" instant and a hold
  *              that ends "died";
+ *   mid-hold   the trace starts while G holds; H boosts in; G resumes:
+ *              holders G, H, G, the first marked held_before_trace;
  *   refused    with a 1% boost cap, R holds boosted for 5 ms (past the cap)
  *              and then asks for a boost while Q holds: it waits at normal
  *              priority, marked boost "refused".
@@ -95,6 +97,40 @@ static void died_case(const ttrace_env_t *e) {
                "--has", "owner died@C");
 }
 
+static atomic_uint h_done;
+
+static void *thread_h(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  (void)arg;
+  CHECK(t != NULL);
+  CHECK_OK(gvl_trace_set_thread_name("H"));
+  CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
+  atomic_store(&h_done, 1);
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void mid_hold_case(const ttrace_env_t *e) {
+  char path[512];
+  pthread_t th;
+  ttrace_path(e, "midhold", path, sizeof path);
+  CHECK_OK(gvl_trace_set_thread_name("G"));
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_trace_start(g, path, NULL));      /* G is holding */
+  tgvl_spawn(&th, thread_h, NULL);
+  while (!atomic_load(&h_done)) CHECK_OK(gvl_check_ints(t));
+  CHECK_OK(gvl_release(t));
+  tgvl_join(th);
+  CHECK_OK(gvl_trace_stop(g));
+  CHECK_OK(gvl_thread_detach(t));
+  TTRACE_CHECK(e, path, "--holders", "G,H,G", "--arg", "hold@G:held_before_trace=True",
+               "--reason", "G:1:yield or preempted", "--reason", "G:2:release",
+               "--handoff", "H:G");
+}
+
 static gvl_t *g2;
 static atomic_uint r_phase;
 
@@ -150,6 +186,7 @@ int main(int argc, char **argv) {
   yield_case(&e);
   cond_case(&e);
   died_case(&e);
+  mid_hold_case(&e);
   refused_case(&e);
   CHECK_OK(gvl_destroy(g));
   return 0;
