@@ -23,7 +23,8 @@
  *                             the start (args: held_before_trace)
  *   "blocking"                a gvl_call_without() region: released around
  *                             a blocking call until the thread asks again
- *   "cond wait"               a gvl_cond wait with the GVL released
+ *   "cond wait"               a gvl_cond wait with the GVL released (a
+ *                             blocked gvl_mutex_lock shows as a gap)
  *   "preempt request"         instant on the thread asked to give the GVL
  *                             up (args: by = the thread that asked)
  *   "handoff"                 a flow arrow from the releaser's hold to the
