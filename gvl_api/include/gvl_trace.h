@@ -30,7 +30,7 @@
  *   "handoff"                 a flow arrow from the releaser's hold to the
  *                             receiver's hold, for every direct handoff
  * and, from other layers (evloop, tkbridge, the host), spans, instants and
- * counters given to gvl_trace_begin()/_end()/_instant()/_counter().
+ * counters given to gvl_trace_begin()/_end()/_span()/_instant()/_counter().
  *
  * GVL states appear under the process "GVL", one track per thread; the
  * other layers' spans under the process "layers", with the same thread ids,
@@ -61,8 +61,9 @@
  * number that tells GVLs apart; without "%g", the second and later GVLs of
  * the process write to "path.<n>.json" so that no file is overwritten.
  * GVLOOP_TRACE_EVENTS=N sets events_per_thread; GVLOOP_TRACE_MODE=ring or
- * =stop selects GVL_TRACE_RING or GVL_TRACE_STOP_FULL.  A trace started this way
- * that cannot open its file prints one line on stderr and is not started.
+ * =stop selects GVL_TRACE_RING or GVL_TRACE_STOP_FULL.  A trace started
+ * this way that cannot open its file prints one line on stderr and is not
+ * started.
  *
  * Thread rules (as in gvl.h):
  *   [any]  any thread, attached to the GVL or not, holding it or not.
