@@ -59,7 +59,7 @@ poll_until {[nthreads] == $base} "main interp hog joined"
 if {![catch {package require Thread}]} {
   set tids {}
   foreach i {1 2} {
-    set tid [thread::create]
+    set tid [thread::create -joinable]
     lappend tids $tid
     thread::send $tid [list set ::auto_path $::auto_path]
     thread::send $tid {
@@ -74,9 +74,12 @@ if {![catch {package require Thread}]} {
   foreach tid $tids {
     check {[thread::send $tid {gvloop::hog stop}] == 0} "thread hog stopped"
     thread::release $tid
+    # Joined, so that their end happens-before what follows (TSan sees the
+    # descriptors they closed being reused here).
+    thread::join $tid
   }
-  # thread::release ends the threads asynchronously; Tcl 8.6 has one
-  # notifier thread per process, so the count returns to the base.
+  # Tcl 8.6 has one notifier thread per process, so the count returns to
+  # the base.
   poll_until {[nthreads] == $base} "threads gone: [nthreads] vs $base"
 } else {
   puts "Thread package not installed: two-thread case skipped"
