@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "evl_int.h"
+#include "gvl_trace.h"
 
 _Thread_local evl_t *evl__tls_loop;
 _Thread_local evl_t *evl__tls_work;
@@ -179,6 +180,7 @@ static void evl__body(evl_t *l) {
 
 static void *evl__thread_main(void *p) {
   evl_t *l = p;
+  gvl_trace_set_thread_name("evloop");
   int err = evl__enter(l);
   pthread_mutex_lock(&l->mu);
   l->start_err = err;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "evl_int.h"
+#include "gvl_trace.h"
 
 /* Report a failure of a host callback, or of the loop itself. */
 void evl__report(evl_t *l, int err, const char *what) {
@@ -112,7 +113,9 @@ static void evl__invoke(evl_t *l, evl__item_t *it, int status, int final) {
   it->running++;
   it->refs++;
   if (final) it->delivered = 1;
+  gvl_trace_begin(l->g, "evloop", "callback");
   evl__call(l, it, status, final);
+  gvl_trace_end(l->g, "evloop", "callback");
   it->running--;
   l->frame = fr.up;
   evl__count(l, status);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "evl_int.h"
+#include "gvl_trace.h"
 
 /* Queue a call of it.  final: this is its last call, with status; fixed:
  * that status stays even if the item gets cancelled before the call.  An
@@ -29,6 +30,8 @@ void evl__dq_push(evl_t *l, evl__item_t *it, int final, int status,
     if (it->running && !it->in_dq) it->deferred = 1;
     return;
   }
+  /* On the GVL timeline: the moment libuv handed the event over. */
+  gvl_trace_instant(l->g, "evloop", "arrival", it->id);
   it->in_dq = 1;
   it->dnext = NULL;
   if (l->dq_tail != NULL) l->dq_tail->dnext = it; else l->dq_head = it;
