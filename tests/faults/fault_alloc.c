@@ -19,9 +19,8 @@
  *     its end (tracked pointer by pointer);
  *   - nothing crashes or hangs (a watchdog in the child).
  * Two modes: "once" (only allocation N fails) and "from" (N and every later
- * one fail, as in a real out-of-memory condition; the leak check is skipped
- * there because cleanup itself may have nothing to work with... it is not:
- * frees never fail, so it is kept).
+ * one fail, as in a real out-of-memory condition).  Both keep the leak
+ * check: cleanup only frees, and free never fails.
  *
  * A crash whose failing allocation was a realloc made by libuv followed by
  * SIGABRT is libuv's own abort() on out-of-memory (uv__io_start grows its
