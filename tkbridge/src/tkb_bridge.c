@@ -15,6 +15,7 @@
 #include <tk.h>
 
 #include "tkb_int.h"
+#include "gvl_trace.h"
 
 /* The driver of this thread.  A thread local because post_cb and Tcl event
  * procs get no other way to reach it. */
@@ -222,6 +223,18 @@ static void drv_on_stop(void *arg) {
   for (tkb_t *tk = d->bridges; tk; tk = tk->next) begin_stop(tk);
 }
 
+/* One turn of Tcl's loop, split so that idle work -- Tk's redraws and
+ * geometry -- shows as its own span on the GVL timeline: pending events
+ * first, then idle handlers, then a blocking wait.  Used only while the
+ * GVL is traced; otherwise the driver makes the plain Tcl_DoOneEvent. */
+static void traced_one_event(evl_t *l) {
+  if (Tcl_DoOneEvent((TCL_ALL_EVENTS & ~TCL_IDLE_EVENTS) | TCL_DONT_WAIT)) return;
+  gvl_trace_begin(evl_gvl(l), "tk", "idle/redraw");
+  int did = Tcl_DoOneEvent(TCL_IDLE_EVENTS | TCL_DONT_WAIT);
+  gvl_trace_end(evl_gvl(l), "tk", "idle/redraw");
+  if (!did) Tcl_DoOneEvent(TCL_ALL_EVENTS);
+}
+
 static void tkb__driver(evl_t *l, void *arg) {
   (void)arg;
   tkb__drv_t d = {l, 0, NULL};
@@ -231,7 +244,10 @@ static void tkb__driver(evl_t *l, void *arg) {
   }
   tls_drv = &d;
   while (!evl_stopping(l) && !d.tcl_live) evl_step(l, -1);
-  while (!evl_stopping(l)) Tcl_DoOneEvent(TCL_ALL_EVENTS);
+  while (!evl_stopping(l)) {
+    if (gvl_trace_active(evl_gvl(l))) traced_one_event(l);
+    else Tcl_DoOneEvent(TCL_ALL_EVENTS);
+  }
   while (d.bridges) {
     begin_stop(d.bridges);
     tkb__teardown(d.bridges);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "tkb_int.h"
+#include "gvl_trace.h"
 
 typedef struct {
   Tcl_Event hdr;
@@ -63,7 +64,9 @@ int tkb__run_host(tkb_t *tk, void (*fn)(void *), void *arg) {
     if (rc != 0) return rc;
     atomic_fetch_add(&tk->gvl_acquires, 1);
   }
+  gvl_trace_begin(evl_gvl(tk->l), "tk", "host callback");
   fn(arg);
+  gvl_trace_end(evl_gvl(tk->l), "tk", "host callback");
   if (!held) gvl_release(t);
   return 0;
 }
