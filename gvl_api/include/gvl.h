@@ -85,7 +85,8 @@ typedef void (*gvl_hook_cb)(void *arg, gvl_thread_t *t, gvl_event_t ev,
 #define GVL_F_TIMING  0x1u  /* measure hold time on every acquisition, not
                                only contended ones (costs two clock reads)  */
 #define GVL_F_NOSPIN  0x2u  /* never spin before sleeping                   */
-#define GVL_F_NOINTERACTIVE 0x4u /* turn the interactivity policy off       */
+#define GVL_F_NOINTERACTIVE 0x4u /* turn the interactivity policy off: see
+                               gvl_call_without and ARCHITECTURE.md      */
 
 typedef struct {
   uint64_t slice_ns;      /* time slice; 0 = default (10 ms)               */
@@ -93,9 +94,12 @@ typedef struct {
                              over the window, 1..100; 0 = default (50)     */
   uint64_t cap_window_ns; /* sliding window of the cap; 0 = 100 ms         */
   uint64_t age_ns;        /* waiting this long raises a waiter's effective
-                             priority by one; 0 = default (slice)          */
-  uint64_t spin_ns;       /* max spin of a waiter that expects a quick
-                             handoff; 0 = default (50 us, none on 1 CPU)   */
+                             priority by one; 0 = default (100 ms)         */
+  uint64_t spin_ns;       /* max spin before sleeping, for a waiter that
+                             expects a quick handoff (it asked a holder to
+                             yield, was preempted by a boost, or its last
+                             wait was this short); 0 = default (50 us);
+                             never on 1 CPU or with GVL_F_NOSPIN           */
   unsigned flags;         /* GVL_F_*                                        */
   gvl_hook_cb hook;       /* optional instrumentation hook                 */
   void *hook_arg;
@@ -216,6 +220,11 @@ static inline int gvl_check_ints(gvl_thread_t *t) {
 GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
 
 /* [held] Release the GVL, call fn(arg), reacquire, return fn's result.
+ * Interactivity policy (on unless GVL_F_NOINTERACTIVE or
+ * gvl_thread_set_interactive(t, 0)): if t held the GVL for less than a
+ * tenth of a slice before this call, it reacquires one level above its
+ * priority, preempting a CPU-bound holder; that promotion is a boost and is
+ * charged to the cap.
  * ubf(ubf_arg) is called from another thread by gvl_thread_interrupt() to
  * make fn return early; it may be NULL.  On error returns NULL and sets
  * errno: EINVAL (NULL t or fn), EPERM (not holding), EINTR (an interrupt
