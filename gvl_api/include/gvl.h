@@ -222,9 +222,9 @@ GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
 /* [held] Release the GVL, call fn(arg), reacquire, return fn's result.
  * Interactivity policy (on unless GVL_F_NOINTERACTIVE or
  * gvl_thread_set_interactive(t, 0)): if t held the GVL for less than a
- * tenth of a slice before this call, it reacquires one level above its
- * priority, preempting a CPU-bound holder; that promotion is a boost and is
- * charged to the cap.
+ * tenth of a slice before this call, it reacquires at priority 1 (when its
+ * own is lower), preempting a normal CPU-bound holder; that promotion is a
+ * boost and is charged to the cap.
  * ubf(ubf_arg) is called from another thread by gvl_thread_interrupt() to
  * make fn return early; it may be NULL.  On error returns NULL and sets
  * errno: EINVAL (NULL t or fn), EPERM (not holding), EINTR (an interrupt
