@@ -10,11 +10,11 @@
  *  - the cap refused some boosts;
  *  - the worker was handed the GVL at every flood release (it always waits
  *    while the flood holds: no barging) and worked at least once per turn;
- *  - the worker did at least a quarter as many units as the flood (a share
- *    >= 20%; unloaded it does 2-3x the flood, and without a guard about
- *    1/FLOOD_HOLD of it).  The cap is on GVL time, and on a heavily loaded
- *    machine the handoffs the flood forces cost the worker CPU time, hence
- *    the loose bound.  Only work counts are compared, no durations.
+ *  - the worker did at least as many units as the flood (a share >= 50%;
+ *    the cap promises ~90%, and without a guard the worker gets about
+ *    1/FLOOD_HOLD of the flood's work).  Seen: 2-10x, also with three
+ *    busy-loop processes competing for the two cores and under valgrind.
+ *    Only work counts are compared, no durations.
  *
  * cap: the cap refuses a boost deterministically once boosted holds filled
  * the window, and the refused acquire queues at normal priority.
@@ -90,7 +90,7 @@ static void flood(unsigned cycles) {
           "refused %llu\n", worker_units, flood_units,
           (unsigned long long)ms.boosts,
           (unsigned long long)ms.boosts_refused);
-  CHECK_GE(worker_units * 4, flood_units);
+  CHECK_GE(worker_units, flood_units);
   CHECK_GE(worker_stats.handoffs, cycles);
   CHECK_GE(worker_units, cycles);
   CHECK_GE(s.boosts_refused, 1);
