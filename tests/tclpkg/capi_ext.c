@@ -29,6 +29,8 @@ static gvl_t *the_g;
 static pthread_t tcl_thread;
 static int pipe_fd[2] = {-1, -1};
 static const gvloop_tcl_api_t *the_api;
+static evl_id_t long_id;           /* capi::long_timer's registration */
+static atomic_int gone_rc = -1;    /* evl_cancel from our deletion callback */
 
 static int on_tcl_thread_with_gvl(void) {
   gvl_thread_t *t = gvl_thread_self(the_g);
@@ -92,10 +94,10 @@ static int cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
     return TCL_ERROR;
   }
   if (strcmp(what, "counts") == 0) {
-    Tcl_SetObjResult(ip, Tcl_ObjPrintf("ok %d bad %d cancelled %d io_bytes %d posts %d",
+    Tcl_SetObjResult(ip, Tcl_ObjPrintf("ok %d bad %d cancelled %d io_bytes %d posts %d gone_rc %d",
                                        atomic_load(&n_ok), atomic_load(&n_bad),
                                        atomic_load(&n_cancelled), atomic_load(&n_io_bytes),
-                                       atomic_load(&n_posts)));
+                                       atomic_load(&n_posts), atomic_load(&gone_rc)));
     return TCL_OK;
   }
   if (strcmp(what, "wrong_thread") == 0) {
@@ -116,7 +118,7 @@ static int cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
     for (int i = 0; i < n; i++)
       if (evl_timer(the_l, (uint64_t)(i % 5), 0, 0, timer_cb, NULL, NULL) != 0) return TCL_ERROR;
   } else if (strcmp(what, "long_timer") == 0) {
-    if (evl_timer(the_l, 1000000, 0, 0, timer_cb, NULL, NULL) != 0) return TCL_ERROR;
+    if (evl_timer(the_l, 1000000, 0, 0, timer_cb, NULL, &long_id) != 0) return TCL_ERROR;
   } else if (strcmp(what, "posts") == 0) {
     pthread_t th;
     /* Joined at once: the posts are queued, their callbacks come later. */
@@ -124,6 +126,19 @@ static int cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
     pthread_join(th, NULL);
   }
   return TCL_OK;
+}
+
+/* Our own interp-deletion callback: Tcl runs these in no set order, so the
+ * loop may already have stopped (and ended the timer: ENOENT) or not (0,
+ * and the timer's last call comes with ECANCELED).  Either way the evl_t
+ * must still be valid memory here. */
+static void capi_gone(ClientData cd, Tcl_Interp *ip) {
+  (void)cd;
+  (void)ip;
+  if (long_id != 0) {
+    atomic_store(&gone_rc, evl_cancel(the_l, long_id));
+    long_id = 0;
+  }
 }
 
 int Capi_Init(Tcl_Interp *ip) {
@@ -140,6 +155,7 @@ int Capi_Init(Tcl_Interp *ip) {
   tcl_thread = pthread_self();
   if (pipe_fd[0] < 0 && pipe(pipe_fd) != 0) return TCL_ERROR;
   if (evl_fd_watch(the_l, pipe_fd[0], EVL_READABLE, 0, io_cb, NULL, NULL) != 0) return TCL_ERROR;
+  Tcl_CallWhenDeleted(ip, capi_gone, NULL);
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     Tcl_CreateObjCommand(ip, Tcl_GetString(Tcl_ObjPrintf("::capi::%s", names[i])), cmd,
                          (ClientData)names[i], NULL);

@@ -78,10 +78,16 @@ typedef struct {
   int refs;                      /* interps of this thread using it */
   int busy;                      /* scripts of registrations on the stack */
   int pending;                   /* refs reached 0 while busy: free later */
+  void *dead_next;               /* t_dead list */
 } gvt_thread_t;
 
 /* Per thread, as the evloop's loop-thread role is. */
 static _Thread_local gvt_thread_t *t_self;
+/* Loops of this thread that have stopped but whose memory (evl_t, and the
+ * GVL reference) is kept until Tcl is next idle: Tcl deletes an interp's
+ * assoc data in no set order, so another extension's deletion callback may
+ * still call evl_cancel on it after ours stopped the loop (ENOENT then). */
+static _Thread_local gvt_thread_t *t_dead;
 
 typedef struct gvt_reg gvt_reg_t;
 typedef struct gvt_interp gvt_interp_t;
@@ -189,14 +195,43 @@ static int thread_ref(gvt_thread_t **out) {
  * registration gets its last call), leave the loop-thread role. */
 static void thread_deferred(ClientData cd);
 
+static void reap_list(void) {
+  while (t_dead != NULL) {
+    gvt_thread_t *t = t_dead;
+    t_dead = t->dead_next;
+    thread_free(t);
+    gvl_unref();
+  }
+}
+
+static void thread_reap_exit(ClientData cd);
+
+/* Tcl is idle: free the stopped loops. */
+static void thread_reap(ClientData cd) {
+  (void)cd;
+  Tcl_DeleteThreadExitHandler(thread_reap_exit, NULL);
+  reap_list();
+}
+
+/* The thread ends before Tcl was idle again (a Thread-package thread). */
+static void thread_reap_exit(ClientData cd) {
+  (void)cd;
+  Tcl_CancelIdleCall(thread_reap, NULL);
+  reap_list();
+}
+
 static void thread_finish(gvt_thread_t *t) {
   if (t->pending == 2) Tcl_CancelIdleCall(thread_deferred, t);
   t_self = NULL;
   evl_stop(t->l);
   tkb__ntf_unbind();
-  gvt_fiber_leave(t->fib);
-  thread_free(t);
-  gvl_unref();
+  gvt_fiber_leave(t->fib);  /* every registration has had its last call */
+  if (t_dead == NULL) {
+    Tcl_DoWhenIdle(thread_reap, NULL);
+    Tcl_CreateThreadExitHandler(thread_reap_exit, NULL);
+  }
+  t->dead_next = t_dead;
+  t_dead = t;
 }
 
 /* A registration's script that deletes the last interp runs inside
@@ -647,10 +682,16 @@ int Gvloop_Unload(Tcl_Interp *ip, int flags) {
     g_exit_handler = 0;
     pthread_mutex_unlock(&g_mu);
   }
-  if (Tcl_GetAssocData(ip, GVT_ASSOC, NULL) == NULL) return TCL_OK;
-  for (size_t i = 0; i < sizeof gvt_cmds / sizeof gvt_cmds[0]; i++)
-    Tcl_DeleteCommand(ip, gvt_cmds[i].name);
-  Tcl_DeleteAssocData(ip, GVT_ASSOC);
+  if (Tcl_GetAssocData(ip, GVT_ASSOC, NULL) != NULL) {
+    for (size_t i = 0; i < sizeof gvt_cmds / sizeof gvt_cmds[0]; i++)
+      Tcl_DeleteCommand(ip, gvt_cmds[i].name);
+    Tcl_DeleteAssocData(ip, GVT_ASSOC);
+  }
+  if (flags == TCL_UNLOAD_DETACH_FROM_PROCESS && t_dead != NULL) {
+    /* No idle call may be left pointing into the unmapped library. */
+    Tcl_CancelIdleCall(thread_reap, NULL);
+    thread_reap(NULL);  /* also removes the thread exit handler */
+  }
   Tcl_Eval(ip, "package forget gvloop");
   return TCL_OK;
 }

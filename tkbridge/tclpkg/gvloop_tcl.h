@@ -24,8 +24,11 @@
  *  - Both stay valid while the interpreter exists.  When the last gvloop
  *    interpreter of the thread is deleted or unloads the package, the evloop
  *    is stopped: pending registrations get their last call with ECANCELED.
- *    Cancel yours from an interpreter delete callback registered after the
- *    require (Tcl runs assoc-data deletion in creation order).
+ *    The memory stays until Tcl is next idle on that thread, so your own
+ *    interp-deletion callback (Tcl runs them in no set order) may still
+ *    call evl_cancel: it returns ENOENT if the loop already ended the
+ *    registration.  While other gvloop interps of the thread live the loop
+ *    runs on, so cancel registrations that belong to the deleted interp.
  *  - The GVL is the process's: threads that run host code attach to it.
  */
 #ifndef GVLOOP_TCL_H
