@@ -650,6 +650,17 @@ int Gvloop_Init(Tcl_Interp *ip) {
   Tcl_ResetResult(ip);
   if (Tcl_GetAssocData(ip, GVT_ASSOC, NULL) != NULL)
     return Tcl_PkgProvideEx(ip, "gvloop", GVLOOP_TCL_PKG_VERSION, (void *)&gvt_api);
+  {
+    /* An interp of libtkbridge (gvwish, gvtclsh, an embedding host) has its
+     * own gvloop:: commands, and its thread is already the loop thread of
+     * the bridge's evloop: a second loop there would take that role away. */
+    Tcl_CmdInfo info;
+    if (Tcl_GetCommandInfo(ip, "::gvloop::ping", &info)) {
+      Tcl_SetObjResult(ip, Tcl_NewStringObj(
+          "gvloop: this interpreter already runs on a gvloop bridge (libtkbridge)", -1));
+      return TCL_ERROR;
+    }
+  }
   if ((gi = calloc(1, sizeof *gi)) == NULL) return posix_error(ip, "gvloop", ENOMEM);
   if ((err = thread_ref(&gi->th)) != 0) {
     free(gi);
