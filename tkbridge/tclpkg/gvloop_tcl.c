@@ -22,7 +22,9 @@
  *   timer ms script       a libuv timer: script runs once after ms; returns
  *                         an id
  *   readable chan script  a libuv watch on chan's descriptor: script runs
- *                         each time it is readable; returns an id
+ *                         each time it is readable (level-triggered: a
+ *                         script that does not read is called again at
+ *                         once); returns an id.  Use a non-blocking chan.
  *   cancel id             end a timer or watch
  *   threads               number of threads of the process (/proc)
  *   notifier              name of the integration ("tcl-notifier")
