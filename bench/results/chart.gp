@@ -99,22 +99,22 @@ unset logscale y
 set yrange [0:*]
 plot 'panel17.dat' using 0:2:5:xtic(1) with boxes lc rgb variable, \
      '' using 0:2:3:4 with yerrorbars lc rgb '#202020' pt 0
-set title 'loop_latency_pipe: p99_us (us,  is better), log scale'
+set title 'loop_latency_pipe: p99_us (us, lower is better), log scale'
 set logscale y
 set yrange [*:*]
 plot 'panel18.dat' using 0:2:5:xtic(1) with boxes lc rgb variable, \
      '' using 0:2:($3>0?$3:$2):4 with yerrorbars lc rgb '#202020' pt 0
-set title 'loop_latency_timer: p99_us (us,  is better), log scale'
+set title 'loop_latency_timer: p99_us (us, lower is better), log scale'
 set logscale y
 set yrange [*:*]
 plot 'panel19.dat' using 0:2:5:xtic(1) with boxes lc rgb variable, \
      '' using 0:2:($3>0?$3:$2):4 with yerrorbars lc rgb '#202020' pt 0
-set title 'read_all: wall_ratio (x,  is better)'
+set title 'read_all: wall_ratio (x, lower is better)'
 unset logscale y
 set yrange [0:*]
 plot 'panel20.dat' using 0:2:5:xtic(1) with boxes lc rgb variable, \
      '' using 0:2:3:4 with yerrorbars lc rgb '#202020' pt 0
-set title 'loop_idle: cpu_pct (%,  is better), log scale'
+set title 'loop_idle: cpu_pct (%, lower is better), log scale'
 set logscale y
 set yrange [*:*]
 plot 'panel21.dat' using 0:2:5:xtic(1) with boxes lc rgb variable, \

@@ -252,9 +252,10 @@ static int max_runs(void) {
 
 /* ---- Markdown ------------------------------------------------------------------ */
 
+/* META's direction: low/lower, high/higher; anything else is none. */
 static const char *better_word(const row_t *r) {
-  if (strcmp(r->better, "low") == 0) return "lower";
-  if (strcmp(r->better, "high") == 0) return "higher";
+  if (strcmp(r->better, "low") == 0 || strcmp(r->better, "lower") == 0) return "lower";
+  if (strcmp(r->better, "high") == 0 || strcmp(r->better, "higher") == 0) return "higher";
   return "";
 }
 
@@ -446,8 +447,9 @@ static void write_plot(const char *dir) {
     row_t *r = &rows[sel[k]];
     int logscale, negative = 0;
     write_panel_data(dir, k, r, &logscale, &negative);
-    fprintf(f, "set title '%s: %s (%s, %s is better)%s'\n", r->bench, r->metric, r->unit,
-            better_word(r), logscale ? ", log scale" : "");
+    fprintf(f, "set title '%s: %s (%s%s%s%s)%s'\n", r->bench, r->metric, r->unit,
+            better_word(r)[0] ? ", " : "", better_word(r), better_word(r)[0] ? " is better" : "",
+            logscale ? ", log scale" : "");
     fprintf(f, logscale ? "set logscale y\nset yrange [*:*]\n"
                         : negative ? "unset logscale y\nset yrange [*:*]\n"
                                    : "unset logscale y\nset yrange [0:*]\n");
