@@ -149,6 +149,21 @@ static int evl__gvl_for(evl_t *l, int need, int *held, uint64_t *t0) {
   return 0;
 }
 
+/* A callback that detached the loop thread's GVL handle left l->gt
+ * dangling: compare it, without touching it, with the thread's current
+ * handle.  Report the misuse and attach again so the loop carries on. */
+static int evl__gt_check(evl_t *l) {
+  if (gvl_thread_self(l->g) == l->gt) return 0;
+  evl__report(l, EPERM, "evloop: a callback detached the loop thread's GVL handle");
+  l->gt = gvl_thread_self(l->g);
+  if (l->gt == NULL) {
+    l->gt = gvl_thread_attach(l->g, l->prio);
+    if (l->gt == NULL) return errno != 0 ? errno : ENOMEM;
+    l->own_gt = 1;
+  }
+  return 0;
+}
+
 /* After a callback: it must leave the GVL as it found it.  A callback that
  * broke that is reported, and the dispatcher adopts the real state (a
  * callback without the GVL that left it held gets it released). */
@@ -179,6 +194,10 @@ int evl__dispatch(evl_t *l) {
     evl__dq_pop(l);
     if (!evl__take(l, it, &status, &final)) continue;
     evl__invoke(l, it, status, final);
+    if ((err = evl__gt_check(l)) != 0) {
+      held = 0;
+      break;
+    }
     evl__gvl_check(l, need, &held);
     if (++n >= l->budget_count ||
         (held && gvl_now_ns() - t0 >= l->budget_ns)) {

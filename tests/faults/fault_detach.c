@@ -6,9 +6,6 @@
  * the loop must refuse the detach or notice it (the thread's handle is no
  * longer gvl_thread_self) and carry on, report it through on_error, run
  * the next callbacks and shut down cleanly.
- *
- * Disabled in CMake until evloop handles it (see RELIABILITY.md); today it
- * is a use-after-free in evl__gvl_check (ASan) or worse.
  */
 #include "flt.h"
 
