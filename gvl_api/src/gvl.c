@@ -288,6 +288,20 @@ void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
   gvl__hook(t->g, t, GVL_EV_RESUMED);
 }
 
+/* t took the GVL while it was free: start the hold.  t0 is its start, or
+ * 0 when nothing needs it timed. */
+static void start_free_hold(gvl_t *g, gvl_thread_t *t, int prio, bool ia,
+                            uint64_t t0) {
+  atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
+  atomic_store_explicit(&g->owner_cpu, -1, memory_order_relaxed);
+  t->boosted = prio > 0;
+  t->hold_t0 = t->charge_t0 = t0;
+  ctr_own_inc(t, C_ACQUIRES);
+  if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
+  if (ia) gvl__ctr_add(t, C_INTERACTIVE, 1);
+  gvl__hook(g, t, GVL_EV_RESUMED);
+}
+
 static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
   uint64_t t0 = gvl__now();
   gvl_thread_t *target;
@@ -303,13 +317,7 @@ static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
      * mu; now it names us. */
     atomic_store_explicit(&g->word, (uintptr_t)t, memory_order_release);
     pthread_mutex_unlock(&g->mu);
-    atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
-    t->hold_t0 = t->charge_t0 = t0;
-    atomic_store_explicit(&g->owner_cpu, -1, memory_order_relaxed);
-    t->boosted = prio > 0;
-    ctr_own_inc(t, C_ACQUIRES);
-    if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
-    gvl__hook(g, t, GVL_EV_RESUMED);
+    start_free_hold(g, t, prio, ia, t0);
     return 0;
   }
   if (!(w & GVL__CONTENDED)) {
@@ -344,16 +352,9 @@ int gvl__acquire(gvl_thread_t *t, int prio, bool ia) {
   atomic_store_explicit(&t->hold_prio, prio, memory_order_relaxed);
   if (atomic_compare_exchange_strong_explicit(&g->word, &exp, (uintptr_t)t,
           memory_order_acq_rel, memory_order_relaxed)) {
-    atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
-    atomic_store_explicit(&g->owner_cpu, -1, memory_order_relaxed);
-    t->boosted = prio > 0;
     /* Hold time needs a clock read; pay it only where it is used. */
-    t->hold_t0 = (t->boosted || (g->flags & GVL_F_TIMING)) ? gvl__now() : 0;
-    t->charge_t0 = t->hold_t0;
-    ctr_own_inc(t, C_ACQUIRES);
-    if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
-    if (ia) gvl__ctr_add(t, C_INTERACTIVE, 1);
-    gvl__hook(g, t, GVL_EV_RESUMED);
+    start_free_hold(g, t, prio, ia,
+                    (prio > 0 || (g->flags & GVL_F_TIMING)) ? gvl__now() : 0);
     return 0;
   }
   return acquire_slow(g, t, prio, ia);
