@@ -103,6 +103,9 @@ typedef struct {
   unsigned flags;         /* GVL_F_*                                        */
   gvl_hook_cb hook;       /* optional instrumentation hook                 */
   void *hook_arg;
+  unsigned hold_share_pct; /* share of the GVL a CPU-bound holder keeps
+                             while interactive threads preempt it, 1..99;
+                             0 = default (90).  See gvl_call_without.      */
 } gvl_config_t;
 
 /* Counters.  Per-GVL totals, and per-thread figures (gvl_thread_stats). */
@@ -120,6 +123,9 @@ typedef struct {
   uint64_t owner_died;      /* threads that exited holding the GVL         */
   uint64_t wait_ns;         /* total time spent waiting                    */
   uint64_t hold_ns;         /* total time held (see GVL_F_TIMING)          */
+  uint64_t ia_cost_ns;      /* gvl_stats only: the current estimate of what
+                               one interactive preemption costs the thread
+                               preempted (see gvl_call_without)            */
 } gvl_stats_t;
 
 /* ---- lifecycle ------------------------------------------------------------ */
@@ -137,6 +143,9 @@ GVL_EXPORT int gvl_destroy(gvl_t *g);
 GVL_EXPORT int gvl_set_slice(gvl_t *g, uint64_t slice_ns);
 /* [any] Change the boost cap at run time (1..100). */
 GVL_EXPORT int gvl_set_boost_cap(gvl_t *g, unsigned pct);
+/* [any] Change the holder's share against interactive preemption at run
+ * time (1..99; see gvl_config_t.hold_share_pct). */
+GVL_EXPORT int gvl_set_hold_share(gvl_t *g, unsigned pct);
 /* [any] Install or remove (cb NULL) the hook.  Threads may see the old hook
  * for a short while after this returns. */
 GVL_EXPORT int gvl_set_hook(gvl_t *g, gvl_hook_cb cb, void *arg);
@@ -224,7 +233,11 @@ GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
  * gvl_thread_set_interactive(t, 0)): if t held the GVL for less than a
  * tenth of a slice before this call, it reacquires at priority 1 (when its
  * own is lower), preempting a normal CPU-bound holder; that promotion is a
- * boost and is charged to the cap.
+ * boost and is charged to the cap.  The preemption waits until the holder
+ * has run, since it last got the GVL, long enough to keep hold_share_pct of
+ * the GVL: the GVL measures what each interactive preemption costs the
+ * preempted thread (its switch and the interactive thread's hold) and asks
+ * for share/(100-share) times that (9x at the default 90%).
  * ubf(ubf_arg) is called from another thread by gvl_thread_interrupt() to
  * make fn return early; it may be NULL.  On error returns NULL and sets
  * errno: EINVAL (NULL t or fn), EPERM (not holding), EINTR (an interrupt

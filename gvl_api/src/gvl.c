@@ -58,6 +58,13 @@ static void ctr_own_inc(gvl_thread_t *t, int c) {
   atomic_store_explicit(&t->ctr[c], v + 1, memory_order_relaxed);
 }
 
+/* A hint for spinning waiters.  Store only on change: a load leaves the
+ * line shared, a store would pull it away from every spinner. */
+static inline void set_owner_cpu(gvl_t *g, int cpu) {
+  if (atomic_load_explicit(&g->owner_cpu, memory_order_relaxed) != cpu)
+    atomic_store_explicit(&g->owner_cpu, cpu, memory_order_relaxed);
+}
+
 /* ---- boost cap: a ring of buckets over the sliding window --------------- */
 
 static uint64_t cap_width(const gvl_t *g) {
@@ -121,10 +128,27 @@ static gvl_thread_t *q_best(gvl_t *g, uint64_t now, bool strict) {
   return best ? best : strict ? NULL : any;
 }
 
+/* How long a holder may run, since it got the GVL, before an interactive
+ * waiter preempts it: share/(100-share) times what such a preemption costs
+ * it.  0 until a cost has been measured. */
+static uint64_t ia_min_run(gvl_t *g) {
+  uint64_t cost = atomic_load_explicit(&g->ia_cost_ns, memory_order_relaxed);
+  unsigned share = atomic_load_explicit(&g->hold_share, memory_order_relaxed);
+  return cost * share / (100 - share);
+}
+
+/* Ask owner to give the GVL up at its next safe point (g->mu held). */
+static void request_preempt(gvl_thread_t *owner) {
+  set_ints(owner, GVL__INT_PREEMPT);
+  atomic_fetch_add_explicit(&owner->preempt_reqs, 1, memory_order_relaxed);
+}
+
 /* Queue t (which may be another thread, blocked in a gvl_mutex) behind the
  * current holder.  The caller has set GVL__CONTENDED.  Returns the holder
- * if t outranks it and so asked it to give up the GVL now. */
-static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
+ * if t outranks it and so asked it to give up the GVL now.  An interactive
+ * waiter (ia) that comes before the holder has had its share only notes
+ * when to ask (t->preempt_at): see wait_preempt_due. */
+static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio, bool ia,
                              uint64_t now) {
   gvl_thread_t *owner =
       gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
@@ -133,6 +157,10 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
   t->qtime = now;
   t->queued = true;
   t->deferred = false;
+  t->qia = ia;
+  t->forced_at = 0;
+  t->cpu = pthread_equal(t->tid, pthread_self()) ? sched_getcpu() : -1;
+  atomic_store_explicit(&t->preempt_at, 0, memory_order_relaxed);
   t->qnext = NULL;
   t->qprev = g->qtail;
   if (g->qtail) g->qtail->qnext = t; else g->qhead = t;
@@ -140,10 +168,15 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
   atomic_store_explicit(&t->spin_hint, false, memory_order_relaxed);
   if (owner && owner != t &&
       prio > atomic_load_explicit(&owner->hold_prio, memory_order_relaxed)) {
-    set_ints(owner, GVL__INT_PREEMPT);
-    gvl__ctr_add(owner, C_PREEMPT_REQS, 1);
+    uint64_t due = ia && g->run_owner == owner ? g->run_since + ia_min_run(g) : 0;
     atomic_store_explicit(&t->spin_hint, true, memory_order_relaxed);
-    target = owner;
+    if (due > now) {
+      atomic_store_explicit(&t->preempt_at, due, memory_order_relaxed);
+    } else {
+      request_preempt(owner);
+      t->forced_at = now;
+      target = owner;
+    }
   }
   if (!g->timer) {
     g->timer = t;
@@ -156,14 +189,22 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
 /* Give the GVL to w (queued), under g->mu. */
 static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now) {
   gvl__assert(w->queued && !atomic_load(&w->granted));
-  q_remove(g, w);
+  /* First what w may look at once it sees granted: its hold priority and
+   * the word.  Then the grant, and only then the bookkeeping that is
+   * g->mu's alone (w takes mu before touching any of it), so that w starts
+   * a few cache misses earlier. */
+  bool others = g->qhead != w || w->qnext;
+  w->grant_seq = ++g->handoffs;
+  g->lender = g->borrower = NULL;
   atomic_store_explicit(&w->hold_prio, w->qprio, memory_order_relaxed);
   atomic_store_explicit(&g->word,
-                        (uintptr_t)w | (g->qhead ? GVL__CONTENDED : 0),
+                        (uintptr_t)w | (others ? GVL__CONTENDED : 0),
                         memory_order_release);
-  g->hold_since = now;           /* the new holder's slice starts now */
+  q_remove(g, w);
+  g->hold_since = g->run_since = now;  /* the new holder's slice starts */
+  g->run_owner = w;
+  set_owner_cpu(g, w->cpu);  /* where it queued: a hint for spinners */
   g->preempt_sent = false;
-  gvl__ctr_add(w, C_HANDOFFS, 1);
   if (g->timer == w) {
     /* The timer role moves to another waiter, woken to arm its clock. */
     atomic_store_explicit(&w->is_timer, 0, memory_order_relaxed);
@@ -173,8 +214,8 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now) {
       gvl__park_wake(&g->timer->park);
     }
   }
-  atomic_store_explicit(&w->granted, 1, memory_order_release);
-  gvl__park_wake(&w->park);
+  atomic_store(&w->granted, 1);        /* seq_cst: see gvl__park_wake_done */
+  gvl__park_wake_done(&w->park);
 }
 
 /* ---- waiting ---------------------------------------------------------------- */
@@ -195,10 +236,7 @@ static uint64_t timer_tick(gvl_t *g, gvl_thread_t *t) {
     } else if (now >= g->hold_since + slice) {
       if (!g->preempt_sent) {
         target = gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
-        if (target) {
-          set_ints(target, GVL__INT_PREEMPT);
-          gvl__ctr_add(target, C_PREEMPT_REQS, 1);
-        }
+        if (target) request_preempt(target);
         g->preempt_sent = true;
       }
       /* Look again a slice later in case the holder sits in native code
@@ -213,11 +251,40 @@ static uint64_t timer_tick(gvl_t *g, gvl_thread_t *t) {
   return deadline;
 }
 
-/* Spin for a grant that should come within microseconds.  After the first
- * couple of microseconds a round also yields the CPU unless the holder is
- * known to run on another CPU: when the machine is oversubscribed the
- * holder may be queued on this very CPU, and a pure spin would keep it from
- * reaching its safe point. */
+/* t's preempt_at has come: ask the holder now, unless the GVL has meanwhile
+ * gone to a holder that has not had its own share yet, or that t does not
+ * outrank. */
+static void wait_preempt_due(gvl_t *g, gvl_thread_t *t) {
+  gvl_thread_t *target = NULL;
+  pthread_mutex_lock(&g->mu);
+  uint64_t now = gvl__now(), due = 0;
+  gvl_thread_t *owner =
+      gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
+  if (t->queued && !atomic_load_explicit(&t->granted, memory_order_relaxed) &&
+      owner && owner != t &&
+      t->qprio > atomic_load_explicit(&owner->hold_prio, memory_order_relaxed)) {
+    due = g->run_owner == owner ? g->run_since + ia_min_run(g) : 0;
+    if (due <= now) {
+      request_preempt(owner);
+      t->forced_at = now;
+      target = owner;
+      due = 0;
+    }
+  }
+  atomic_store_explicit(&t->preempt_at, due, memory_order_relaxed);
+  pthread_mutex_unlock(&g->mu);
+  if (target) gvl__hook(g, target, GVL_EV_PREEMPT_REQ);
+}
+
+static bool preempt_due(gvl_thread_t *t, uint64_t now) {
+  uint64_t at = atomic_load_explicit(&t->preempt_at, memory_order_relaxed);
+  return at && now >= at;
+}
+
+/* Spin for a grant that should come within microseconds.  A round also
+ * yields the CPU when the holder may be queued on this very CPU (the
+ * machine is oversubscribed): a pure spin would keep it from reaching its
+ * safe point. */
 static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
   uint64_t start = gvl__now(), end = start + g->spin_ns;
   for (;;) {
@@ -226,9 +293,13 @@ static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
       cpu_relax();
     }
     uint64_t now = gvl__now();
+    if (preempt_due(t, now)) wait_preempt_due(g, t);
     if (now >= end) return false;
+    /* On the holder's CPU, the holder is most likely the thread this one
+     * displaced (a wake-up lands where it likes): give the CPU back at
+     * once.  With the holder's CPU unknown, yield after a short spin. */
     int cpu = atomic_load_explicit(&g->owner_cpu, memory_order_relaxed);
-    if (now - start > 2000 && (cpu < 0 || cpu == sched_getcpu())) sched_yield();
+    if (cpu == sched_getcpu() || (cpu < 0 && now - start > 2000)) sched_yield();
   }
 }
 
@@ -240,20 +311,29 @@ bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
    * thread's last wait was itself short (ping-pong, Thread.pass loops).
    * A thread that waited a whole slice last time goes straight to sleep. */
   bool hint = atomic_load_explicit(&t->spin_hint, memory_order_relaxed);
-  if (g->spin_ns && (hint || t->last_wait_ns <= g->spin_ns) &&
-      spin_for_grant(g, t))
-    return true;
+  bool spin = g->spin_ns && (hint || t->last_wait_ns <= g->spin_ns);
   for (;;) {
+    if (spin && spin_for_grant(g, t)) return true;
+    spin = false;
     uint32_t seq = atomic_load_explicit(&t->park.seq, memory_order_acquire);
     if (atomic_load_explicit(&t->granted, memory_order_acquire)) return true;
-    uint64_t deadline = 0;
+    uint64_t deadline = 0, at;
     if (atomic_load_explicit(&t->is_timer, memory_order_relaxed))
       deadline = timer_tick(g, t);
+    if ((at = atomic_load_explicit(&t->preempt_at, memory_order_relaxed))) {
+      if (gvl__now() >= at) {
+        /* Asked the holder to yield: the handoff is near, spin again. */
+        wait_preempt_due(g, t);
+        spin = g->spin_ns != 0;
+        continue;
+      }
+      if (!deadline || at < deadline) deadline = at;
+    }
     if (user_deadline) {
       if (gvl__now() >= user_deadline) return false;
       if (!deadline || user_deadline < deadline) deadline = user_deadline;
     }
-    gvl__park_wait(&t->park, seq, deadline);
+    gvl__park_wait(&t->park, seq, deadline, &t->granted);
   }
 }
 
@@ -263,24 +343,26 @@ void gvl__wait_granted(gvl_t *g, gvl_thread_t *t) {
 
 /* ---- acquire ------------------------------------------------------------- */
 
+
 void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
   uint64_t now = gvl__now();
   gvl__assert(gvl__owner(atomic_load(&t->g->word)) == t);
   gvl__assert(!atomic_load_explicit(&t->holding, memory_order_relaxed));
   atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
   t->hold_t0 = now;
+  atomic_store_explicit(&t->preempt_at, 0, memory_order_relaxed);
   /* A hold that asked for a boost is charged to the cap even when the cap
    * refused it: otherwise a flood would get its refused holds for free.
-   * A boost that preempted the holder is charged from when it queued: the
+   * A boost that preempted the holder is charged from when it asked: the
    * handoffs it forced (the holder stopped, two threads woken) are its
-   * cost, not the holder's.  Other waits are not charged. */
+   * cost, not the holder's.  Other waits are not charged, nor the part of
+   * an interactive wait spent letting the holder have its share. */
   int held_at = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
-  bool forced = atomic_load_explicit(&t->spin_hint, memory_order_relaxed) &&
-                held_at > 0 && !t->deferred;
+  bool forced = t->forced_at && held_at > 0 && !t->deferred;
   t->boosted = held_at > 0 || t->req_prio > 0;
-  t->charge_t0 = forced ? wait_t0 : now;
-  atomic_store_explicit(&t->g->owner_cpu, sched_getcpu(), memory_order_relaxed);
+  t->charge_t0 = forced ? t->forced_at : now;
   ctr_own_inc(t, C_ACQUIRES);
+  ctr_own_inc(t, C_HANDOFFS);  /* every wait ends in a handoff */
   gvl__ctr_add(t, C_CONTENDED, 1);
   gvl__ctr_add(t, C_WAIT_NS, now - wait_t0);
   t->last_wait_ns = now - wait_t0;
@@ -293,7 +375,7 @@ void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
 static void start_free_hold(gvl_t *g, gvl_thread_t *t, int prio, bool ia,
                             uint64_t t0) {
   atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
-  atomic_store_explicit(&g->owner_cpu, -1, memory_order_relaxed);
+  set_owner_cpu(g, -1);
   t->boosted = prio > 0;
   t->hold_t0 = t->charge_t0 = t0;
   ctr_own_inc(t, C_ACQUIRES);
@@ -332,7 +414,7 @@ static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
   }
   if (ia) gvl__ctr_add(t, C_INTERACTIVE, 1);
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
-  target = enqueue(g, t, prio, t0);
+  target = enqueue(g, t, prio, ia, t0);
   t->deferred = refused;
   pthread_mutex_unlock(&g->mu);
   gvl__hook(g, t, GVL_EV_READY);
@@ -381,7 +463,7 @@ int gvl_acquire(gvl_thread_t *t) {
           memory_order_acq_rel, memory_order_relaxed))
     return acquire_slow(g, t, t->prio, false);
   atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
-  atomic_store_explicit(&g->owner_cpu, -1, memory_order_relaxed);
+  set_owner_cpu(g, -1);
   t->boosted = false;
   t->hold_t0 = 0;
   ctr_own_inc(t, C_ACQUIRES);
@@ -410,6 +492,23 @@ static void end_hold(gvl_t *g, gvl_thread_t *t, uint64_t now) {
   t->boosted = false;
 }
 
+/* t releases with w the best waiter.  If t is an interactive thread that
+ * borrowed the GVL from a CPU-bound one (hand_over), the GVL goes back to
+ * that lender, unless someone more urgent waits, and the lender's slice
+ * goes on where it stopped: other CPU-bound waiters keep their turn as if
+ * the borrow had not happened, and the lender, which spins for it, does not
+ * lose its place to a thread that has to be woken up. */
+static void give_back_or_handoff(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w,
+                                 uint64_t now) {
+  gvl_thread_t *lender = g->borrower == t ? g->lender : NULL;
+  uint64_t since = g->lender_since;
+  if (lender && lender != w && (!lender->queued || lender->qprio < w->qprio))
+    lender = NULL;
+  if (lender) w = lender;
+  handoff(g, w, now);
+  if (lender) g->hold_since = since;
+}
+
 int gvl__release(gvl_thread_t *t) {
   gvl_t *g = t->g;
   uintptr_t exp = (uintptr_t)t;
@@ -436,7 +535,7 @@ int gvl__release(gvl_thread_t *t) {
   clear_ints(t, GVL__INT_PREEMPT);
   gvl_thread_t *w = q_best(g, now, false);
   gvl__assert(!w == !(atomic_load(&g->word) & GVL__CONTENDED));
-  if (w) handoff(g, w, now);
+  if (w) give_back_or_handoff(g, t, w, now);
   else atomic_store_explicit(&g->word, 0, memory_order_release);
   pthread_mutex_unlock(&g->mu);
   return 0;
@@ -457,6 +556,20 @@ int gvl_release(gvl_thread_t *t) {
   return gvl__release(t);
 }
 
+/* A preemption by an interactive thread that gave the GVL straight back
+ * cost the preempted thread this long: fold it into the average that sets
+ * the holders' minimum run (ia_min_run).  A sample is clipped to twice the
+ * average (plus a floor, so the average can start from 0): a thread that
+ * was descheduled now and then must not make every interactive thread wait
+ * as if that were the rule. */
+static void note_ia_cost(gvl_t *g, uint64_t ns) {
+  int64_t avg = (int64_t)atomic_load_explicit(&g->ia_cost_ns, memory_order_relaxed);
+  int64_t x = (int64_t)ns, lim = 2 * avg + GVL__IA_COST_FLOOR_NS;
+  if (x > lim) x = lim;
+  avg += (x - avg) / 8;
+  atomic_store_explicit(&g->ia_cost_ns, (uint64_t)avg, memory_order_relaxed);
+}
+
 /* Hand the GVL to the best waiter and queue behind it.  A thread that
  * yields to someone less urgent queues at that waiter's priority, so the
  * handoff is real and does not bounce straight back. */
@@ -464,9 +577,9 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   gvl_t *g = t->g;
   uint64_t now = gvl__now();
   pthread_mutex_lock(&g->mu);
-  clear_ints(t, GVL__INT_PREEMPT);
   gvl_thread_t *w = q_best(g, now, true);
   if (!w) {
+    clear_ints(t, GVL__INT_PREEMPT);
     pthread_mutex_unlock(&g->mu);
     return 0;
   }
@@ -477,19 +590,32 @@ static int hand_over(gvl_thread_t *t, int ctr) {
     prio = GVL_PRIO_NORMAL;
     gvl__ctr_add(t, C_BOOSTS_REFUSED, 1);
   }
+  clear_ints(t, GVL__INT_PREEMPT);
   end_hold(g, t, now);
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
-  (void)enqueue(g, t, prio, now);    /* behind w; cannot outrank the holder */
+  (void)enqueue(g, t, prio, false, now); /* behind w; cannot outrank it */
   t->deferred = refused;
   /* Preempted by a boost: back soon. */
   atomic_store_explicit(&t->spin_hint, w->qprio > mine, memory_order_relaxed);
+  bool by_ia = w->qia && ctr == C_PREEMPTIONS;
+  uint64_t slice_t0 = g->hold_since;
   handoff(g, w, now);
+  uint64_t seq = w->grant_seq;
+  if (by_ia) {
+    /* w only borrows the GVL: it goes back to t, whose slice goes on. */
+    g->lender = t;
+    g->borrower = w;
+    g->lender_since = slice_t0;
+  }
   gvl__ctr_add(t, ctr, 1);
   pthread_mutex_unlock(&g->mu);
   gvl__hook(g, t, GVL_EV_SUSPENDED);
   gvl__hook(g, t, GVL_EV_READY);
   gvl__wait_granted(g, t);
   gvl__after_acquire(t, now);
+  /* Only when w gave the GVL straight back: then t's wait is what the
+   * preemption cost, not another thread's turn. */
+  if (by_ia && t->grant_seq == seq + 1) note_ia_cost(g, t->hold_t0 - now);
   return 0;
 }
 
@@ -536,7 +662,7 @@ void gvl__drop_for_wait(gvl_thread_t *t) {
 void gvl__enqueue_other(gvl_t *g, gvl_thread_t *t, int prio) {
   pthread_mutex_lock(&g->mu);
   atomic_fetch_or_explicit(&g->word, GVL__CONTENDED, memory_order_relaxed);
-  (void)enqueue(g, t, prio, gvl__now());
+  (void)enqueue(g, t, prio, false, gvl__now());
   pthread_mutex_unlock(&g->mu);
 }
 

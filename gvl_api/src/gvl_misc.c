@@ -12,7 +12,22 @@
 static int check_config(const gvl_config_t *c) {
   if (c->boost_cap_pct > 100 || (c->flags & ~KNOWN_FLAGS)) return EINVAL;
   if (c->cap_window_ns && c->cap_window_ns < GVL__CAP_BUCKETS) return EINVAL;
+  if (c->hold_share_pct > 99) return EINVAL;
   return 0;
+}
+
+int gvl__mu_init(pthread_mutex_t *mu) {
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+  pthread_mutexattr_t a;
+  int rc = pthread_mutexattr_init(&a);
+  if (rc) return rc;
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+  rc = pthread_mutex_init(mu, &a);
+  pthread_mutexattr_destroy(&a);
+  return rc;
+#else
+  return pthread_mutex_init(mu, NULL);
+#endif
 }
 
 gvl_t *gvl_create(const gvl_config_t *cfg) {
@@ -26,7 +41,7 @@ gvl_t *gvl_create(const gvl_config_t *cfg) {
     return NULL;
   }
   if (!(g = calloc(1, sizeof *g))) return NULL;
-  if ((rc = pthread_mutex_init(&g->mu, NULL))) {
+  if ((rc = gvl__mu_init(&g->mu))) {
     free(g);
     errno = rc;
     return NULL;
@@ -42,6 +57,7 @@ gvl_t *gvl_create(const gvl_config_t *cfg) {
   if ((c->flags & GVL_F_NOSPIN) || sysconf(_SC_NPROCESSORS_ONLN) < 2)
     g->spin_ns = 0;
   g->flags = c->flags;
+  atomic_init(&g->hold_share, c->hold_share_pct ? c->hold_share_pct : GVL__DEF_HOLD_SHARE);
   atomic_init(&g->hook, c->hook);
   atomic_init(&g->hook_arg, c->hook_arg);
   g->uid = atomic_fetch_add(&next_uid, 1);
@@ -65,6 +81,12 @@ int gvl_set_slice(gvl_t *g, uint64_t slice_ns) {
 int gvl_set_boost_cap(gvl_t *g, unsigned pct) {
   if (!g || pct < 1 || pct > 100) return EINVAL;
   atomic_store_explicit(&g->cap_pct, pct, memory_order_relaxed);
+  return 0;
+}
+
+int gvl_set_hold_share(gvl_t *g, unsigned pct) {
+  if (!g || pct < 1 || pct > 99) return EINVAL;
+  atomic_store_explicit(&g->hold_share, pct, memory_order_relaxed);
   return 0;
 }
 
@@ -97,9 +119,10 @@ int gvl_stats(gvl_t *g, gvl_stats_t *out) {
   memcpy(v, g->retired, sizeof v);
   for (gvl_thread_t *t = g->threads; t; t = t->gnext)
     for (int i = 0; i < C__COUNT; i++)
-      v[i] += atomic_load_explicit(&t->ctr[i], memory_order_relaxed);
+      v[i] += gvl__ctr_get(t, i);
   pthread_mutex_unlock(&g->mu);
   to_stats(v, out);
+  out->ia_cost_ns = atomic_load_explicit(&g->ia_cost_ns, memory_order_relaxed);
   return 0;
 }
 
@@ -107,8 +130,9 @@ int gvl_thread_stats(gvl_thread_t *t, gvl_stats_t *out) {
   uint64_t v[C__COUNT];
   if (!t || !out) return EINVAL;
   for (int i = 0; i < C__COUNT; i++)
-    v[i] = atomic_load_explicit(&t->ctr[i], memory_order_relaxed);
+    v[i] = gvl__ctr_get(t, i);
   to_stats(v, out);
+  out->ia_cost_ns = 0;
   return 0;
 }
 

@@ -57,7 +57,7 @@ static void glist_remove(gvl_t *g, gvl_thread_t *t) {
   if (t->gnext) t->gnext->gprev = t->gprev;
   if (!t->foreign) g->nthreads--;
   for (int i = 0; i < C__COUNT; i++)
-    g->retired[i] += atomic_load_explicit(&t->ctr[i], memory_order_relaxed);
+    g->retired[i] += gvl__ctr_get(t, i);
 }
 
 /* ---- this thread's attachments ------------------------------------------- */
@@ -309,7 +309,7 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
       /* Its thread does not exist here; its locks may be held forever,
        * so the memory is released without destroying them. */
       for (int i = 0; i < C__COUNT; i++)
-        g->retired[i] += atomic_load_explicit(&t->ctr[i], memory_order_relaxed);
+        g->retired[i] += gvl__ctr_get(t, i);
       free(t);
       continue;
     }
@@ -324,7 +324,7 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
   atomic_store_explicit(&g->in_call, in_call, memory_order_relaxed);
   atomic_store_explicit(&g->word, mine ? (uintptr_t)owner : 0,
                         memory_order_relaxed);
-  pthread_mutex_init(&g->mu, NULL);
+  gvl__mu_init(&g->mu);
 }
 
 static void fork_child(void) {
