@@ -18,9 +18,13 @@ static void check(const char *what, int err) {
   if (err) bench_die(what, err);
 }
 
+/* GVLBENCH_HOLD_SHARE=pct runs every gvloop variant at that hold share
+ * (the convoy trade-off between I/O latency and CPU share). */
 static void *create_with(unsigned flags) {
   gvl_config_t cfg = {0};
+  const char *hs = getenv("GVLBENCH_HOLD_SHARE");
   cfg.flags = flags;
+  if (hs) cfg.hold_share_pct = (unsigned)atoi(hs);
   gvl_t *g = gvl_create(&cfg);
   if (g == NULL) bench_die("gvl_create", errno);
   return g;
