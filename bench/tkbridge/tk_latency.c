@@ -26,6 +26,7 @@
 
 #include <tcl.h>
 
+#include "tkb_hog.h"
 #include "tkbridge.h"
 
 #ifndef TKB_BENCH_DIR
@@ -35,43 +36,7 @@
 static uint64_t *samples;
 static size_t nsamples, cap_samples;
 static uint64_t t0_ns;                 /* loop thread only */
-static atomic_int hog_stop;
-static unsigned long spin_per_us = 100;
-
-/* ---- the hog ----------------------------------------------------------------- */
-
-/* Work the compiler cannot remove: the empty asm makes x opaque. */
-static void spin(unsigned long n) {
-  unsigned long x = 0;
-  for (unsigned long i = 0; i < n; i++) {
-    x += i;
-    __asm__ volatile("" : "+r"(x));
-  }
-}
-
-static void calibrate(void) {
-  uint64_t t0 = gvl_now_ns();
-  unsigned long n = 0;
-  while (gvl_now_ns() - t0 < 20000000ull) {
-    spin(1000);
-    n += 1000;
-  }
-  uint64_t us = (gvl_now_ns() - t0) / 1000;
-  spin_per_us = us && n / us ? n / us : 1;
-}
-
-static void *hog_main(void *arg) {
-  gvl_thread_t *t = gvl_thread_attach(arg, GVL_PRIO_NORMAL);
-  if (t == NULL) return NULL;
-  gvl_acquire(t);
-  while (!atomic_load_explicit(&hog_stop, memory_order_relaxed)) {
-    spin(spin_per_us);
-    gvl_check_ints(t);
-  }
-  gvl_release(t);
-  gvl_thread_detach(t);
-  return NULL;
-}
+static unsigned long spin_per_us = 1;  /* tkb__hog_calibrate(), once in main */
 
 /* ---- the commands ------------------------------------------------------------- */
 
@@ -170,15 +135,16 @@ static int run_variant(const char *variant, int boost, int hogs, int n, int with
   snprintf(set_n, sizeof set_n, "set ::N %d", n);
   tkb_eval(tk, set_n, NULL);
   pthread_t th[8];
-  atomic_store(&hog_stop, 0);
-  for (int i = 0; i < hogs; i++) pthread_create(&th[i], NULL, hog_main, g);
+  tkb__hog_t hog = {.gvl = g, .spin_per_us = spin_per_us};
+  atomic_init(&hog.stop, 0);
+  for (int i = 0; i < hogs; i++) pthread_create(&th[i], NULL, tkb__hog_main, &hog);
   usleep(20000); /* let the hogs take the GVL */
   nsamples = 0;
   char *res = NULL;
   rc = tkb_eval(tk, with_tk ? event_loop : after_loop, &res);
   if (rc != 0) fprintf(stderr, "tk_latency: %s: %s\n", variant, res ? res : "");
   free(res);
-  atomic_store(&hog_stop, 1);
+  atomic_store(&hog.stop, 1);
   for (int i = 0; i < hogs; i++) pthread_join(th[i], NULL);
   const char *bench = with_tk ? "tk_latency_event" : "tk_latency";
   report(bench, variant);
@@ -225,7 +191,7 @@ int main(int argc, char **argv) {
   printf("META tk_latency boosts_refused count none boosted acquisitions demoted by the GVL's cap\n");
   printf("META tk_latency preemptions count none safe points that gave the GVL up\n");
   printf("INFO tk_latency notifier %s\n", tkb_notifier_name());
-  calibrate();
+  spin_per_us = tkb__hog_calibrate();
   for (int r = 0; r < runs; r++) {
     run_variant("gvloop", 1, 1, n, 0);
     run_variant("gvloop-noboost", 0, 1, quick ? 50 : 200, 0);

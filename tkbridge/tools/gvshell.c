@@ -31,6 +31,7 @@
 #include <tk.h>
 #endif
 
+#include "tkb_hog.h"
 #include "tkbridge.h"
 
 #ifdef GVSHELL_TCLSH
@@ -100,47 +101,9 @@ static void watch_main_window(tkb_t *tk, Tcl_Interp *ip, void *arg) {
 }
 #endif
 
-/* ---- hog threads ---------------------------------------------------------- */
-
-static atomic_int hogs_stop;
-static unsigned long spin_per_us = 100;
+/* The one GVL of the process: main, the loop thread and the --hog threads
+ * (tkb_hog.h) share it. */
 static gvl_t *the_gvl;
-
-/* Work the compiler cannot remove: the empty asm makes x opaque. */
-static void spin(unsigned long n) {
-  unsigned long x = 0;
-  for (unsigned long i = 0; i < n; i++) {
-    x += i;
-    __asm__ volatile("" : "+r"(x));
-  }
-}
-
-/* Iterations of spin() per microsecond, measured over ~20 ms. */
-static void calibrate(void) {
-  uint64_t t0 = gvl_now_ns();
-  unsigned long n = 0;
-  while (gvl_now_ns() - t0 < 20000000ull) {
-    spin(1000);
-    n += 1000;
-  }
-  uint64_t us = (gvl_now_ns() - t0) / 1000;
-  spin_per_us = us ? n / us : 100;
-  if (spin_per_us == 0) spin_per_us = 1;
-}
-
-static void *hog_main(void *arg) {
-  (void)arg;
-  gvl_thread_t *t = gvl_thread_attach(the_gvl, GVL_PRIO_NORMAL);
-  if (t == NULL) return NULL;
-  gvl_acquire(t);
-  while (!atomic_load_explicit(&hogs_stop, memory_order_relaxed)) {
-    spin(spin_per_us);
-    gvl_check_ints(t);
-  }
-  gvl_release(t);
-  gvl_thread_detach(t);
-  return NULL;
-}
 
 /* ---- running scripts ------------------------------------------------------- */
 
@@ -326,8 +289,9 @@ int main(int argc, char **argv) {
   gvl_acquire(me); /* main acts as an interpreter thread */
   main_gvl = me;
   pthread_t hog[64];
-  if (o.hogs) calibrate();
-  for (int i = 0; i < o.hogs; i++) pthread_create(&hog[i], NULL, hog_main, NULL);
+  tkb__hog_t hogs = {.gvl = the_gvl, .spin_per_us = o.hogs ? tkb__hog_calibrate() : 1};
+  atomic_init(&hogs.stop, 0);
+  for (int i = 0; i < o.hogs; i++) pthread_create(&hog[i], NULL, tkb__hog_main, &hogs);
 
   evl_t *l = NULL;
   tkb_t *tk = NULL;
@@ -346,7 +310,7 @@ int main(int argc, char **argv) {
   fflush(stdout);
   if (tk) tkb_destroy(tk);
   if (l) evl_destroy(l);
-  atomic_store(&hogs_stop, 1);
+  atomic_store(&hogs.stop, 1);
   gvl_release(me);
   for (int i = 0; i < o.hogs; i++) pthread_join(hog[i], NULL);
   gvl_thread_detach(me);
