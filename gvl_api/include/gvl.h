@@ -237,7 +237,8 @@ GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
  * has run, since it last got the GVL, long enough to keep hold_share_pct of
  * the GVL: the GVL measures what each interactive preemption costs the
  * preempted thread (its switch and the interactive thread's hold) and asks
- * for share/(100-share) times that (9x at the default 90%).
+ * for share/(100-share) times that (9x at the default 90%), at most a tenth
+ * of a slice.
  * ubf(ubf_arg) is called from another thread by gvl_thread_interrupt() to
  * make fn return early; it may be NULL.  On error returns NULL and sets
  * errno: EINVAL (NULL t or fn), EPERM (not holding), EINTR (an interrupt

@@ -34,13 +34,20 @@ uint64_t gvl__now(void) {
 
 /* Instrumentation: the tracer (gvl_trace.c) and the user's hook.  With
  * both off this is two plain loads and a branch. */
-void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev) {
+/* The same, stamped with the time the event happened (0: now), for events
+ * reported after the fact: a handoff's SUSPENDED comes after the unlock, and
+ * the new holder may already have reported RESUMED. */
+static void hook_at(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t at) {
   gvl_hook_cb cb = atomic_load_explicit(&g->hook, memory_order_acquire);
   void *tr = atomic_load_explicit(&g->trace, memory_order_acquire);
   if (!cb && !tr) return;
-  uint64_t now = gvl__now();
+  uint64_t now = at ? at : gvl__now();
   if (tr) gvl__trace_event(g, t, ev, now);
   if (cb) cb(atomic_load_explicit(&g->hook_arg, memory_order_relaxed), t, ev, now);
+}
+
+void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev) {
+  hook_at(g, t, ev, 0);
 }
 
 static void set_ints(gvl_thread_t *t, uint32_t bit) {
@@ -130,17 +137,44 @@ static gvl_thread_t *q_best(gvl_t *g, uint64_t now, bool strict) {
 
 /* How long a holder may run, since it got the GVL, before an interactive
  * waiter preempts it: share/(100-share) times what such a preemption costs
- * it.  0 until a cost has been measured. */
+ * it (0 until a cost has been measured), and never more than a tenth of a
+ * slice, so that the policy always serves an I/O thread well ahead of the
+ * slice it would wait without it. */
 static uint64_t ia_min_run(gvl_t *g) {
   uint64_t cost = atomic_load_explicit(&g->ia_cost_ns, memory_order_relaxed);
   unsigned share = atomic_load_explicit(&g->hold_share, memory_order_relaxed);
-  return cost * share / (100 - share);
+  uint64_t run = cost * share / (100 - share);
+  uint64_t cap = atomic_load_explicit(&g->slice_ns, memory_order_relaxed) / 10;
+  return run < cap ? run : cap;
 }
 
 /* Ask owner to give the GVL up at its next safe point (g->mu held). */
 static void request_preempt(gvl_thread_t *owner) {
   set_ints(owner, GVL__INT_PREEMPT);
   atomic_fetch_add_explicit(&owner->preempt_reqs, 1, memory_order_relaxed);
+}
+
+/* Waiter t asks the holder to yield (g->mu held).  If t is the one the
+ * holder would pick, it also names itself the holder's successor: the
+ * holder then hands over without g->mu (direct_hand_over), and t does the
+ * queue bookkeeping on its own time (finish_direct).
+ *
+ * A successor must never outlive the owner's hold: the owner may be handing
+ * over directly right now, without g->mu.  Both sides store, then load the
+ * other's word, all seq_cst: the owner stores the new word, then clears
+ * succ; we store succ, then reload the word.  Either it clears ours, or we
+ * see that it no longer owns and take ours back.  (Our preempt request may
+ * then land on a thread that no longer holds: it costs one early yield
+ * when it holds again, and the new owner re-checks who waits.) */
+static void ask_holder(gvl_t *g, gvl_thread_t *t, gvl_thread_t *owner,
+                       uint64_t now) {
+  gvl_thread_t *none = NULL, *mine = t;
+  if (q_best(g, now, true) == t &&
+      atomic_compare_exchange_strong(&owner->succ, &none, t) &&
+      gvl__owner(atomic_load(&g->word)) != owner)
+    atomic_compare_exchange_strong(&owner->succ, &mine, NULL);
+  request_preempt(owner);
+  t->forced_at = now;
 }
 
 /* Queue t (which may be another thread, blocked in a gvl_mutex) behind the
@@ -173,8 +207,7 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio, bool ia,
     if (due > now) {
       atomic_store_explicit(&t->preempt_at, due, memory_order_relaxed);
     } else {
-      request_preempt(owner);
-      t->forced_at = now;
+      ask_holder(g, t, owner, now);
       target = owner;
     }
   }
@@ -186,15 +219,17 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio, bool ia,
   return target;
 }
 
-/* Give the GVL to w (queued), under g->mu. */
-static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now) {
+/* Give the GVL to w (queued), under g->mu.  back: w is the lender an
+ * interactive borrower gives the GVL back to (give_back_or_handoff). */
+static void handoff_to(gvl_t *g, gvl_thread_t *w, uint64_t now, bool back) {
   gvl__assert(w->queued && !atomic_load(&w->granted));
-  /* First what w may look at once it sees granted: its hold priority and
-   * the word.  Then the grant, and only then the bookkeeping that is
-   * g->mu's alone (w takes mu before touching any of it), so that w starts
-   * a few cache misses earlier. */
   bool others = g->qhead != w || w->qnext;
-  w->grant_seq = ++g->handoffs;
+  /* A successor the giver was asked for is served by this handoff or
+   * queued on: either way the request is spent. */
+  gvl_thread_t *giver =
+      gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
+  if (giver) atomic_store_explicit(&giver->succ, NULL, memory_order_relaxed);
+  w->lent_back = back;
   g->lender = g->borrower = NULL;
   atomic_store_explicit(&w->hold_prio, w->qprio, memory_order_relaxed);
   atomic_store_explicit(&g->word,
@@ -216,6 +251,10 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now) {
   }
   atomic_store(&w->granted, 1);        /* seq_cst: see gvl__park_wake_done */
   gvl__park_wake_done(&w->park);
+}
+
+static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now) {
+  handoff_to(g, w, now, false);
 }
 
 /* ---- waiting ---------------------------------------------------------------- */
@@ -265,8 +304,7 @@ static void wait_preempt_due(gvl_t *g, gvl_thread_t *t) {
       t->qprio > atomic_load_explicit(&owner->hold_prio, memory_order_relaxed)) {
     due = g->run_owner == owner ? g->run_since + ia_min_run(g) : 0;
     if (due <= now) {
-      request_preempt(owner);
-      t->forced_at = now;
+      ask_holder(g, t, owner, now);
       target = owner;
       due = 0;
     }
@@ -303,6 +341,13 @@ static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
   }
 }
 
+/* Seen a grant: wait out a direct handoff's wake-up (direct_hand_over). */
+static bool settle_grant(gvl_thread_t *t) {
+  while (atomic_load_explicit(&t->granted, memory_order_acquire) == GVL__GRANT_BUSY)
+    cpu_relax();
+  return true;
+}
+
 /* Sleep until the GVL has been handed to t, or until user_deadline (0 for
  * none).  Returns true when granted. */
 bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
@@ -313,10 +358,10 @@ bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
   bool hint = atomic_load_explicit(&t->spin_hint, memory_order_relaxed);
   bool spin = g->spin_ns && (hint || t->last_wait_ns <= g->spin_ns);
   for (;;) {
-    if (spin && spin_for_grant(g, t)) return true;
+    if (spin && spin_for_grant(g, t)) return settle_grant(t);
     spin = false;
     uint32_t seq = atomic_load_explicit(&t->park.seq, memory_order_acquire);
-    if (atomic_load_explicit(&t->granted, memory_order_acquire)) return true;
+    if (atomic_load_explicit(&t->granted, memory_order_acquire)) return settle_grant(t);
     uint64_t deadline = 0, at;
     if (atomic_load_explicit(&t->is_timer, memory_order_relaxed))
       deadline = timer_tick(g, t);
@@ -344,7 +389,56 @@ void gvl__wait_granted(gvl_t *g, gvl_thread_t *t) {
 /* ---- acquire ------------------------------------------------------------- */
 
 
+/* t was handed the GVL directly by h (direct_hand_over): do, under g->mu,
+ * what handoff and hand_over would have done -- leave the queue, queue h
+ * behind, start the new hold's clocks, move the timer role, note the
+ * borrow -- while h waits and nobody else can hand the GVL on. */
+static void finish_direct(gvl_thread_t *t, gvl_thread_t *h) {
+  gvl_t *g = t->g;
+  uint64_t at = t->direct_at;
+  pthread_mutex_lock(&g->mu);
+  uint64_t slice_t0 = g->hold_since;
+  q_remove(g, t);
+  g->lender = g->borrower = NULL;
+  g->hold_since = g->run_since = at;
+  g->run_owner = t;
+  g->preempt_sent = false;
+  set_owner_cpu(g, t->cpu);
+  if (g->timer == t) {
+    atomic_store_explicit(&t->is_timer, 0, memory_order_relaxed);
+    g->timer = NULL;
+  }
+  int mine = t->direct_prio;
+  int prio = mine < t->qprio ? mine : t->qprio;
+  bool refused = prio > 0 && cap_exceeded(g, at);
+  if (refused) prio = GVL_PRIO_NORMAL;
+  (void)enqueue(g, h, prio, false, at);  /* cannot outrank t */
+  h->deferred = refused;
+  atomic_store_explicit(&h->spin_hint, true, memory_order_relaxed);
+  if (g->timer == NULL && g->qhead) {
+    g->timer = g->qhead;
+    atomic_store_explicit(&g->timer->is_timer, 1, memory_order_relaxed);
+    gvl__park_wake(&g->timer->park);
+  }
+  if (t->qia) {
+    g->lender = h;
+    g->borrower = t;
+    g->lender_since = slice_t0;
+  }
+  /* Someone more urgent queued since t asked: t yields at its next safe
+   * point, as the holder it displaced would have. */
+  gvl_thread_t *b = q_best(g, gvl__now(), true);
+  if (b && b->qprio > atomic_load_explicit(&t->hold_prio, memory_order_relaxed))
+    request_preempt(t);
+  pthread_mutex_unlock(&g->mu);
+}
+
 void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
+  if (t->direct_from) {
+    gvl_thread_t *h = t->direct_from;
+    t->direct_from = NULL;
+    finish_direct(t, h);
+  }
   uint64_t now = gvl__now();
   gvl__assert(gvl__owner(atomic_load(&t->g->word)) == t);
   gvl__assert(!atomic_load_explicit(&t->holding, memory_order_relaxed));
@@ -358,7 +452,7 @@ void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
    * cost, not the holder's.  Other waits are not charged, nor the part of
    * an interactive wait spent letting the holder have its share. */
   int held_at = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
-  bool forced = t->forced_at && held_at > 0 && !t->deferred;
+  bool forced = held_at > 0 && t->forced_at && !t->deferred;
   t->boosted = held_at > 0 || t->req_prio > 0;
   t->charge_t0 = forced ? t->forced_at : now;
   ctr_own_inc(t, C_ACQUIRES);
@@ -505,7 +599,7 @@ static void give_back_or_handoff(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w,
   if (lender && lender != w && (!lender->queued || lender->qprio < w->qprio))
     lender = NULL;
   if (lender) w = lender;
-  handoff(g, w, now);
+  handoff_to(g, w, now, lender != NULL);
   if (lender) g->hold_since = since;
 }
 
@@ -600,7 +694,6 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   bool by_ia = w->qia && ctr == C_PREEMPTIONS;
   uint64_t slice_t0 = g->hold_since;
   handoff(g, w, now);
-  uint64_t seq = w->grant_seq;
   if (by_ia) {
     /* w only borrows the GVL: it goes back to t, whose slice goes on. */
     g->lender = t;
@@ -609,13 +702,13 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   }
   gvl__ctr_add(t, ctr, 1);
   pthread_mutex_unlock(&g->mu);
-  gvl__hook(g, t, GVL_EV_SUSPENDED);
-  gvl__hook(g, t, GVL_EV_READY);
+  hook_at(g, t, GVL_EV_SUSPENDED, now);
+  hook_at(g, t, GVL_EV_READY, now);
   gvl__wait_granted(g, t);
   gvl__after_acquire(t, now);
   /* Only when w gave the GVL straight back: then t's wait is what the
    * preemption cost, not another thread's turn. */
-  if (by_ia && t->grant_seq == seq + 1) note_ia_cost(g, t->hold_t0 - now);
+  if (by_ia && t->lent_back) note_ia_cost(g, t->hold_t0 - now);
   return 0;
 }
 
@@ -629,6 +722,49 @@ int gvl_yield(gvl_thread_t *t) {
   return hand_over(t, C_YIELDS);
 }
 
+/* The holder t hands the GVL straight to w, which asked for it and is the
+ * waiter it would pick (ask_holder), without g->mu: w is still queued and
+ * only the holder can hand the GVL on, so nothing else changes under us.
+ * w queues t on its behalf (finish_direct); t only spins for the GVL to
+ * come back.  Cuts the cache lines the preempted thread waits on by half.
+ * Boosted holds go through hand_over: their cap charge needs g->mu. */
+static int direct_hand_over(gvl_thread_t *t, gvl_thread_t *w) {
+  gvl_t *g = t->g;
+  uint64_t now = gvl__now();
+  int mine = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
+  clear_ints(t, GVL__INT_PREEMPT);
+  end_hold(g, t, now);
+  atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
+  /* The priority w will queue us at (finish_direct), set now so that the
+   * hooks below may read it; after the grant only w writes our queue node. */
+  t->qprio = mine < w->qprio ? mine : w->qprio;
+  gvl__ctr_add(t, C_PREEMPTIONS, 1);
+  gvl__hook(g, t, GVL_EV_SUSPENDED);
+  gvl__hook(g, t, GVL_EV_READY);
+  /* All w needs to queue t travels on w's own line. */
+  w->direct_from = t;
+  w->direct_at = now;
+  w->direct_prio = mine;
+  atomic_store_explicit(&w->hold_prio, w->qprio, memory_order_relaxed);
+  atomic_store(&g->word, (uintptr_t)w | GVL__CONTENDED);
+  /* A waiter that named itself our successor after our exchange above saw
+   * us still own: drop it (see ask_holder); w re-checks who waits. */
+  atomic_store(&t->succ, NULL);
+  /* Without g->mu nothing stops w from running, detaching and freeing
+   * itself as soon as it sees the grant; GVL__GRANT_BUSY tells it to wait
+   * until the wake-up below no longer touches its memory. */
+  atomic_store(&w->granted, GVL__GRANT_BUSY);  /* seq_cst: see park_wake_done */
+  gvl__park_wake_done(&w->park);
+  atomic_store_explicit(&w->granted, 1, memory_order_release);
+  /* w borrows: expect it back soon, spin (w sets our spin_hint too, but
+   * later than we start waiting). */
+  if (!(g->spin_ns && spin_for_grant(g, t))) gvl__wait_granted(g, t);
+  else settle_grant(t);
+  gvl__after_acquire(t, now);
+  if (t->lent_back) note_ia_cost(g, t->hold_t0 - now);
+  return 0;
+}
+
 int gvl__check_ints_slow(gvl_thread_t *t) {
   int rc = gvl__check_self(t), ret = 0;
   if (rc) return rc;
@@ -638,10 +774,13 @@ int gvl__check_ints_slow(gvl_thread_t *t) {
     ret = EINTR;
   }
   if (ints & GVL__INT_PREEMPT) {
-    if (atomic_load_explicit(&t->holding, memory_order_relaxed))
-      hand_over(t, C_PREEMPTIONS);
-    else
+    if (atomic_load_explicit(&t->holding, memory_order_relaxed)) {
+      gvl_thread_t *w = atomic_exchange(&t->succ, NULL);
+      if (w && !t->boosted) direct_hand_over(t, w);
+      else hand_over(t, C_PREEMPTIONS);
+    } else {
       clear_ints(t, GVL__INT_PREEMPT);
+    }
   }
   return ret;
 }

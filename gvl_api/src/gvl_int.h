@@ -34,6 +34,7 @@
 #define GVL__DEF_SPIN_NS    (50u * 1000u)
 #define GVL__DEF_HOLD_SHARE 90u
 #define GVL__IA_COST_FLOOR_NS 1000   /* see note_ia_cost                   */
+#define GVL__GRANT_BUSY 2u           /* granted, the giver still waking it  */
 #define GVL__CAP_BUCKETS    8
 /* Interactivity policy: a thread back from a blocking region that held the
  * GVL for less than this share of its recent time is served ahead. */
@@ -84,6 +85,9 @@ struct gvl_thread_s {
   struct gvl__thread_head head; /* ints: must stay first (gvl_check_ints) */
   _Atomic uint64_t preempt_reqs; /* C_PREEMPT_REQS, kept beside ints: whoever
                                    sets PREEMPT counts it on the same line */
+  gvl_thread_t *_Atomic succ;   /* the waiter that asked (under g->mu) to be
+                                   handed the GVL directly at the next safe
+                                   point; cleared by every handoff t makes  */
   gvl_t *g;                     /* dangling once orphan is set             */
   pthread_t tid;                /* owning OS thread                        */
   const char *self_key;         /* &gvl__self_key of that thread           */
@@ -120,7 +124,12 @@ struct gvl_thread_s {
 
   /* What a waiter spins or sleeps on: written once per handoff. */
   _Atomic uint32_t granted;     /* set by the releaser, under g->mu        */
-  uint64_t grant_seq;           /* g->handoffs of that handoff; g->mu      */
+  bool lent_back;               /* that handoff was an interactive borrower
+                                   giving the GVL straight back; g->mu     */
+  gvl_thread_t *direct_from;    /* a direct handoff's giver, for t to queue
+                                   on its behalf (set before granted)       */
+  uint64_t direct_at;           /* when it handed over                     */
+  int direct_prio;              /* the priority it held at                 */
   gvl__park_t park;
   GVL__PAD(2);
 
@@ -164,7 +173,6 @@ struct gvl_s {
   uint64_t run_since;           /* when run_owner last got the GVL by a
                                    handoff; older if it since took it free */
   gvl_thread_t *run_owner;      /* mu                                      */
-  uint64_t handoffs;            /* handoffs so far; mu                     */
   gvl_thread_t *lender;         /* preempted by borrower, an interactive   */
   gvl_thread_t *borrower;       /*  thread, which gives the GVL back; mu   */
   uint64_t lender_since;        /* lender's slice start                    */

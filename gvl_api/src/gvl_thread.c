@@ -316,6 +316,8 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
     t->queued = false;
     t->qnext = t->qprev = NULL;
     atomic_store_explicit(&t->is_timer, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->succ, NULL, memory_order_relaxed);
+    t->direct_from = NULL;
     pthread_mutex_init(&t->ilock, NULL);
     gvl__park_after_fork(&t->park);
     glist_add(g, t);
