@@ -25,6 +25,9 @@
 typedef struct {
   uint64_t handoffs;
   uint64_t preemptions;
+  uint64_t ia_cost_ns;   /* what an interactive preemption costs the
+                            preempted thread, as the variant measures it
+                            (libgvl's gvl_stats); 0 if it does not */
 } bench_stats_t;
 
 typedef struct bench_gvl_ops {

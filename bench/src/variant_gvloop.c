@@ -84,6 +84,7 @@ static void g_stats(void *g, bench_stats_t *out) {
   check("gvl_stats", gvl_stats(g, &s));
   out->handoffs = s.handoffs;
   out->preemptions = s.preemptions;
+  out->ia_cost_ns = s.ia_cost_ns;
 }
 
 #define GVLOOP_OPS(NAME, DESIGN, CREATE, ACQ_PRIO)                               \

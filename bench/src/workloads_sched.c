@@ -386,6 +386,9 @@ void bench_case_convoy(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
   bench_result("convoy", ops->name, "io_us_alone", a / 1000.0);
   bench_result("convoy", ops->name, "trips_1hog", (double)one.trips);
   bench_result("convoy", ops->name, "trips_2hog", (double)two.trips);
+  bench_stats_t st = {0};
+  ops->stats(g, &st);
+  if (st.ia_cost_ns) bench_result("convoy", ops->name, "ia_cost_us", (double)st.ia_cost_ns / 1000.0);
   ops->destroy(g);
   shutdown(sv[0], SHUT_RDWR);
   pthread_join(echo, NULL);
@@ -414,4 +417,5 @@ void bench_meta_sched(void) {
   bench_meta("convoy", "io_us_alone", "us", "low", "I/O round trip alone");
   bench_meta("convoy", "trips_1hog", "count", "none", "round trips done beside 1 hog (capped by time)");
   bench_meta("convoy", "trips_2hog", "count", "none", "round trips done beside 2 hogs (capped by time)");
+  bench_meta("convoy", "ia_cost_us", "us", "none", "libgvl's estimate of what one interactive preemption costs the hog (gvl_stats ia_cost_ns), at the end");
 }
