@@ -592,14 +592,6 @@ int gvl_acquire_prio(gvl_thread_t *t, int prio) {
 
 /* ---- release, yield, preemption ------------------------------------------ */
 
-/* Is the switch after t's hold charged to the cap (handoff_to)?  For a
- * boost the host asked for, yes.  An interactive promotion's cost is
- * governed by the hold share, and charging it would put one more shared
- * cache line on the path of the thread it preempted. */
-static bool charge_switch(const gvl_thread_t *t) {
-  return t->boosted && t->req_prio > 0;
-}
-
 /* Close t's hold: hold time, and the cap's share if boosted (g->mu held
  * then).  now may be 0 when the hold's start is unknown. */
 static void end_hold(gvl_t *g, gvl_thread_t *t, uint64_t now) {
@@ -635,7 +627,7 @@ int gvl__release(gvl_thread_t *t) {
   uintptr_t exp = (uintptr_t)t;
   uint64_t now;
   if (!atomic_load_explicit(&t->holding, memory_order_relaxed)) return EPERM;
-  bool charged = charge_switch(t);
+  bool charged = t->boosted;
   /* The hook runs before the word is cleared: once it is, g may be
    * destroyed by another thread (after a foreign thread's last call). */
   gvl__hook(g, t, GVL_EV_SUSPENDED);
@@ -713,7 +705,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
     gvl__ctr_add(t, C_BOOSTS_REFUSED, 1);
   }
   clear_ints(t, GVL__INT_PREEMPT);
-  bool charged = charge_switch(t);
+  bool charged = t->boosted;
   end_hold(g, t, now);
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
   (void)enqueue(g, t, prio, false, now); /* behind w; cannot outrank it */
