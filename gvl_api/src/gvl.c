@@ -78,7 +78,7 @@ static uint64_t cap_width(const gvl_t *g) {
   return g->window_ns / GVL__CAP_BUCKETS;
 }
 
-static void bucket_add(gvl_t *g, uint64_t now, uint64_t ns) {
+static void cap_add(gvl_t *g, uint64_t now, uint64_t ns) {
   uint64_t cur = now / cap_width(g);
   int i = (int)(cur % GVL__CAP_BUCKETS);
   if (g->cap_epoch[i] != cur) {
@@ -88,20 +88,7 @@ static void bucket_add(gvl_t *g, uint64_t now, uint64_t ns) {
   g->cap_bucket[i] += ns;
 }
 
-/* Charges made without g->mu (cap_pending) join the window at the next
- * look under it. */
-static void cap_fold(gvl_t *g, uint64_t now) {
-  uint64_t p = atomic_exchange_explicit(&g->cap_pending, 0, memory_order_relaxed);
-  if (p) bucket_add(g, now, p);
-}
-
-static void cap_add(gvl_t *g, uint64_t now, uint64_t ns) {
-  cap_fold(g, now);
-  bucket_add(g, now, ns);
-}
-
 static bool cap_exceeded(gvl_t *g, uint64_t now) {
-  cap_fold(g, now);
   uint64_t cur = now / cap_width(g), used = 0;
   for (int i = 0; i < GVL__CAP_BUCKETS; i++)
     if (g->cap_epoch[i] + GVL__CAP_BUCKETS > cur) used += g->cap_bucket[i];
@@ -233,11 +220,8 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio, bool ia,
 }
 
 /* Give the GVL to w (queued), under g->mu.  back: w is the lender an
- * interactive borrower gives the GVL back to (give_back_or_handoff).
- * charge: the giver's hold was boosted, so the switch to w is its cost
- * too; w charges it to the cap once it runs (gvl__after_acquire). */
-static void handoff_to(gvl_t *g, gvl_thread_t *w, uint64_t now, bool back,
-                       bool charge) {
+ * interactive borrower gives the GVL back to (give_back_or_handoff). */
+static void handoff_to(gvl_t *g, gvl_thread_t *w, uint64_t now, bool back) {
   gvl__assert(w->queued && !atomic_load(&w->granted));
   bool others = g->qhead != w || w->qnext;
   /* A successor the giver was asked for is served by this handoff or
@@ -246,7 +230,6 @@ static void handoff_to(gvl_t *g, gvl_thread_t *w, uint64_t now, bool back,
       gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
   if (giver) atomic_store_explicit(&giver->succ, NULL, memory_order_relaxed);
   w->lent_back = back;
-  w->charge_from = charge ? now : 0;
   g->lender = g->borrower = NULL;
   atomic_store_explicit(&w->hold_prio, w->qprio, memory_order_relaxed);
   atomic_store_explicit(&g->word,
@@ -268,6 +251,10 @@ static void handoff_to(gvl_t *g, gvl_thread_t *w, uint64_t now, bool back,
   }
   atomic_store(&w->granted, 1);        /* seq_cst: see gvl__park_wake_done */
   gvl__park_wake_done(&w->park);
+}
+
+static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now) {
+  handoff_to(g, w, now, false);
 }
 
 /* ---- waiting ---------------------------------------------------------------- */
@@ -455,12 +442,6 @@ void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
   uint64_t now = gvl__now();
   gvl__assert(gvl__owner(atomic_load(&t->g->word)) == t);
   gvl__assert(!atomic_load_explicit(&t->holding, memory_order_relaxed));
-  if (t->charge_from) {
-    /* The switch from a boosted hold to us: the boost's cost. */
-    atomic_fetch_add_explicit(&t->g->cap_pending, now - t->charge_from,
-                              memory_order_relaxed);
-    t->charge_from = 0;
-  }
   atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
   t->hold_t0 = now;
   atomic_store_explicit(&t->preempt_at, 0, memory_order_relaxed);
@@ -612,13 +593,13 @@ static void end_hold(gvl_t *g, gvl_thread_t *t, uint64_t now) {
  * the borrow had not happened, and the lender, which spins for it, does not
  * lose its place to a thread that has to be woken up. */
 static void give_back_or_handoff(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w,
-                                 uint64_t now, bool charge) {
+                                 uint64_t now) {
   gvl_thread_t *lender = g->borrower == t ? g->lender : NULL;
   uint64_t since = g->lender_since;
   if (lender && lender != w && (!lender->queued || lender->qprio < w->qprio))
     lender = NULL;
   if (lender) w = lender;
-  handoff_to(g, w, now, lender != NULL, charge);
+  handoff_to(g, w, now, lender != NULL);
   if (lender) g->hold_since = since;
 }
 
@@ -627,7 +608,6 @@ int gvl__release(gvl_thread_t *t) {
   uintptr_t exp = (uintptr_t)t;
   uint64_t now;
   if (!atomic_load_explicit(&t->holding, memory_order_relaxed)) return EPERM;
-  bool charged = t->boosted;
   /* The hook runs before the word is cleared: once it is, g may be
    * destroyed by another thread (after a foreign thread's last call). */
   gvl__hook(g, t, GVL_EV_SUSPENDED);
@@ -649,7 +629,7 @@ int gvl__release(gvl_thread_t *t) {
   clear_ints(t, GVL__INT_PREEMPT);
   gvl_thread_t *w = q_best(g, now, false);
   gvl__assert(!w == !(atomic_load(&g->word) & GVL__CONTENDED));
-  if (w) give_back_or_handoff(g, t, w, now, charged);
+  if (w) give_back_or_handoff(g, t, w, now);
   else atomic_store_explicit(&g->word, 0, memory_order_release);
   pthread_mutex_unlock(&g->mu);
   return 0;
@@ -705,7 +685,6 @@ static int hand_over(gvl_thread_t *t, int ctr) {
     gvl__ctr_add(t, C_BOOSTS_REFUSED, 1);
   }
   clear_ints(t, GVL__INT_PREEMPT);
-  bool charged = t->boosted;
   end_hold(g, t, now);
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
   (void)enqueue(g, t, prio, false, now); /* behind w; cannot outrank it */
@@ -714,7 +693,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   atomic_store_explicit(&t->spin_hint, w->qprio > mine, memory_order_relaxed);
   bool by_ia = w->qia && ctr == C_PREEMPTIONS;
   uint64_t slice_t0 = g->hold_since;
-  handoff_to(g, w, now, false, charged);
+  handoff(g, w, now);
   if (by_ia) {
     /* w only borrows the GVL: it goes back to t, whose slice goes on. */
     g->lender = t;

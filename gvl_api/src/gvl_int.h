@@ -126,8 +126,6 @@ struct gvl_thread_s {
   _Atomic uint32_t granted;     /* set by the releaser, under g->mu        */
   bool lent_back;               /* that handoff was an interactive borrower
                                    giving the GVL straight back; g->mu     */
-  uint64_t charge_from;         /* that handoff ended a boosted hold, at
-                                   this time: charge the switch; g->mu     */
   gvl_thread_t *direct_from;    /* a direct handoff's giver, for t to queue
                                    on its behalf (set before granted)       */
   uint64_t direct_at;           /* when it handed over                     */
@@ -200,7 +198,6 @@ struct gvl_s {
 
   uint64_t cap_bucket[GVL__CAP_BUCKETS]; /* boosted ns per bucket; mu      */
   uint64_t cap_epoch[GVL__CAP_BUCKETS];  /* bucket's window index; mu      */
-  _Atomic uint64_t cap_pending; /* charged without mu, folded in under it  */
   gvl_thread_t *threads;        /* attached threads; mu                    */
   int nthreads;                 /* explicit (non-foreign) attached; mu     */
   _Atomic int in_call;          /* gvl_call_with calls in progress         */
