@@ -34,20 +34,13 @@ uint64_t gvl__now(void) {
 
 /* Instrumentation: the tracer (gvl_trace.c) and the user's hook.  With
  * both off this is two plain loads and a branch. */
-/* The same, stamped with the time the event happened (0: now), for events
- * reported after the fact: a handoff's SUSPENDED comes after the unlock, and
- * the new holder may already have reported RESUMED. */
-static void hook_at(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t at) {
+void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev) {
   gvl_hook_cb cb = atomic_load_explicit(&g->hook, memory_order_acquire);
   void *tr = atomic_load_explicit(&g->trace, memory_order_acquire);
   if (!cb && !tr) return;
-  uint64_t now = at ? at : gvl__now();
+  uint64_t now = gvl__now();
   if (tr) gvl__trace_event(g, t, ev, now);
   if (cb) cb(atomic_load_explicit(&g->hook_arg, memory_order_relaxed), t, ev, now);
-}
-
-void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev) {
-  hook_at(g, t, ev, 0);
 }
 
 static void set_ints(gvl_thread_t *t, uint32_t bit) {
@@ -702,8 +695,8 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   }
   gvl__ctr_add(t, ctr, 1);
   pthread_mutex_unlock(&g->mu);
-  hook_at(g, t, GVL_EV_SUSPENDED, now);
-  hook_at(g, t, GVL_EV_READY, now);
+  gvl__hook(g, t, GVL_EV_SUSPENDED);
+  gvl__hook(g, t, GVL_EV_READY);
   gvl__wait_granted(g, t);
   gvl__after_acquire(t, now);
   /* Only when w gave the GVL straight back: then t's wait is what the
