@@ -141,6 +141,40 @@ static uint64_t ia_min_run(gvl_t *g) {
   return run < cap ? run : cap;
 }
 
+/* When an interactive waiter may ask owner to yield: once owner has had
+ * its share since it got the GVL by handoff; 0 (at once) if it took it
+ * free, since how long it has run is then unknown (g->mu held). */
+static uint64_t ia_due(gvl_t *g, gvl_thread_t *owner) {
+  return g->run_owner == owner ? g->run_since + ia_min_run(g) : 0;
+}
+
+/* The priority a holder that gives way to a waiter of priority theirs
+ * queues at: no higher than that waiter's, so the handoff does not bounce
+ * straight back. */
+static int yield_prio(int mine, int theirs) {
+  return mine < theirs ? mine : theirs;
+}
+
+/* w starts a hold it got by handoff at now: its slice and its run for the
+ * hold share count from here, and any borrow is over (g->mu held). */
+static void start_handed_hold(gvl_t *g, gvl_thread_t *w, uint64_t now) {
+  g->lender = g->borrower = NULL;
+  g->hold_since = g->run_since = now;
+  g->run_owner = w;
+  g->preempt_sent = false;
+  set_owner_cpu(g, w->cpu);  /* where it queued: a hint for spinners */
+}
+
+/* borrower, an interactive thread, preempted lender: the GVL goes back to
+ * lender at borrower's release, and lender's slice, begun at slice_t0,
+ * goes on (give_back_or_handoff; g->mu held). */
+static void note_borrow(gvl_t *g, gvl_thread_t *lender, gvl_thread_t *borrower,
+                        uint64_t slice_t0) {
+  g->lender = lender;
+  g->borrower = borrower;
+  g->lender_since = slice_t0;
+}
+
 /* Ask owner to give the GVL up at its next safe point (g->mu held). */
 static void request_preempt(gvl_thread_t *owner) {
   set_ints(owner, GVL__INT_PREEMPT);
@@ -195,7 +229,7 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio, bool ia,
   atomic_store_explicit(&t->spin_hint, false, memory_order_relaxed);
   if (owner && owner != t &&
       prio > atomic_load_explicit(&owner->hold_prio, memory_order_relaxed)) {
-    uint64_t due = ia && g->run_owner == owner ? g->run_since + ia_min_run(g) : 0;
+    uint64_t due = ia ? ia_due(g, owner) : 0;
     atomic_store_explicit(&t->spin_hint, true, memory_order_relaxed);
     if (due > now) {
       atomic_store_explicit(&t->preempt_at, due, memory_order_relaxed);
@@ -223,16 +257,12 @@ static void handoff_to(gvl_t *g, gvl_thread_t *w, uint64_t now, bool back) {
       gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
   if (giver) atomic_store_explicit(&giver->succ, NULL, memory_order_relaxed);
   w->lent_back = back;
-  g->lender = g->borrower = NULL;
   atomic_store_explicit(&w->hold_prio, w->qprio, memory_order_relaxed);
   atomic_store_explicit(&g->word,
                         (uintptr_t)w | (others ? GVL__CONTENDED : 0),
                         memory_order_release);
   q_remove(g, w);
-  g->hold_since = g->run_since = now;  /* the new holder's slice starts */
-  g->run_owner = w;
-  set_owner_cpu(g, w->cpu);  /* where it queued: a hint for spinners */
-  g->preempt_sent = false;
+  start_handed_hold(g, w, now);
   if (g->timer == w) {
     /* The timer role moves to another waiter, woken to arm its clock. */
     atomic_store_explicit(&w->is_timer, 0, memory_order_relaxed);
@@ -295,7 +325,7 @@ static void wait_preempt_due(gvl_t *g, gvl_thread_t *t) {
   if (t->queued && !atomic_load_explicit(&t->granted, memory_order_relaxed) &&
       owner && owner != t &&
       t->qprio > atomic_load_explicit(&owner->hold_prio, memory_order_relaxed)) {
-    due = g->run_owner == owner ? g->run_since + ia_min_run(g) : 0;
+    due = ia_due(g, owner);
     if (due <= now) {
       ask_holder(g, t, owner, now);
       target = owner;
@@ -381,7 +411,6 @@ void gvl__wait_granted(gvl_t *g, gvl_thread_t *t) {
 
 /* ---- acquire ------------------------------------------------------------- */
 
-
 /* t was handed the GVL directly by h (direct_hand_over): do, under g->mu,
  * what handoff and hand_over would have done -- leave the queue, queue h
  * behind, start the new hold's clocks, move the timer role, note the
@@ -392,32 +421,18 @@ static void finish_direct(gvl_thread_t *t, gvl_thread_t *h) {
   pthread_mutex_lock(&g->mu);
   uint64_t slice_t0 = g->hold_since;
   q_remove(g, t);
-  g->lender = g->borrower = NULL;
-  g->hold_since = g->run_since = at;
-  g->run_owner = t;
-  g->preempt_sent = false;
-  set_owner_cpu(g, t->cpu);
-  if (g->timer == t) {
+  start_handed_hold(g, t, at);
+  if (g->timer == t) {   /* enqueue(h) below takes the role if nobody has it */
     atomic_store_explicit(&t->is_timer, 0, memory_order_relaxed);
     g->timer = NULL;
   }
-  int mine = t->direct_prio;
-  int prio = mine < t->qprio ? mine : t->qprio;
+  int prio = yield_prio(t->direct_prio, t->qprio);
   bool refused = prio > 0 && cap_exceeded(g, at);
   if (refused) prio = GVL_PRIO_NORMAL;
   (void)enqueue(g, h, prio, false, at);  /* cannot outrank t */
   h->deferred = refused;
   atomic_store_explicit(&h->spin_hint, true, memory_order_relaxed);
-  if (g->timer == NULL && g->qhead) {
-    g->timer = g->qhead;
-    atomic_store_explicit(&g->timer->is_timer, 1, memory_order_relaxed);
-    gvl__park_wake(&g->timer->park);
-  }
-  if (t->qia) {
-    g->lender = h;
-    g->borrower = t;
-    g->lender_since = slice_t0;
-  }
+  if (t->qia) note_borrow(g, h, t, slice_t0);
   /* Someone more urgent queued since t asked: t yields at its next safe
    * point, as the holder it displaced would have. */
   gvl_thread_t *b = q_best(g, gvl__now(), true);
@@ -671,7 +686,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
     return 0;
   }
   int mine = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
-  int prio = mine < w->qprio ? mine : w->qprio;
+  int prio = yield_prio(mine, w->qprio);
   bool refused = prio > 0 && cap_exceeded(g, now);
   if (refused) {
     prio = GVL_PRIO_NORMAL;
@@ -687,12 +702,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   bool by_ia = w->qia && ctr == C_PREEMPTIONS;
   uint64_t slice_t0 = g->hold_since;
   handoff(g, w, now);
-  if (by_ia) {
-    /* w only borrows the GVL: it goes back to t, whose slice goes on. */
-    g->lender = t;
-    g->borrower = w;
-    g->lender_since = slice_t0;
-  }
+  if (by_ia) note_borrow(g, t, w, slice_t0);  /* w only borrows the GVL */
   gvl__ctr_add(t, ctr, 1);
   pthread_mutex_unlock(&g->mu);
   gvl__hook(g, t, GVL_EV_SUSPENDED);
@@ -730,7 +740,7 @@ static int direct_hand_over(gvl_thread_t *t, gvl_thread_t *w) {
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
   /* The priority w will queue us at (finish_direct), set now so that the
    * hooks below may read it; after the grant only w writes our queue node. */
-  t->qprio = mine < w->qprio ? mine : w->qprio;
+  t->qprio = yield_prio(mine, w->qprio);
   gvl__ctr_add(t, C_PREEMPTIONS, 1);
   gvl__hook(g, t, GVL_EV_SUSPENDED);
   gvl__hook(g, t, GVL_EV_READY);
