@@ -239,18 +239,37 @@ static void t_x11_burst(void) {
 }
 
 /* Without a display Tk_Init fails: ENOTSUP with Tk's message, no leak. */
+/* No display: ENOTSUP with Tk's own message, and DISPLAY in the process
+ * environment as it was, so that a later default start still works. */
 static void t_no_display(void) {
   gvl_t *g = gvl_create(NULL);
   evl_config_t ec;
   memset(&ec, 0, sizeof ec);
   tkb_evl_config(&ec);
   evl_t *l = evl_start(g, &ec);
+  const char *env = getenv("DISPLAY");
+  char *before = env ? strdup(env) : NULL;
   tkb_config_t tc;
   memset(&tc, 0, sizeof tc);
-  tc.display = ":9999";
+  tc.display = ":4242";
   tkb_t *tk = (tkb_t *)1;
   CHECK_RC(tkb_start(l, &tc, &tk), ENOTSUP);
   CHECK(tk == NULL);
+  const char *msg = tkb_errmsg();
+  CHECK(msg != NULL);
+  if (strstr(msg, "couldn't connect to display \":4242\"") == NULL) {
+    fprintf(stderr, "tkb_errmsg: %s\n", msg);
+    abort();
+  }
+  env = getenv("DISPLAY");
+  CHECK((before == NULL) == (env == NULL));
+  CHECK(before == NULL || strcmp(before, env) == 0);
+  if (before != NULL) { /* the default display still works */
+    CHECK_RC(tkb_start(l, NULL, &tk), 0);
+    CHECK(strcmp(tkb_errmsg(), "") == 0);
+    CHECK_RC(tkb_destroy(tk), 0);
+  }
+  free(before);
   CHECK_RC(evl_destroy(l), 0);
   CHECK_RC(gvl_destroy(g), 0);
 }
