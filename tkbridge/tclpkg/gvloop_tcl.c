@@ -11,7 +11,8 @@
  * host callbacks run on it from Tcl's event loop, under the boosted GVL,
  * and never while Tcl waits; evl_detach gives the role up at the end.
  *
- * The commands are documented in gvloop(n) (man/gvloop.n).  stats and ping
+ * The commands are documented in gvloop(n) (man/gvloop.n; tests/tclpkg
+ * checks that it names every one).  stats and ping
  * are the bridge's own (tkb_tclcmd.c), with the same keys.
  */
 #include <errno.h>
