@@ -15,10 +15,11 @@
  * tkb_eval and tkb_run run directly, with the GVL released around the Tcl
  * code; tkb_eval_async is queued as a Tcl event.
  *
- * Every bridge interp has two commands: gvloop::ping (a trivial host
- * callback under the boosted GVL, for latency measurements from scripts)
- * and gvloop::stats (a dict of the GVL's, the evloop's, the bridge's and
- * the notifier's counters).  Tcl's own `exit` still ends the process
+ * Every bridge interp has two commands, the same as the gvloop Tcl
+ * package's (gvloop(n)): gvloop::ping ?-noboost? (a trivial host callback
+ * under the boosted GVL; returns the microseconds it waited for the GVL)
+ * and gvloop::stats (a dict of the GVL's, the evloop's and the notifier's
+ * counters, plus the bridge's own tkb_* ones).  Tcl's own `exit` still ends the process
  * (Tcl_Exit); a host that wants to survive it replaces the command with
  * tkb_command_create, as gvwish does.
  *
