@@ -20,7 +20,8 @@
  * and gvloop::stats (a dict of the GVL's, the evloop's, the bridge's and
  * the notifier's counters).  Tcl's own `exit` still ends the process
  * (Tcl_Exit); a host that wants to survive it replaces the command with
- * tkb_command_create, as gvwish does.
+ * tkb_command_create (gvwish and gvtclsh keep it: they are Tk_Main and
+ * Tcl_Main on tkb_notifier_bind, not bridges).
  *
  * Setup:
  *     evl_config_t ec = {0};
