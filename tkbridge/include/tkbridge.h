@@ -40,7 +40,8 @@
  *              the call still runs on the loop thread
  *   ENOMEM     allocation failure
  *   EPERM      the evloop was not set up with tkb_evl_config
- *   ENOTSUP    Tk could not be initialised (e.g. no display)
+ *   ENOTSUP    Tk could not be initialised (e.g. no display); Tk's own
+ *              message is in tkb_errmsg()
  *
  * Thread rules beside each call:
  *   [any]          any thread, GVL held or not (it is released while waiting)
@@ -106,7 +107,9 @@ typedef struct {
   char *const *argv;
   const char *argv0;       /* $argv0; NULL: "tkbridge"                      */
   const char *app_name;    /* Tk application name; NULL: from argv0         */
-  const char *display;     /* X display; NULL: $DISPLAY                     */
+  const char *display;     /* X display; NULL: $DISPLAY.  Given to Tk as
+                              -display; DISPLAY in the process environment
+                              is left as it was (Tk would set it)          */
   int         no_tk;       /* 1: Tcl only (no Tk package loaded)            */
   int         prio;        /* GVL priority of host callbacks: 0 = boost,
                               1..GVL_PRIO_MAX, or TKB_PRIO_NORMAL           */
@@ -139,19 +142,33 @@ TKB_EXPORT int tkb_evl_config(evl_config_t *ec);
 /* [any] Create an interpreter (with Tk unless cfg->no_tk) on l's loop
  * thread and wait until it is ready; cfg may be NULL.  On success *out is
  * the bridge.  EPERM: l not set up with tkb_evl_config; ENOTSUP: Tk_Init
- * failed (no display); ECANCELED: l is stopping. */
+ * failed (no display); TKB_ETCL: Tcl_Init failed; ECANCELED: l is
+ * stopping.  On failure tkb_errmsg() tells why in words (Tcl's or Tk's own
+ * message when they failed). */
 TKB_EXPORT int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out);
+
+/* [any] The message of the calling thread's last tkb_start: "" after a
+ * success, else what went wrong, e.g. Tk's `couldn't connect to display
+ * ":4242"`.  Thread-local (as errno); valid until this thread's next
+ * tkb_start. */
+TKB_EXPORT const char *tkb_errmsg(void);
 
 /* [any] Tear the interpreter down on the loop thread.  Calls pending at that
  * point complete with ECANCELED; later calls fail with ECANCELED.  From
  * another thread it waits until the teardown is done and every call accepted
  * before has completed (so no tkb_done_cb runs after it returns); from the
  * loop thread it tears down at once (running scripts unwind first) without
- * waiting for calls still on their way.  Idempotent. */
+ * waiting for calls still on their way.  Idempotent until tkb_destroy;
+ * EINVAL after it.  If the caller holds the GVL it is released while it
+ * waits, also when an interrupt is pending (which stays pending). */
 TKB_EXPORT int tkb_stop(tkb_t *tk);
 
 /* [any, not from inside one of tk's own callbacks] tkb_stop, then release
- * the caller's reference; memory goes when the last pending call ends. */
+ * the caller's reference; memory goes when the last pending call ends.
+ * tk must not be used afterwards; a second tkb_destroy (or a tkb_stop) of
+ * it returns EINVAL, as does a pointer tkb_start never returned.  (A
+ * bridge started later may get the same address: the check cannot tell
+ * that one apart.) */
 TKB_EXPORT int tkb_destroy(tkb_t *tk);
 
 /* [any] Evaluate script at global level and wait for it.  With result

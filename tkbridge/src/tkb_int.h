@@ -38,6 +38,8 @@ struct tkb_s {
 
   Tcl_Interp *interp;     /* loop thread; guarded by mu for Tcl_CancelEval */
   struct tkb_s *next;     /* in tkb__drv_t.bridges (loop thread)           */
+  struct tkb_s *live_next;/* in the list of live bridges; guarded by live_mu */
+  int destroyed;          /* tkb_destroy was called; guarded by live_mu    */
   int tearing;            /* teardown under way (loop thread)              */
 
   pthread_mutex_t mu;
