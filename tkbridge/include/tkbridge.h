@@ -21,7 +21,8 @@
  * and gvloop::stats (a dict of the GVL's, the evloop's and the notifier's
  * counters, plus the bridge's own tkb_* ones).  Tcl's own `exit` still ends the process
  * (Tcl_Exit); a host that wants to survive it replaces the command with
- * tkb_command_create, as gvwish does.
+ * tkb_command_create (gvwish and gvtclsh keep it: they are Tk_Main and
+ * Tcl_Main on tkb_notifier_bind, not bridges).
  *
  * Setup:
  *     evl_config_t ec = {0};
@@ -212,6 +213,22 @@ TKB_EXPORT int tkb_stats(tkb_t *tk, tkb_stats_t *out);
  * Tcl_SetNotifier cannot replace a notifier that threads already use.
  * Idempotent; returns 0 or an errno code. */
 TKB_EXPORT int tkb_notifier_install(void);
+
+/* [the thread that called evl_attach(l), before its first Tcl call] For a
+ * host that runs Tcl's own main loop on that thread (Tcl_Main, Tk_Main, its
+ * own interps and Tcl_DoOneEvent), as gvwish and gvtclsh do: install the
+ * notifier if needed and bind the calling thread's Tcl notifier to l, so
+ * that Tcl waits in evl_step (without the GVL) and l's host callbacks are
+ * dispatched from those waits.  The binding lasts as long as the thread's
+ * Tcl (Tcl_FinalizeThread, Tcl_Exit).  No tkb_t is involved: tkb_start is
+ * for a loop thread that evloop drives.  EINVAL (NULL), EPERM (not l's loop
+ * thread), EBUSY (this thread's notifier is already bound or initialised),
+ * or the error of tkb_notifier_install. */
+TKB_EXPORT int tkb_notifier_bind(evl_t *l);
+
+/* [a thread bound by tkb_notifier_bind] The calling thread's notifier
+ * counters in the ntf_* fields of *out (the others are zeroed).  EINVAL. */
+TKB_EXPORT int tkb_notifier_stats(tkb_stats_t *out);
 
 /* [any] Name of the notifier integration in use ("libuv-notifier"). */
 TKB_EXPORT const char *tkb_notifier_name(void);
