@@ -94,7 +94,9 @@ typedef struct session {
   unsigned flags;            /* mu                                        */
   tbuf_t **bufs;             /* every buffer ever used; mu                */
   uint32_t nbufs, abufs;     /* mu                                        */
-  uint64_t t0, t_end;        /* start and stop of the run                 */
+  uint64_t t0, t_end;        /* start and stop of the run; written by
+                                start/stop under mu, read by recorders
+                                only while busy in that run             */
 } session_t;
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -253,12 +255,19 @@ static tbuf_t *get_buf(session_t *s) {
 
 /* Claim the next record of the calling thread's buffer, or NULL (trace off
  * or stopping, or buffer full in drop mode).  A non-NULL result must be
- * given back by rec_commit(). */
-static rec_t *rec_begin(session_t *s, tbuf_t **bp) {
+ * given back by rec_commit().
+ *
+ * ns: the event's time when the caller read the clock before getting here
+ * (a GVL event: gvl__hook reads it once for the tracer and the hook), else
+ * 0.  Between that read and the checks below a stop and the next start can
+ * pass; the event then belongs to no run, and is dropped here, where the
+ * run and its origin are stable (no stop can pass a busy recorder). */
+static rec_t *rec_begin(session_t *s, tbuf_t **bp, uint64_t ns) {
   tbuf_t *b = get_buf(s);
   if (!b) return NULL;
   atomic_store(&b->busy, 1);                 /* seq_cst: the handshake */
-  if (!atomic_load(&s->on) || atomic_load(&b->run) != atomic_load(&s->run)) {
+  if (!atomic_load(&s->on) || atomic_load(&b->run) != atomic_load(&s->run) ||
+      (ns && ns < s->t0)) {
     atomic_store_explicit(&b->busy, 0, memory_order_release);
     return NULL;
   }
@@ -337,7 +346,7 @@ void gvl__trace_event(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
   session_t *s = atomic_load_explicit(&g->trace, memory_order_acquire);
   tbuf_t *b;
   rec_t *r;
-  if (!s || !(r = rec_begin(s, &b))) return;
+  if (!s || !(r = rec_begin(s, &b, now))) return;
   r->ns = now;
   r->kind = (uint8_t)ev;
   fill_gvl_event(r, b, t, ev);
@@ -352,7 +361,7 @@ static int record_user(gvl_t *g, int kind, const char *cat, const char *name,
   rec_t *r;
   if (!g) return EINVAL;
   if (!(s = atomic_load_explicit(&g->trace, memory_order_acquire))) return 0;
-  if (!(r = rec_begin(s, &b))) return 0;
+  if (!(r = rec_begin(s, &b, 0))) return 0;
   r->ns = at ? at : gvl__now();
   r->kind = (uint8_t)kind;
   r->p = name;
@@ -644,6 +653,7 @@ typedef struct {
   int32_t **rk;         /* per buffer: acquisition index of each record */
   uint64_t mismatched;
   int pid_gvl, pid_layers;
+  long early_b;         /* the one buffer drawn holding from the start */
 } wr_t;
 
 static const rec_t *rec_at(const wr_t *w, uint32_t b, uint64_t i) {
@@ -706,7 +716,10 @@ static void put_ts(const wr_t *w, const char *key, uint64_t ns) {
   fprintf(w->f, ",\"%s\":%" PRIu64 ".%03" PRIu64, key, rel / 1000, rel % 1000);
 }
 
+/* From the same origin as put_ts: a span that began before the trace (a
+ * gvl_trace_span() of earlier work) starts at the origin and ends on time. */
 static void put_dur(const wr_t *w, uint64_t from, uint64_t to) {
+  if (from < w->s->t0) from = w->s->t0;
   uint64_t d = to > from ? to - from : 0;
   fprintf(w->f, ",\"dur\":%" PRIu64 ".%03" PRIu64, d / 1000, d % 1000);
 }
@@ -794,6 +807,43 @@ static int preempt_target(const wr_t *w, const void *h, uint64_t ns) {
     if (w->acq[k].h == h) return (int)w->acq[k].b;
   if (lo < w->nacq && w->acq[lo].h == h) return (int)w->acq[lo].b;
   return -1;
+}
+
+/* Threads whose first GVL record is a SUSPENDED were holding when the trace
+ * started, but only one can have been: a thread that yielded or was
+ * preempted just before the start reports SUSPENDED after its handoff, so
+ * it looks like a holder too, beside the thread it handed to (whose RESUMED
+ * came before the start).  The holder is the one whose SUSPENDED was read
+ * while still holding (a release, a blocking region, a condition wait),
+ * else the one that reported last.  Ring mode keeps a different window per
+ * thread, so there each may have held at the start of its own. */
+static void pick_early_holder(wr_t *w) {
+  uint64_t best_ns = 0;
+  bool best_sure = false;
+  w->early_b = -1;
+  for (uint32_t b = 0; b < w->nb; b++) {
+    uint64_t i, n = rec_count(w, b);
+    for (i = 0; i < n; i++)
+      if (rec_at(w, b, i)->kind < K_BEGIN &&
+          rec_at(w, b, i)->kind != GVL_EV_PREEMPT_REQ)
+        break;
+    const rec_t *r = i < n ? rec_at(w, b, i) : NULL;
+    if (!r || r->kind != GVL_EV_SUSPENDED) continue;
+    bool sure = r->why == W_BLOCK || r->why == W_COND;
+    if (r->why == W_RELEASE) {      /* unless a READY follows: a yield */
+      uint64_t j = i + 1;
+      while (j < n && (rec_at(w, b, j)->kind == GVL_EV_PREEMPT_REQ ||
+                       rec_at(w, b, j)->kind >= K_BEGIN))
+        j++;
+      sure = !(j < n && rec_at(w, b, j)->kind == GVL_EV_READY);
+    }
+    if (w->early_b < 0 || (sure && !best_sure) ||
+        (sure == best_sure && r->ns > best_ns)) {
+      w->early_b = b;
+      best_ns = r->ns;
+      best_sure = sure;
+    }
+  }
 }
 
 /* ---- pass 2: one thread's tracks ------------------------------------------- */
@@ -911,6 +961,7 @@ static void emit_early_hold(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
   if (r->why == W_RELEASE && i < n && rec_at(w, b, i)->kind == GVL_EV_READY)
     why = "yield or preempted";
   if (w->s->flags & GVL_TRACE_RING) from = rec_at(w, b, 0)->ns;
+  else if (w->early_b != (long)b) return;
   for (size_t k = 0; k < w->nacq; k++)
     if (w->acq[k].b != b) {
       if (w->acq[k].ns < end) end = w->acq[k].ns;
@@ -1104,6 +1155,7 @@ static void write_trace(session_t *s) {
   fputs("{\"traceEvents\":[\n", w.f);
   if (w.bufs && w.tids && !collect_acq(&w) && !index_acq(&w)) {
     assign_tids(&w);
+    pick_early_holder(&w);
     write_meta(&w);
     for (uint32_t b = 0; b < w.nb; b++) write_thread(&w, b);
     write_tail(&w);

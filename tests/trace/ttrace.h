@@ -36,21 +36,24 @@ static inline void ttrace_path(const ttrace_env_t *e, const char *name,
   (void)unlink(out);
 }
 
-/* Run the checker on file with the extra arguments (NULL-terminated list)
- * and return its exit status (0: every check passed). */
+/* Run the checker on file with the extra arguments (NULL-terminated list:
+ * options, or more files to check the same way) and return its exit status (0: every check passed). */
 static inline int ttrace_check_v(const ttrace_env_t *e, const char *file,
                                  const char *const *extra) {
-  const char *argv[64];
-  int n = 0;
+  size_t n = 0, more = 0;
+  while (extra && extra[more]) more++;
+  const char **argv = malloc((more + 4) * sizeof *argv);
+  CHECK(argv != NULL);
   argv[n++] = e->python;
   argv[n++] = e->checker;
   argv[n++] = file;
-  for (; extra && *extra && n < 62; extra++) argv[n++] = *extra;
+  for (size_t i = 0; i < more; i++) argv[n++] = extra[i];
   argv[n] = NULL;
   pid_t pid;
   int st;
   CHECK_OK(posix_spawn(&pid, e->python, NULL, NULL, (char *const *)argv, environ));
   CHECK_EQ(waitpid(pid, &st, 0), pid);
+  free(argv);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
