@@ -9,7 +9,8 @@
  *   events  wakes every 1 ms ("arrival"), takes the GVL with a boost, runs
  *           a 20 us "host callback" under it, releases, then runs a 30 us
  *           "redraw" without the GVL (what Tk does on the loop thread).
- * Output in DIR: trace-<policy>.json (open in ui.perfetto.dev), and
+ * Output in DIR: trace-<policy>.gvlt (libgvl's raw trace), turned by
+ * gvl-trace (tools/) into trace-<policy>.json (open in ui.perfetto.dev), and
  *   timeline.png       all policies, a 200 ms window, one panel each;
  *   timeline-zoom.png  gvloop and gvloop without boost, a 5 ms window.
  *
@@ -21,7 +22,8 @@
  * and their hog also pays two clock reads per safe point.
  *
  * Usage: gvl_trace_demo [--out DIR] [--ms N] [--python PATH] [--script PATH]
- *                       [--quick] [--runs N]   (the last two: bench runner)
+ *                       [--tool PATH] [--quick] [--runs N]
+ * (--tool: gvl-trace; the last two: ignored, for the bench runner)
  * Also prints the events' dispatch latency per policy (arrival to GVL held;
  * ticks that pass while an event waits are coalesced, as a GUI event source
  * would, and counted; the timer's own lateness is reported apart) as RESULT
@@ -46,6 +48,9 @@
 #endif
 #ifndef TRACE_PYTHON
 #define TRACE_PYTHON "/usr/bin/python3"
+#endif
+#ifndef TRACE_TOOL
+#define TRACE_TOOL "gvl-trace"
 #endif
 
 extern char **environ;
@@ -187,7 +192,7 @@ static void run_policy(const policy_t *p, const char *dir, uint64_t ms) {
   r.lock = p->ops->create();
   r.tg = p->native ? (gvl_t *)r.lock : gvl_create(NULL);
   if (!r.tg) bench_die("gvl_create", errno);
-  snprintf(path, sizeof path, "%s/trace-%s.json", dir, p->name);
+  snprintf(path, sizeof path, "%s/trace-%s.gvlt", dir, p->name);
   int rc = gvl_trace_start(r.tg, path, NULL);
   if (rc) bench_die(path, rc);
   if (pthread_create(&th[0], NULL, hog, &r)) bench_die("pthread_create", errno);
@@ -215,11 +220,22 @@ static void run_policy(const policy_t *p, const char *dir, uint64_t ms) {
   free(r.wake_us);
 }
 
+/* Run argv[0] with argv; 0 if it ran and exited with 0. */
+static int run(const char *const *argv) {
+  pid_t pid;
+  int st;
+  if (posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ)) {
+    fprintf(stderr, "gvl_trace_demo: cannot run %s\n", argv[0]);
+    return 1;
+  }
+  waitpid(pid, &st, 0);
+  return !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 static int render(const char *python, const char *script, const char *out,
                   const char *window, const char *const *args) {
   const char *argv[32];
-  int n = 0, st;
-  pid_t pid;
+  int n = 0;
   argv[n++] = python;
   argv[n++] = script;
   argv[n++] = "--window";
@@ -227,28 +243,25 @@ static int render(const char *python, const char *script, const char *out,
   for (; *args && n < 30; args++) argv[n++] = *args;
   argv[n++] = out;
   argv[n] = NULL;
-  if (posix_spawn(&pid, python, NULL, NULL, (char *const *)argv, environ)) {
-    fprintf(stderr, "gvl_trace_demo: cannot run %s; traces are written, "
-            "PNGs are not\n", python);
-    return 1;
-  }
-  waitpid(pid, &st, 0);
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) printf("# wrote %s\n", out);
-  return !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  int rc = run(argv);
+  if (!rc) printf("# wrote %s\n", out);
+  return rc;
 }
 
 int main(int argc, char **argv) {
   const char *dir = "trace-out", *python = TRACE_PYTHON, *script = TRACE_PNG_SCRIPT;
+  const char *tool = TRACE_TOOL;
   uint64_t ms = 300;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--out") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--ms") && i + 1 < argc) ms = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--python") && i + 1 < argc) python = argv[++i];
     else if (!strcmp(argv[i], "--script") && i + 1 < argc) script = argv[++i];
+    else if (!strcmp(argv[i], "--tool") && i + 1 < argc) tool = argv[++i];
     else if (!strcmp(argv[i], "--runs") && i + 1 < argc) i++;
     else if (strcmp(argv[i], "--quick")) {
-      fprintf(stderr, "usage: %s [--out DIR] [--ms N] [--python P] [--script S]\n",
-              argv[0]);
+      fprintf(stderr, "usage: %s [--out DIR] [--ms N] [--python P] [--script S] "
+              "[--tool GVL_TRACE]\n", argv[0]);
       return 2;
     }
   }
@@ -257,11 +270,14 @@ int main(int argc, char **argv) {
   bench_calibrate();
   for (size_t i = 0; i < NPOL; i++) run_policy(&policies[i], dir, ms);
 
-  char files[NPOL][1024], out[1024], out2[1024], win[64], zoom[64];
+  char raw[NPOL][1024], files[NPOL][1024], out[1024], out2[1024], win[64], zoom[64];
   const char *args[4 * NPOL + 1];
   int n = 0;
   for (size_t i = 0; i < NPOL; i++) {
+    snprintf(raw[i], sizeof raw[i], "%s/trace-%s.gvlt", dir, policies[i].name);
     snprintf(files[i], sizeof files[i], "%s/trace-%s.json", dir, policies[i].name);
+    const char *conv[] = {tool, raw[i], files[i], NULL};
+    if (run(conv)) return 1;
     args[n++] = "--title";
     args[n++] = policies[i].title;
   }

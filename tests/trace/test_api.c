@@ -111,7 +111,7 @@ static void destroy_writes(const ttrace_env_t *e) {
 }
 
 /* GVLOOP_TRACE: the first GVL writes to the path, the second to
- * path.<n>.json. */
+ * path.<n>.gvlt. */
 static void from_env(const ttrace_env_t *e) {
   char path[512], pattern[600];
   ttrace_path(e, "env", path, sizeof path);
@@ -129,11 +129,11 @@ static void from_env(const ttrace_env_t *e) {
   CHECK_OK(gvl_destroy(g1));
   CHECK_OK(gvl_destroy(g2));
   TTRACE_CHECK(e, path, "--holds", "0");
-  /* The second file: find it by listing env.*.json. */
+  /* The second file: find it by listing env.*.gvlt. */
   snprintf(pattern, sizeof pattern, "%s/env.", e->dir);
   FILE *p;
   char cmd[700], second[600] = "";
-  snprintf(cmd, sizeof cmd, "ls %s*.json", pattern);
+  snprintf(cmd, sizeof cmd, "ls %s*.gvlt", pattern);
   CHECK((p = popen(cmd, "r")) != NULL);
   CHECK(fgets(second, sizeof second, p) != NULL);
   pclose(p);
