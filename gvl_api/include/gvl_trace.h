@@ -50,7 +50,9 @@
  * so both line up on one time axis.  Timestamps are CLOCK_MONOTONIC,
  * relative to the start of the trace (otherData.t0_ns holds the origin);
  * an event that happened before the start is not recorded (a thread that
- * holds the GVL at the start is drawn holding from it).
+ * holds the GVL at the start is drawn holding from it).  Threads are named
+ * by gvl_thread_set_name() (gvl.h) or gvl_trace_set_thread_name(), else by
+ * their OS name (with the thread id if it is only the program's name).
  *
  * Cost.  Off (the default) the lock pays one plain load and a branch per
  * event it already reports to the hook, and gvl_check_ints() nothing at
@@ -153,7 +155,9 @@ GVL_EXPORT int gvl_trace_stats(gvl_t *g, gvl_trace_stats_t *out);
 
 /* [any; names the calling thread] Name the calling thread's tracks in
  * every trace, running or started later (the name is copied; at most 31
- * bytes are kept).  Without a name a thread shows under its OS name. */
+ * bytes are kept), as gvl_thread_set_name() does for an attached thread;
+ * this one also serves threads that are not attached.  Without a name a
+ * thread shows under its OS name. */
 GVL_EXPORT int gvl_trace_set_thread_name(const char *name);
 
 /* ---- events from other layers ---------------------------------------------

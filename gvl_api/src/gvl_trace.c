@@ -30,6 +30,7 @@
 #include "gvl_trace.h"
 #include "gvl_trace_file.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
@@ -176,11 +177,22 @@ static uint64_t my_serial(void) {
   return tl_serial;
 }
 
+/* The name given by gvl_thread_set_name or gvl_trace_set_thread_name, else
+ * the OS name.  A thread nobody named has the program's name (as the
+ * kernel keeps it: 15 bytes), like every other such thread; the thread id
+ * then tells them apart. */
 static void default_name(char *out) {
+  long tid = (long)syscall(SYS_gettid);
+  size_t prog = strlen(program_invocation_short_name);
   if (tl_name[0]) {
     memcpy(out, tl_name, NAME_MAX_);
   } else if (pthread_getname_np(pthread_self(), out, NAME_MAX_) || !out[0]) {
-    snprintf(out, NAME_MAX_, "thread %ld", (long)syscall(SYS_gettid));
+    snprintf(out, NAME_MAX_, "thread %ld", tid);
+  } else if (tid != (long)getpid() && strlen(out) == (prog < 15 ? prog : 15) &&
+             !strncmp(out, program_invocation_short_name, 15)) {
+    char os[16];
+    snprintf(os, sizeof os, "%s", out);
+    snprintf(out, NAME_MAX_, "%s %ld", os, tid);
   }
 }
 
@@ -544,6 +556,14 @@ int gvl_trace_set_thread_name(const char *name) {
   }
   pthread_mutex_unlock(&reg_mu);
   return 0;
+}
+
+int gvl_thread_set_name(gvl_thread_t *t, const char *name) {
+  int rc = gvl__check_self(t);
+  if (rc) return rc;
+  if (!name || !*name) return EINVAL;
+  if (strlen(name) >= NAME_MAX_) return ERANGE;
+  return gvl_trace_set_thread_name(name);
 }
 
 /* ---- the environment and destroy --------------------------------------------- */

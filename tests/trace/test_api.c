@@ -1,6 +1,7 @@
 /*
  * test_api.c -- argument checks, error codes, start/stop cycles, spans of
- * other layers, GVLOOP_TRACE, and a trace written by gvl_destroy().
+ * other layers, GVLOOP_TRACE, a trace written by gvl_destroy(), and
+ * gvl_thread_set_name().
  */
 #include "ttrace.h"
 
@@ -97,6 +98,43 @@ static void cycles(const ttrace_env_t *e, gvl_t *g) {
 }
 
 static void *noop(void *arg) { return arg; }
+
+static void *rename_other(void *arg) {
+  CHECK_EQ(gvl_thread_set_name(arg, "x"), EPERM);   /* not its handle */
+  return NULL;
+}
+
+/* gvl_thread_set_name: its errors, and the name on the thread's tracks,
+ * also when set while the trace runs. */
+static void named(const ttrace_env_t *e) {
+  char path[512], name[40];
+  pthread_t th;
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  memset(name, 'n', 32);
+  name[32] = '\0';
+  CHECK_EQ(gvl_thread_set_name(NULL, "x"), EINVAL);
+  CHECK_EQ(gvl_thread_set_name(t, NULL), EINVAL);
+  CHECK_EQ(gvl_thread_set_name(t, ""), EINVAL);
+  CHECK_EQ(gvl_thread_set_name(t, name), ERANGE);
+  name[31] = '\0';
+  CHECK_OK(gvl_thread_set_name(t, name));           /* 31 bytes: kept */
+  tgvl_spawn(&th, rename_other, t);
+  tgvl_join(th);
+  ttrace_path(e, "named", path, sizeof path);
+  CHECK_OK(gvl_trace_start(g, path, NULL));
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_set_name(t, "interp 1"));
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_trace_stop(g));
+  CHECK_OK(gvl_thread_detach(t));
+  CHECK_OK(gvl_destroy(g));
+  TTRACE_CHECK(e, path, "--holders", "interp 1,interp 1");
+}
 
 /* gvl_destroy() writes a trace that is still running. */
 static void destroy_writes(const ttrace_env_t *e) {
@@ -211,6 +249,7 @@ int main(int argc, char **argv) {
   cycles(&e, g);
   CHECK_OK(gvl_destroy(g));
   destroy_writes(&e);
+  named(&e);
   from_env(&e);
   forked(&e);
   exit_writes(&e);
