@@ -6,9 +6,12 @@
  * bench variants of bench/src, run through the same ops table as gvlbench)
  * two threads run for --ms milliseconds:
  *   hog     holds the GVL, passes a safe point after every ~1 us of work;
- *   events  wakes every 1 ms ("arrival"), takes the GVL with a boost, runs
- *           a 20 us "host callback" under it, releases, then runs a 30 us
- *           "redraw" without the GVL (what Tk does on the loop thread).
+ *   events  wakes every 1 ms ("arrival"), takes the GVL with a boost (a
+ *           plain acquire for the locks that have none), runs a 20 us
+ *           "host callback" under it, releases, then runs a 30 us "redraw"
+ *           without the GVL (what Tk does on the loop thread).
+ * The threads are named with gvl_thread_set_name (libgvl variants) or
+ * gvl_trace_set_thread_name (baselines), so the pictures show the names.
  * Output in DIR: trace-<policy>.gvlt (libgvl's raw trace), turned by
  * gvl-trace (tools/) into trace-<policy>.json (open in ui.perfetto.dev), and
  *   timeline.png       all policies, a 200 ms window, one panel each;
@@ -61,12 +64,15 @@ typedef struct {
   int native;                  /* a libgvl variant: trace the GVL itself */
 } policy_t;
 
+/* Only gvloop has a boost: the baselines take the events' boosted acquire
+ * as a plain one, and their panels say so. */
 static const policy_t policies[] = {
-    {"gvloop", "GVLOOP (BOOSTED EVENTS)", &bench_gvloop_ops, 1},
-    {"gvloop-noboost", "GVLOOP WITHOUT BOOST", &bench_gvloop_noboost_ops, 1},
-    {"cond-timer", "COND-TIMER (RUBY 1.9.3-3.X STYLE, 100 MS SLICE)",
-     &bench_cond_timer_ops, 0},
-    {"cpython", "CPYTHON STYLE (5 MS SWITCH INTERVAL)", &bench_cpython_ops, 0},
+    {"gvloop", "gvloop, events boosted", &bench_gvloop_ops, 1},
+    {"gvloop-noboost", "gvloop, events not boosted", &bench_gvloop_noboost_ops, 1},
+    {"cond-timer", "cond-timer: Ruby 1.9.3-3.x style, 100 ms slice, no boost "
+     "(states timed around the lock calls)", &bench_cond_timer_ops, 0},
+    {"cpython", "cpython: CPython style, 5 ms switch interval, no boost "
+     "(states timed around the lock calls)", &bench_cpython_ops, 0},
 };
 #define NPOL (sizeof policies / sizeof policies[0])
 
@@ -84,12 +90,12 @@ typedef struct {
   uint64_t skipped;            /* ticks coalesced while an event waited   */
 } run_t;
 
-/* Per thread: the state measured around a baseline's calls. */
+/* Per thread: the state measured around a baseline's calls.  A baseline
+ * has no boost, so its waits and holds are plain ones. */
 typedef struct {
   run_t *r;
   void *t;
   uint64_t hold_since;
-  int boosted;
 } th_t;
 
 static void span(th_t *th, const char *name, uint64_t a, uint64_t b) {
@@ -100,12 +106,11 @@ static void acquire(th_t *th, int prio) {
   uint64_t t0 = bench_now_ns();
   th->r->p->ops->acquire_prio(th->t, prio);
   th->hold_since = bench_now_ns();
-  th->boosted = prio > 0 && th->r->p->ops != &bench_gvloop_noboost_ops;
-  span(th, th->boosted ? "wait boosted" : "wait", t0, th->hold_since);
+  span(th, "wait", t0, th->hold_since);
 }
 
 static void release(th_t *th) {
-  span(th, th->boosted ? "hold boosted" : "hold", th->hold_since, bench_now_ns());
+  span(th, "hold", th->hold_since, bench_now_ns());
   th->r->p->ops->release(th->t);
 }
 
@@ -124,11 +129,18 @@ static void safe_point(th_t *th) {
   }
 }
 
+/* A libgvl variant's handle is a gvl_thread_t: name it through the lock;
+ * a baseline's thread is named for the trace that carries its states. */
+static void name_thread(th_t *th, const char *name) {
+  if (th->r->p->native) (void)gvl_thread_set_name(th->t, name);
+  else (void)gvl_trace_set_thread_name(name);
+}
+
 static void *hog(void *arg) {
   run_t *r = arg;
-  th_t th = {r, r->p->ops->attach(r->lock), 0, 0};
+  th_t th = {r, r->p->ops->attach(r->lock), 0};
   uint64_t x = 1;
-  gvl_trace_set_thread_name("hog");
+  name_thread(&th, "hog (CPU-bound)");
   acquire(&th, 0);
   atomic_store(&r->hog_ready, 1);
   while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
@@ -156,9 +168,9 @@ static uint64_t next_tick(uint64_t start, uint64_t i, uint64_t *skipped) {
 
 static void *events(void *arg) {
   run_t *r = arg;
-  th_t th = {r, r->p->ops->attach(r->lock), 0, 0};
+  th_t th = {r, r->p->ops->attach(r->lock), 0};
   uint64_t x = 2, start = bench_now_ns() + 1000000;
-  gvl_trace_set_thread_name("events (1 kHz)");
+  name_thread(&th, "events (1 kHz)");
   for (uint64_t i = 0; i < r->ms; i = next_tick(start, i, &r->skipped)) {
     uint64_t due = start + i * 1000000;
     bench_sleep_until(due);
