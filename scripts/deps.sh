@@ -4,7 +4,7 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libuv1-dev tcl8.6-dev tk8.6-dev tcl8.6 tk8.6
       xvfb x11-utils x11-apps imagemagick
-      spin valgrind python3 jq gnuplot-nox tcl-thread)
+      spin valgrind python3 python3-matplotlib jq gnuplot-nox tcl-thread)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
