@@ -5,7 +5,7 @@
 #     demo   build + Xvfb and ImageMagick, for the headless demo run
 #     test   demo + what the tests use: clang and libFuzzer, valgrind, spin,
 #            python3, jq, gnuplot, tcl-thread, dpkg-dev and file (the .deb),
-#            man-db (the installed man pages)
+#            man-db (the installed man pages), OCaml and labltk (hosts/ocaml)
 # Only packages that are missing are installed; nothing runs when all are.
 set -euo pipefail
 what=${1:-test}
@@ -13,7 +13,8 @@ BUILD=(build-essential cmake pkg-config libuv1-dev tcl8.6-dev tk8.6-dev
        tcl8.6 tk8.6 libx11-dev)
 DEMO=(xvfb imagemagick)
 TEST=(clang libclang-rt-14-dev x11-utils x11-apps spin valgrind python3 python3-matplotlib jq
-      gnuplot-nox tcl-thread dpkg-dev file man-db)
+      gnuplot-nox tcl-thread dpkg-dev file man-db
+      ocaml ocaml-source ocaml-findlib liblabltk-ocaml-dev)
 case $what in
   build) PKGS=("${BUILD[@]}") ;;
   demo)  PKGS=("${BUILD[@]}" "${DEMO[@]}") ;;
