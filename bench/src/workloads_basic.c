@@ -246,9 +246,15 @@ void bench_case_thread_pass(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) 
   _Atomic uint64_t start_ns = 0, end_ns = 0;
   pass_arg_t a = {ops, g, &gate, &track, cfg->passes, &arrived, &ticket, &start_ns, &end_ns};
   pass_arg_t args[2] = {a, a};
+  bench_floor_t fl;
+  bench_floor_probe(&fl);
   timed_threads(2, pass_main, args, sizeof args[0], &gate);
   double dt = (double)(atomic_load(&end_ns) - atomic_load(&start_ns));
+  double per = dt / (2.0 * (double)cfg->passes);
   bench_result("thread_pass", ops->name, "time_s", dt / 1e9);
+  bench_result("thread_pass", ops->name, "ns_yield", per);
+  bench_result("thread_pass", ops->name, "x_floor", per / fl.handoff_ns);
+  bench_result("thread_pass", ops->name, "floor_ns", fl.handoff_ns);
   if (bench_has_lock(ops)) {
     double sw = (double)atomic_load(&track.switches);
     bench_result("thread_pass", ops->name, "handoff_pct", sw / (2.0 * (double)cfg->passes) * 100);
@@ -453,6 +459,9 @@ void bench_meta_basic(void) {
   bench_meta("check_ints", "body_ns", "ns", "none", "measured loop body of the tight loop");
   bench_meta("thread_pass", "time_s", "s", "low", "2 threads x N yields (vm4_thread_pass)");
   bench_meta("thread_pass", "handoff_pct", "%", "high", "yields that really switched threads");
+  bench_meta("thread_pass", "ns_yield", "ns", "low", "time per yield (time_s / 2N)");
+  bench_meta("thread_pass", "x_floor", "x", "low", "ns_yield / the floor's fastest handoff (floor_ns), same run (target <= 2)");
+  bench_meta("thread_pass", "floor_ns", "ns", "none", "the floor's fastest handoff measured at the start of this run");
   bench_meta("pipe", "time_s", "s", "low", "N one-byte round trips over two pipes in blocking regions (vm4_pipe)");
   bench_meta("mutex_10", "time_s", "s", "low", "10 threads on one host mutex (vm3_thread_mutex)");
   bench_meta("mutex_100", "time_s", "s", "low", "100 threads on one host mutex (vm3_thread_mutex)");
