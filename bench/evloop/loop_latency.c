@@ -2,7 +2,7 @@
  * loop_latency -- an event to the start of the host callback it triggers,
  * while a hog thread holds the GVL (a safe point every ~1 us of work).
  *
- *   loop_latency [--quick] [--runs N]
+ *   loop_latency [--quick] [--runs N] [--only a,b]
  *
  * Events:
  *   timer  a repeating 2 ms timer.  t0: libuv reports it due (evloop's
@@ -17,6 +17,9 @@
  *   gvloop-noboost-noia  normal priority, interactivity policy off: waits
  *                        for the hog's time slice
  *   nohog                evloop with the boost and no hog: the floor
+ *   nogvl                evloop with the boost beside a CPU-bound thread
+ *                        that never takes the GVL: what the OS scheduler
+ *                        alone costs (the reference on a loaded machine)
  *   cond-timer, cpython  the bench suite's baseline GVLs (Ruby 1.9.3-3.x,
  *                        CPython 3.2+): a libuv thread waits outside the
  *                        lock and, in the libuv callback, acquires it as
@@ -125,6 +128,15 @@ static void *base_hog_main(void *arg) {
   return NULL;
 }
 
+/* A CPU-bound thread outside the GVL (the nogvl variant). */
+static void *plain_hog_main(void *arg) {
+  uint64_t x = 1;
+  (void)arg;
+  while (!atomic_load(&stop_flag)) x = bench_spin(x, bench_steps_per_us);
+  bench_sink(x);
+  return NULL;
+}
+
 /* ---- evloop variants ------------------------------------------------------------ */
 
 static void on_ready(evl_t *l, evl_id_t id, void *arg) {
@@ -162,6 +174,7 @@ static void print_gvl_stats(gvl_t *g) {
           (unsigned long long)st.boosts_refused, (unsigned long long)st.interactive);
 }
 
+/* hog: 0 none, 1 a GVL hog, 2 a CPU-bound thread that takes no GVL. */
 static void run_evloop(int prio, unsigned gvl_flags, int hog) {
   gvl_config_t gc = {0};
   evl_config_t ec = {0};
@@ -178,7 +191,7 @@ static void run_evloop(int prio, unsigned gvl_flags, int hog) {
   atomic_store(&stop_flag, 0);
   atomic_store(&pipe_t0, 0);
   atomic_store(&timer_ready, 0);
-  if (hog) pthread_create(&hog_th, NULL, gvl_hog_main, g);
+  if (hog) pthread_create(&hog_th, NULL, hog == 2 ? plain_hog_main : gvl_hog_main, g);
   bench_sleep_ns(20000000);  /* the hog is running */
   /* timer_id is read by on_ready on the loop thread: the id is stored
    * before the timer can fire. */
@@ -294,13 +307,28 @@ static void report(const char *variant) {
   fflush(stdout);
 }
 
+/* Is name in the comma-separated list (NULL: everything)? */
+static int wanted(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0) return 1;
+    if (!e) break;
+    p = e + 1;
+  }
+  return list == NULL;
+}
+
 int main(int argc, char **argv) {
   int runs = 1, i, r;
+  const char *only = NULL;
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0) run_ns = 500000000ull;
     else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--quick] [--runs N]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--quick] [--runs N] [--only a,b]\n", argv[0]);
       return 2;
     }
   }
@@ -323,17 +351,33 @@ int main(int argc, char **argv) {
     bench_result("loop_latency", "machine", "loadavg", la[0]);
   }
   /* Samples of all runs are pooled per variant. */
-  for (r = 0; r < runs; r++) run_evloop(0, 0, 1);
-  report("gvloop");
-  for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, 0, 1);
-  report("gvloop-noboost");
-  for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, GVL_F_NOINTERACTIVE, 1);
-  report("gvloop-noboost-noia");
-  for (r = 0; r < runs; r++) run_evloop(0, 0, 0);
-  report("nohog");
-  for (r = 0; r < runs; r++) run_baseline(&bench_cond_timer_ops);
-  report("cond-timer");
-  for (r = 0; r < runs; r++) run_baseline(&bench_cpython_ops);
-  report("cpython");
+  if (wanted(only, "gvloop")) {
+    for (r = 0; r < runs; r++) run_evloop(0, 0, 1);
+    report("gvloop");
+  }
+  if (wanted(only, "gvloop-noboost")) {
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, 0, 1);
+    report("gvloop-noboost");
+  }
+  if (wanted(only, "gvloop-noboost-noia")) {
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, GVL_F_NOINTERACTIVE, 1);
+    report("gvloop-noboost-noia");
+  }
+  if (wanted(only, "nohog")) {
+    for (r = 0; r < runs; r++) run_evloop(0, 0, 0);
+    report("nohog");
+  }
+  if (wanted(only, "nogvl")) {
+    for (r = 0; r < runs; r++) run_evloop(0, 0, 2);
+    report("nogvl");
+  }
+  if (wanted(only, "cond-timer")) {
+    for (r = 0; r < runs; r++) run_baseline(&bench_cond_timer_ops);
+    report("cond-timer");
+  }
+  if (wanted(only, "cpython")) {
+    for (r = 0; r < runs; r++) run_baseline(&bench_cpython_ops);
+    report("cpython");
+  }
   return 0;
 }
