@@ -24,16 +24,25 @@
  *                        CPython 3.2+): a libuv thread waits outside the
  *                        lock and, in the libuv callback, acquires it as
  *                        those runtimes' event threads do.
+ * Scheduling hints, to try whether one helps on a loaded machine (all off
+ * by default; every evloop variant gets them):
+ *   LOOP_LATENCY_SCHED=nice:N  the loop thread at nice N (setpriority on
+ *                              its thread id, from a cfg.driver)
+ *   LOOP_LATENCY_SCHED=fifo    the loop thread in SCHED_FIFO, priority 1
+ *   LOOP_LATENCY_HOG_NICE=N    the GVL hog at nice N
  * Output: RESULT loop_latency_timer|loop_latency_pipe <variant>
  *         p50_us|p99_us|max_us|samples <v>
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -92,9 +101,16 @@ static void drain_pipe(void) {
   fcntl(pfd[0], F_SETFL, fl);
 }
 
+/* The calling thread at nice `n` (Linux: per thread, by thread id). */
+static void nice_self(int n) {
+  if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), n) != 0) perror("setpriority");
+}
+
 /* ---- hogs --------------------------------------------------------------------- */
 
 static void *gvl_hog_main(void *arg) {
+  const char *hn = getenv("LOOP_LATENCY_HOG_NICE");
+  if (hn != NULL) nice_self(atoi(hn));
   gvl_thread_t *t = gvl_thread_attach(arg, GVL_PRIO_NORMAL);
   uint64_t x = 1;
   if (t == NULL || gvl_acquire(t) != 0) bench_die("hog attach", errno);
@@ -174,6 +190,19 @@ static void print_gvl_stats(gvl_t *g) {
           (unsigned long long)st.boosts_refused, (unsigned long long)st.interactive);
 }
 
+/* LOOP_LATENCY_SCHED: applied on the loop thread, then evloop's own loop. */
+static void hint_driver(evl_t *l, void *arg) {
+  const char *h = getenv("LOOP_LATENCY_SCHED");
+  (void)arg;
+  if (strcmp(h, "fifo") == 0) {
+    struct sched_param sp = {.sched_priority = 1};
+    if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) perror("sched_setscheduler");
+  } else if (strncmp(h, "nice:", 5) == 0) {
+    nice_self(atoi(h + 5));
+  }
+  while (!evl_stopping(l)) evl_step(l, -1);
+}
+
 /* hog: 0 none, 1 a GVL hog, 2 a CPU-bound thread that takes no GVL. */
 static void run_evloop(int prio, unsigned gvl_flags, int hog) {
   gvl_config_t gc = {0};
@@ -186,6 +215,7 @@ static void run_evloop(int prio, unsigned gvl_flags, int hog) {
   if (g == NULL) bench_die("gvl_create", errno);
   ec.prio = prio;
   ec.on_ready = on_ready;
+  if (getenv("LOOP_LATENCY_SCHED") != NULL) ec.driver = hint_driver;
   l = evl_start(g, &ec);
   if (l == NULL) bench_die("evl_start", errno);
   atomic_store(&stop_flag, 0);
