@@ -116,8 +116,8 @@ extern "C" {
                                 (keeps the last moments before the stop)
                                 instead of dropping the newest            */
 #define GVL_TRACE_STOP_FULL 0x2u /* the first full buffer stops the trace
-                                and writes the file, on the thread that
-                                filled it (which pays for the writing);
+                                and writes the raw file, on the thread
+                                that filled it (which pays for the copy);
                                 not with GVL_TRACE_RING                   */
 
 typedef struct {

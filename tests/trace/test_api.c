@@ -148,6 +148,21 @@ static void destroy_writes(const ttrace_env_t *e) {
   TTRACE_CHECK(e, path, "--holds", "1");
 }
 
+/* A raw trace under a .json name (GVLOOP_TRACE=trace.json): gvl-trace
+ * with only that name replaces the file with its JSON. */
+static void json_named(const ttrace_env_t *e) {
+  char path[512];
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  snprintf(path, sizeof path, "%s/inplace.json", e->dir);
+  CHECK_OK(gvl_trace_start(g, path, NULL));
+  CHECK(gvl_call_with(g, 0, noop, g) == g);
+  CHECK_OK(gvl_destroy(g));
+  const char *argv[] = {e->conv, path, NULL};
+  CHECK_EQ(ttrace_run(argv), 0);
+  TTRACE_CHECK(e, path, "--holds", "1");
+}
+
 /* GVLOOP_TRACE: the first GVL writes to the path, the second to
  * path.<n>.gvlt. */
 static void from_env(const ttrace_env_t *e) {
@@ -250,6 +265,7 @@ int main(int argc, char **argv) {
   CHECK_OK(gvl_destroy(g));
   destroy_writes(&e);
   named(&e);
+  json_named(&e);
   from_env(&e);
   forked(&e);
   exit_writes(&e);

@@ -74,8 +74,8 @@ static inline int ttrace_check_v(const ttrace_env_t *e, const char *file,
   CHECK(argv != NULL && json != NULL);
   argv[n++] = e->python;
   argv[n++] = e->checker;
-  CHECK((json[more] = ttrace_convert(e, file)) != NULL);
-  argv[n++] = json[more];
+  json[more] = ttrace_convert(e, file);     /* or file is JSON already */
+  argv[n++] = json[more] ? json[more] : file;
   for (size_t i = 0; i < more; i++) {
     json[i] = ttrace_convert(e, extra[i]);
     argv[n++] = json[i] ? json[i] : extra[i];
