@@ -15,10 +15,11 @@
  * tkb_eval and tkb_run run directly, with the GVL released around the Tcl
  * code; tkb_eval_async is queued as a Tcl event.
  *
- * Every bridge interp has two commands: gvloop::ping (a trivial host
- * callback under the boosted GVL, for latency measurements from scripts)
- * and gvloop::stats (a dict of the GVL's, the evloop's, the bridge's and
- * the notifier's counters).  Tcl's own `exit` still ends the process
+ * Every bridge interp has two commands, the same as the gvloop Tcl
+ * package's (gvloop(n)): gvloop::ping ?-noboost? (a trivial host callback
+ * under the boosted GVL; returns the microseconds it waited for the GVL)
+ * and gvloop::stats (a dict of the GVL's, the evloop's and the notifier's
+ * counters, plus the bridge's own tkb_* ones).  Tcl's own `exit` still ends the process
  * (Tcl_Exit); a host that wants to survive it replaces the command with
  * tkb_command_create (gvwish and gvtclsh keep it: they are Tk_Main and
  * Tcl_Main on tkb_notifier_bind, not bridges).
@@ -225,9 +226,12 @@ TKB_EXPORT int tkb_notifier_install(void);
  * or the error of tkb_notifier_install. */
 TKB_EXPORT int tkb_notifier_bind(evl_t *l);
 
-/* [a thread bound by tkb_notifier_bind] The calling thread's notifier
- * counters in the ntf_* fields of *out (the others are zeroed).  EINVAL. */
-TKB_EXPORT int tkb_notifier_stats(tkb_stats_t *out);
+/* [a thread bound to l by tkb_notifier_bind] Create gvloop::ping and
+ * gvloop::stats in ip, an interp of the calling thread: the commands every
+ * bridge interp has, without the bridge's tkb_* keys.  ping takes the GVL
+ * at prio (0: GVL_PRIO_BOOST; or TKB_PRIO_NORMAL, 1..GVL_PRIO_MAX).
+ * EINVAL, EPERM (not l's loop thread), ENOMEM. */
+TKB_EXPORT int tkb_notifier_commands(struct Tcl_Interp *ip, evl_t *l, int prio);
 
 /* [any] Name of the notifier integration in use ("libuv-notifier"). */
 TKB_EXPORT const char *tkb_notifier_name(void);

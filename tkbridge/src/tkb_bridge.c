@@ -393,6 +393,17 @@ const char *tkb_errmsg(void) {
 
 static int start(evl_t *l, const tkb_config_t *cfg, tkb_t **out);
 
+static void set_install_errmsg(int rc) {
+  int major = 0, minor = 0;
+  if (rc != ENOTSUP) return;
+  Tcl_GetVersion(&major, &minor, NULL, NULL);
+  snprintf(tls_errmsg, sizeof tls_errmsg,
+           "tkbridge: the %s needs Tcl_SetNotifier (Tcl 8.6 or 9.0), which Tcl %d.%d "
+           "does not have; build libtkbridge with TKB_NOTIFIER=src/tkb_notifier_tcl.c "
+           "(Tcl's own notifier driving libuv)",
+           tkb__ntf_name(), major, minor);
+}
+
 int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out) {
   set_errmsg("");
   int rc = start(l, cfg, out);
@@ -409,7 +420,10 @@ static int start(evl_t *l, const tkb_config_t *cfg, tkb_t **out) {
   if (rc != 0) return rc;
   if (evl_stopping(l)) return ECANCELED;
   rc = tkb__ntf_install();
-  if (rc != 0) return rc;
+  if (rc != 0) {
+    set_install_errmsg(rc);
+    return rc;
+  }
   tkb_t *tk = tk_alloc(l, cfg, &rc);
   if (tk == NULL) return rc;
   tkb__call_t *c = tkb__call_new(tk, TKB_CALL_START);

@@ -50,6 +50,7 @@ struct tkb_s {
   /* counters: written on the loop thread, read anywhere */
   atomic_ullong evals, evals_remote, runs, cmd_calls, cmd_errors;
   atomic_ullong gvl_acquires, bg_errors, cancelled;
+  uint64_t pings;         /* gvloop::ping calls (loop thread only)          */
   tkb__ntf_stats_t ntf;   /* snapshot, guarded by mu                        */
 };
 

@@ -500,7 +500,18 @@ static void install_once_fn(void) {
   Tcl_SetNotifier(&procs);
 }
 
+/* Tcl_SetNotifier exists in Tcl 8.6 and 9.0 only; later versions panic
+ * in it (the notifier cannot be replaced any more).  Refuse there, so the
+ * caller gets an error instead of an abort; tkbridge/CMakeLists.txt builds
+ * the stock-notifier integration (tkb_notifier_tcl.c) for such a Tcl. */
+static int tcl_can_set_notifier(void) {
+  int major = 0, minor = 0;
+  Tcl_GetVersion(&major, &minor, NULL, NULL);
+  return major < 9 || (major == 9 && minor == 0);
+}
+
 int tkb__ntf_install(void) {
+  if (!tcl_can_set_notifier()) return ENOTSUP;
   return pthread_once(&install_once, install_once_fn);
 }
 
