@@ -237,7 +237,7 @@ def compare(stock, gv, flaky):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--suites", default=os.environ.get("GVLOOP_SUITES"))
+    ap.add_argument("--suites", help="GVLOOP_SUITES in the environment wins")
     ap.add_argument("--gvwish", required=True)
     ap.add_argument("--gvtclsh", required=True)
     ap.add_argument("--wish", default=shutil.which("wish8.6") or "wish")
@@ -250,9 +250,12 @@ def main():
     ap.add_argument("--flaky", default=os.path.join(HERE, "flaky.txt"))
     args = ap.parse_args()
 
+    if os.environ.get("GVLOOP_SUITES"):
+        args.suites = os.environ["GVLOOP_SUITES"]
     if not args.suites or not os.path.isdir(args.suites):
         log("conformance: SKIPPED: the test trees of Tcl/Tk 8.6.13 are not here "
-            "(%s); set GVLOOP_SUITES to a folder holding tcl-8.6.13/ and tk-8.6.13/"
+            "(%s); give --suites DIR (CMake: -DGVLOOP_SUITES_DIR=DIR, or GVLOOP_SUITES "
+            "in the environment) for a folder holding tcl-8.6.13/ and tk-8.6.13/"
             % (args.suites or "no folder given"))
         return 77
     need = {"wish": [args.wish, args.gvwish], "tclsh": [args.tclsh, args.gvtclsh]}
