@@ -6,7 +6,7 @@
 
 Runs every test file of Tk 8.6.13 (tests/*.test and tests/ttk/*.test) under
 gvwish and stock wish, and of Tcl 8.6.13 under gvtclsh and stock tclsh8.6,
-each file as `SHELL all.tcl -file NAME -verbose bps` in the tests folder of a
+each file as `SHELL all.tcl -file NAME -verbose bpse` in the tests folder of a
 fresh copy of the suite tree made for that run (the suites change their own
 trees).  Each file has a timeout and runs in its own process group, so a
 hang is reported as such and kills nothing else.  Tk runs get a private
@@ -145,7 +145,7 @@ class Run:
         t0 = time.monotonic()
         with open(logpath, "wb") as out:
             p = subprocess.Popen(
-                [self.shell, "all.tcl", "-file", name, "-verbose", "bps"],
+                [self.shell, "all.tcl", "-file", name, "-verbose", "bpse"],
                 cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
                 stderr=subprocess.STDOUT, start_new_session=True)
             try:
@@ -179,6 +179,9 @@ class Run:
                 if res.status != "ok":
                     log("  %s: %s %s after %.0f s" % (self.label(), name, res.status, res.secs))
             self.secs = time.monotonic() - t0
+            with open(os.path.join(self.root, "times.tsv"), "w") as f:
+                for name, res in self.results.items():
+                    f.write("%s\t%.2f\t%s\n" % (name, res.secs, res.status))
         finally:
             if xvfb:
                 xvfb.close()
@@ -234,7 +237,7 @@ def compare(stock, gv, flaky):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--suites", default=os.environ.get("GVLOOP_SUITES"))
+    ap.add_argument("--suites", help="GVLOOP_SUITES in the environment wins")
     ap.add_argument("--gvwish", required=True)
     ap.add_argument("--gvtclsh", required=True)
     ap.add_argument("--wish", default=shutil.which("wish8.6") or "wish")
@@ -247,9 +250,12 @@ def main():
     ap.add_argument("--flaky", default=os.path.join(HERE, "flaky.txt"))
     args = ap.parse_args()
 
+    if os.environ.get("GVLOOP_SUITES"):
+        args.suites = os.environ["GVLOOP_SUITES"]
     if not args.suites or not os.path.isdir(args.suites):
         log("conformance: SKIPPED: the test trees of Tcl/Tk 8.6.13 are not here "
-            "(%s); set GVLOOP_SUITES to a folder holding tcl-8.6.13/ and tk-8.6.13/"
+            "(%s); give --suites DIR (CMake: -DGVLOOP_SUITES_DIR=DIR, or GVLOOP_SUITES "
+            "in the environment) for a folder holding tcl-8.6.13/ and tk-8.6.13/"
             % (args.suites or "no folder given"))
         return 77
     need = {"wish": [args.wish, args.gvwish], "tclsh": [args.tclsh, args.gvtclsh]}
@@ -325,6 +331,10 @@ def main():
                    ("  not finished: " + " ".join(bad_files)) if bad_files else ""))
         ratio = gv.secs / stock.secs if stock.secs > 0 else 0
         log("%-12s wall time gvloop/stock %.2f" % (stock.suite, ratio))
+        slower = sorted(((g.secs - stock.results[n].secs, n) for n, g in gv.results.items()
+                         if n in stock.results), reverse=True)[:5]
+        log("%-12s slowest under gvloop against stock: %s" % (stock.suite, ", ".join(
+            "%s +%.1f s" % (n, d) for d, n in slower if d > 0.5) or "none"))
         bad, noted = compare(stock, gv, flaky)
         for f, t, what in noted:
             log("  note %s %s %s: %s%s" % (stock.suite, f, t, what,

@@ -226,9 +226,12 @@ TKB_EXPORT int tkb_notifier_install(void);
  * or the error of tkb_notifier_install. */
 TKB_EXPORT int tkb_notifier_bind(evl_t *l);
 
-/* [a thread bound by tkb_notifier_bind] The calling thread's notifier
- * counters in the ntf_* fields of *out (the others are zeroed).  EINVAL. */
-TKB_EXPORT int tkb_notifier_stats(tkb_stats_t *out);
+/* [a thread bound to l by tkb_notifier_bind] Create gvloop::ping and
+ * gvloop::stats in ip, an interp of the calling thread: the commands every
+ * bridge interp has, without the bridge's tkb_* keys.  ping takes the GVL
+ * at prio (0: GVL_PRIO_BOOST; or TKB_PRIO_NORMAL, 1..GVL_PRIO_MAX).
+ * EINVAL, EPERM (not l's loop thread), ENOMEM. */
+TKB_EXPORT int tkb_notifier_commands(struct Tcl_Interp *ip, evl_t *l, int prio);
 
 /* [any] Name of the notifier integration in use ("libuv-notifier"). */
 TKB_EXPORT const char *tkb_notifier_name(void);

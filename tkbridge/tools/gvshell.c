@@ -16,10 +16,8 @@
  *   GVLOOP_NO_BOOST=1     host callbacks at normal GVL priority
  *   GVLOOP_SLICE_MS=N     the GVL's time slice (1..10000 ms)
  *   GVLOOP_BOOST_CAP=PCT  the share of GVL time boosted holds may take
- * Every interp of the main thread gets two commands: gvloop::ping (a trivial
- * host callback: take the GVL as a callback would, and give it back) and
- * gvloop::stats (a dict of the GVL's, the loop's and the notifier's
- * counters).
+ * The interp gets gvloop::ping and gvloop::stats, as every bridge interp
+ * (tkb_notifier_commands; see gvloop(n)).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,7 +43,7 @@
 
 /* Set up in main before the Tcl main runs; only read afterwards. */
 static evl_t *the_loop;
-static int host_prio = GVL_PRIO_BOOST;
+static int host_prio = 0; /* tkb_notifier_commands: 0 is the boost */
 
 /* ---- settings ---------------------------------------------------------------- */
 
@@ -87,63 +85,6 @@ static void fill_std_fds(void) {
   }
 }
 
-/* ---- gvloop::ping and gvloop::stats ------------------------------------------- */
-
-static int ping_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
-  (void)cd;
-  if (objc != 1) {
-    Tcl_WrongNumArgs(ip, 1, objv, "");
-    return TCL_ERROR;
-  }
-  gvl_thread_t *t = evl_gvl_thread(the_loop);
-  int rc = t ? gvl_acquire_prio(t, host_prio) : EPERM;
-  if (rc == 0) rc = gvl_release(t);
-  if (rc != 0) {
-    Tcl_SetObjResult(ip, Tcl_NewStringObj(tkb_strerror(rc), -1));
-    return TCL_ERROR;
-  }
-  return TCL_OK;
-}
-
-static void put(Tcl_Interp *ip, Tcl_Obj *d, const char *k, uint64_t v) {
-  Tcl_DictObjPut(ip, d, Tcl_NewStringObj(k, -1), Tcl_NewWideIntObj((Tcl_WideInt)v));
-}
-
-static int stats_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
-  (void)cd;
-  if (objc != 1) {
-    Tcl_WrongNumArgs(ip, 1, objv, "");
-    return TCL_ERROR;
-  }
-  Tcl_Obj *d = Tcl_NewDictObj();
-  gvl_stats_t g;
-  if (gvl_stats(evl_gvl(the_loop), &g) == 0) {
-    put(ip, d, "gvl_acquires", g.acquires);
-    put(ip, d, "gvl_contended", g.contended);
-    put(ip, d, "gvl_handoffs", g.handoffs);
-    put(ip, d, "gvl_preemptions", g.preemptions);
-    put(ip, d, "gvl_boosts", g.boosts);
-    put(ip, d, "gvl_boosts_refused", g.boosts_refused);
-    put(ip, d, "gvl_wait_ns", g.wait_ns);
-    put(ip, d, "gvl_hold_ns", g.hold_ns);
-  }
-  evl_stats_t e;
-  if (evl_stats(the_loop, &e) == 0) {
-    put(ip, d, "evl_iterations", e.iterations);
-    put(ip, d, "evl_dispatched", e.dispatched);
-    put(ip, d, "evl_acquisitions", e.acquisitions);
-  }
-  tkb_stats_t n;
-  if (tkb_notifier_stats(&n) == 0) {
-    put(ip, d, "ntf_waits", n.ntf_waits);
-    put(ip, d, "ntf_blocking", n.ntf_blocking);
-    put(ip, d, "ntf_file_events", n.ntf_file_events);
-    put(ip, d, "ntf_alerts", n.ntf_alerts);
-  }
-  Tcl_SetObjResult(ip, d);
-  return TCL_OK;
-}
-
 /* ---- the application init of wish / tclsh --------------------------------------- */
 
 static int app_init(Tcl_Interp *ip) {
@@ -152,8 +93,11 @@ static int app_init(Tcl_Interp *ip) {
   if (Tk_Init(ip) == TCL_ERROR) return TCL_ERROR;
   Tcl_StaticPackage(ip, "Tk", Tk_Init, Tk_SafeInit);
 #endif
-  Tcl_CreateObjCommand(ip, "::gvloop::ping", ping_cmd, NULL, NULL);
-  Tcl_CreateObjCommand(ip, "::gvloop::stats", stats_cmd, NULL, NULL);
+  int rc = tkb_notifier_commands(ip, the_loop, host_prio);
+  if (rc != 0) {
+    Tcl_SetObjResult(ip, Tcl_NewStringObj(tkb_strerror(rc), -1));
+    return TCL_ERROR;
+  }
   Tcl_SetVar2(ip, "tcl_rcFileName", NULL, SHELL_RC, TCL_GLOBAL_ONLY);
   return TCL_OK;
 }
@@ -174,7 +118,7 @@ int main(int argc, char **argv) {
   ec.no_thread = 1;
   if (env_long("GVLOOP_NO_BOOST", 0, 1, 0)) {
     ec.prio = EVL_PRIO_NORMAL;
-    host_prio = GVL_PRIO_NORMAL;
+    host_prio = TKB_PRIO_NORMAL;
   }
   the_loop = evl_start(g, &ec);
   if (the_loop == NULL) return fail("cannot create the event loop", errno);

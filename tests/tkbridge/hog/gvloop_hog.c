@@ -7,7 +7,8 @@
  * (tkb_hog.h) that hold it in a CPU loop with a safe point every ~1 us, so
  * the shells' scripts run as they would beside busy interpreter threads.
  * Test tooling: the shipped shells know nothing of it.  The hogs run until
- * the process exits.
+ * the process exits.  The preload takes itself out of the environment, so
+ * the programs the shell starts (pipelines, child shells) run without it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -38,6 +39,10 @@ static void start_hogs(void) {
     }
     pthread_detach(th);
   }
+}
+
+__attribute__((constructor)) static void leave_environment(void) {
+  unsetenv("LD_PRELOAD");
 }
 
 gvl_t *gvl_create(const gvl_config_t *cfg) {
