@@ -258,7 +258,7 @@ void bench_case_thread_pass(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) 
                   &cpu_ns};
   pass_arg_t args[2] = {a, a};
   bench_floor_t fl;
-  bench_floor_probe(&fl);
+  bench_floor_probe(&fl, cfg->quick);
   timed_threads(2, pass_main, args, sizeof args[0], &gate);
   double dt = (double)(atomic_load(&end_ns) - atomic_load(&start_ns));
   double per = dt / (2.0 * (double)cfg->passes);
