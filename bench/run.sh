@@ -4,7 +4,8 @@
 #   bench/run.sh                 full run (5 runs per case, about 12 min on
 #                                2 cores); writes bench/results/
 #   bench/run.sh --quick         every case briefly (CI smoke test); writes
-#                                bench/build/quick-results/ unless --out
+#                                bench/build/quick-results/ unless --out, its
+#                                table and chart headed "SMOKE TEST"
 #
 # Options:
 #   --runs N        runs per case (default 5; 1 with --quick)
@@ -282,7 +283,12 @@ echo "INFO load average at end $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
 
 # ---- table, CSV, chart -------------------------------------------------------
 body="$out/body.md"
-"$report" --md "$body" --csv "$out/results.csv" --plot "$out" \
+# A smoke run's figures are noise (one short run, a machine that may be busy
+# with other work, such as ctest's other tests): its table and chart say so.
+note=
+[ $quick = 1 ] && note="SMOKE TEST, NOT A MEASUREMENT: one short run per case (bench/run.sh --quick) \
+on a machine with load average $(cut -d' ' -f1 /proc/loadavg); real figures: BENCHMARKS.md"
+"$report" --md "$body" --csv "$out/results.csv" --plot "$out" ${note:+--note "$note"} \
   --expect "$out/expect.txt" --runs "$runs" "$raw" || { echo "run.sh: report check failed" >&2; fail=1; }
 # The passes' own runs counts: check that each of their cases ran too.
 if [ $onecpu = 1 ]; then

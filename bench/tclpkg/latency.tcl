@@ -3,20 +3,23 @@
 #
 # t0: [clock microseconds] just before the trigger (`after 0`, or `event
 # generate` of a virtual event bound to the callback); t1: the time
-# gvloop::ping's host callback got the GVL (same clock).  Prints RESULT
-# lines for p50/p99/max and the sample count.
+# gvloop::ping's host callback got the GVL: the time the binding called it
+# plus the latency ping returns.  Prints RESULT lines for p50/p99/max and
+# the sample count.  The hogs come from the test tooling (gvlooptest).
 lassign $argv N boost hogs mode variant
 package require gvloop
+package require gvlooptest
 set ping [expr {$boost ? "gvloop::ping" : "gvloop::ping -noboost"}]
 set a0 [dict get [gvloop::stats] gvl_acquires]
 if {$hogs > 0} {
-  gvloop::hog start $hogs
+  gvloop_test::hog start $hogs
   # Wait until a hog holds the GVL.
   while {[dict get [gvloop::stats] gvl_acquires] < $a0 + 1} { after 1 }
 }
 set ::lat {}
 proc hit {} {
-  lappend ::lat [expr {[{*}$::ping] - $::t0}]
+  set t [clock microseconds]
+  lappend ::lat [expr {$t + [{*}$::ping] - $::t0}]
   after 1 step
 }
 proc step {} {
@@ -42,8 +45,8 @@ set ::n 0
 step
 vwait ::done
 set s [gvloop::stats]
-gvloop::hog stop
-set sorted [lsort -integer $::lat]
+gvloop_test::hog stop
+set sorted [lsort -real $::lat]
 set k [llength $sorted]
 puts [format "RESULT %s %s p50_us %.3f" $bench $variant [lindex $sorted [expr {$k / 2}]]]
 puts [format "RESULT %s %s p99_us %.3f" $bench $variant [lindex $sorted [expr {($k * 99) / 100}]]]

@@ -3,8 +3,10 @@
  * shutdown and destroy.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "evl_int.h"
 #include "gvl_trace.h"
@@ -58,14 +60,36 @@ static void evl__step_timer_cb(uv_timer_t *h) {
   uv_stop(h->loop);
 }
 
-static int evl__uv_init(evl_t *l) {
-  int r = uv_loop_init(&l->loop);
-  if (r < 0) return -r;
-  r = uv_async_init(&l->loop, &l->async, evl__async_cb);
-  if (r < 0) {
-    uv_loop_close(&l->loop);
-    return -r;
+/* A process started with a standard descriptor closed (`prog <&-`) would
+ * give libuv's epoll or eventfd descriptor the number 0, 1 or 2: libuv
+ * asserts that its own descriptors are above 2 when it closes them, and
+ * the program's stdin would be libuv's.  So while libuv opens them the
+ * free standard numbers are held by /dev/null, and given back after. */
+static void evl__std_hold(int held[3]) {
+  for (int fd = 0; fd < 3; fd++) {
+    held[fd] = 0;
+    if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    int n = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (n == fd) held[fd] = 1;
+    else if (n >= 0) close(n);
   }
+}
+
+static void evl__std_release(const int held[3]) {
+  for (int fd = 0; fd < 3; fd++)
+    if (held[fd]) close(fd);
+}
+
+static int evl__uv_init(evl_t *l) {
+  int held[3];
+  evl__std_hold(held);
+  int r = uv_loop_init(&l->loop);
+  if (r == 0) {
+    r = uv_async_init(&l->loop, &l->async, evl__async_cb);
+    if (r < 0) uv_loop_close(&l->loop);
+  }
+  evl__std_release(held);
+  if (r < 0) return -r;
   l->async.data = l;
   uv_timer_init(&l->loop, &l->step_timer);
   /* The step timer must not keep the loop alive during shutdown. */

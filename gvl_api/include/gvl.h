@@ -171,6 +171,10 @@ GVL_EXPORT gvl_t *gvl_thread_gvl(gvl_thread_t *t);
 GVL_EXPORT int gvl_thread_set_prio(gvl_thread_t *t, int prio);
 /* [self] Turn the interactivity policy off (0) or on (1) for this thread. */
 GVL_EXPORT int gvl_thread_set_interactive(gvl_thread_t *t, int on);
+/* [self] Name the thread where tools show it: its tracks in every trace of
+ * this OS thread (gvl_trace.h), running or started later.  The name is
+ * copied.  EINVAL for NULL or "", ERANGE if longer than 31 bytes. */
+GVL_EXPORT int gvl_thread_set_name(gvl_thread_t *t, const char *name);
 /* [any] Per-thread counters (same fields as gvl_stats_t; handoffs counts
  * handoffs received). */
 GVL_EXPORT int gvl_thread_stats(gvl_thread_t *t, gvl_stats_t *out);

@@ -22,10 +22,11 @@ poll_until {[dict get [counts] posts] == 500} "500 posts"
 capi::pipe_write hello
 capi::pipe_write world
 poll_until {[dict get [counts] io_bytes] == 10} "10 bytes"
-gvloop::hog start 2
+package require gvlooptest
+gvloop_test::hog start 2
 capi::timers 50
 poll_until {[dict get [counts] ok] == 150} "50 timers under hogs"
-gvloop::hog stop
+gvloop_test::hog stop
 check {[capi::wrong_thread] == 1} "EPERM (1) from another thread: [capi::wrong_thread]"
 check {[dict get [counts] bad] == 0} "no callback off-thread or without the GVL: [counts]"
 done_ok

@@ -4,7 +4,14 @@
 source [file join [file dirname [info script]] common.tcl]
 check {[catch {package require gvloop} msg]} "package require refused"
 check {[string match "*already runs on a gvloop bridge*" $msg]} "message: $msg"
-gvloop::ping
+set lat [gvloop::ping]
+check {[string is double -strict $lat] && $lat >= 0} "ping latency: $lat"
+# The same stats keys as the package's, plus the bridge's own tkb_*.
+set keys {}
+foreach k [dict keys [gvloop::stats]] {
+  if {![string match tkb_* $k]} { lappend keys $k }
+}
+check {[lsort $keys] eq [lsort {gvl_acquires gvl_contended gvl_handoffs gvl_yields gvl_preempt_reqs gvl_preemptions gvl_boosts gvl_boosts_refused gvl_wait_ns gvl_hold_ns evl_iterations evl_dispatched evl_cancelled evl_acquisitions evl_budget_hits evl_live ntf_waits ntf_blocking ntf_file_events ntf_alerts pings}]} "stats keys: [lsort $keys]"
 after 10 {set ::x 1}
 wait_for ::x "after on the bridge"
 done_ok

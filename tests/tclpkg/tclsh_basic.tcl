@@ -3,6 +3,7 @@
 # under hogs.
 source [file join [file dirname [info script]] common.tcl]
 check {[package require gvloop] ne ""} "package require"
+package require gvlooptest
 check {[gvloop::notifier] eq "tcl-notifier"} "notifier name"
 
 # after / vwait ordering with gvloop timers interleaved.
@@ -68,31 +69,38 @@ check {[lindex $::bg 0] eq "deliberate"} "bgerror saw it: $::bg"
 
 # Ping under two hogs (boosted and not): it returns, the hogs keep going.
 set a0 [dict get [gvloop::stats] gvl_acquires]
-check {[gvloop::hog start 2] == 2} "two hogs"
+check {[gvloop_test::hog start 2] == 2} "two hogs"
 poll_until {[dict get [gvloop::stats] gvl_acquires] >= $a0 + 1} "a hog holds the GVL"
 set s0 [gvloop::stats]
 for {set i 0} {$i < 200} {incr i} { gvloop::ping }
 for {set i 0} {$i < 20} {incr i} { gvloop::ping -noboost }
 set s1 [gvloop::stats]
-check {[dict get $s1 tcl_pings] - [dict get $s0 tcl_pings] == 220} "220 pings counted"
+check {[dict get $s1 pings] - [dict get $s0 pings] == 220} "220 pings counted"
 check {[dict get $s1 gvl_contended] > [dict get $s0 gvl_contended]} "pings waited for hogs"
 # A libuv timer and Tcl's after still fire while hogs run.
 gvloop::timer 5 {set ::hog_timer 1}
 after 5 {set ::hog_after 1}
 wait_for ::hog_timer "timer under hogs"
 if {![info exists ::hog_after]} { wait_for ::hog_after "after under hogs" }
-check {[gvloop::hog stop] == 0} "hogs stopped"
-check {[dict get [gvloop::stats] tcl_hogs] == 0} "no hogs"
+check {[gvloop_test::hog stop] == 0} "hogs stopped"
+check {[gvloop_test::hog count] == 0} "no hogs"
 
 # Bad input.
 check {[catch {gvloop::ping x}]} "ping arg"
 check {[catch {gvloop::timer -1 {}}]} "negative ms"
 check {[catch {gvloop::timer abc {}}]} "non-number ms"
-check {[catch {gvloop::hog start -1}]} "negative hogs"
-check {[catch {gvloop::hog start 1000}]} "too many hogs"
-check {[catch {gvloop::hog fly}]} "bad subcommand"
+check {[catch {gvloop_test::hog start -1}]} "negative hogs"
+check {[catch {gvloop_test::hog start 1000}]} "too many hogs"
+check {[catch {gvloop_test::hog fly}]} "bad subcommand"
 check {[catch {gvloop::readable nosuchchan {}}]} "bad channel"
 check {[catch {gvloop::readable $w1 {}}]} "write-only channel"
 check {[catch {gvloop::cancel 999999}]} "unknown id"
 check {[catch {gvloop::stats x}]} "stats arg"
+
+# ping returns a latency (microseconds); stats has the bridge's key set
+# (the bridge adds its tkb_* counters).
+set lat [gvloop::ping]
+check {[string is double -strict $lat] && $lat >= 0} "ping latency: $lat"
+set want [lsort {gvl_acquires gvl_contended gvl_handoffs gvl_yields gvl_preempt_reqs gvl_preemptions gvl_boosts gvl_boosts_refused gvl_wait_ns gvl_hold_ns evl_iterations evl_dispatched evl_cancelled evl_acquisitions evl_budget_hits evl_live ntf_waits ntf_blocking ntf_file_events ntf_alerts pings}]
+check {[lsort [dict keys [gvloop::stats]]] eq $want} "stats keys: [lsort [dict keys [gvloop::stats]]]"
 done_ok

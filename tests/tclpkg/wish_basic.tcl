@@ -2,8 +2,9 @@
 # working; bindings reach the GVL (ping) under a hog; libuv timers fire.
 source [file join [file dirname [info script]] common.tcl]
 package require gvloop
+package require gvlooptest
 set a0 [dict get [gvloop::stats] gvl_acquires]
-gvloop::hog start 1
+gvloop_test::hog start 1
 poll_until {[dict get [gvloop::stats] gvl_acquires] >= $a0 + 1} "the hog holds the GVL"
 wm geometry . 200x100+0+0
 button .b -text hi -command {lappend ::clicks [gvloop::ping]}
@@ -43,6 +44,6 @@ wm deiconify .
 poll_until {$::exposed > 0} "window exposed again"
 set s [gvloop::stats]
 check {[dict get $s gvl_contended] > 0} "pings waited for the hog: $s"
-gvloop::hog stop
+gvloop_test::hog stop
 destroy .
 done_ok

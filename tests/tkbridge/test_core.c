@@ -954,6 +954,60 @@ static void t_bad_args(void) {
   fx_stop(&f);
 }
 
+/* ---- misuse and stop under an interrupt ------------------------------------------- */
+
+/* tkb_destroy twice (and tkb_stop after it) is a documented misuse that
+ * returns EINVAL instead of touching freed memory. */
+static void t_destroy_twice(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  CHECK_RC(tkb_destroy(f.tk), 0);
+  CHECK_RC(tkb_destroy(f.tk), EINVAL);
+  CHECK_RC(tkb_stop(f.tk), EINVAL);
+  f.tk = NULL;
+  /* With a call still in flight the memory outlives the destroy. */
+  fx_t g;
+  fx_start(&g, 1);
+  CHECK_RC(tkb_eval_async(g.tk, "after 20", NULL, NULL), 0);
+  CHECK_RC(tkb_destroy(g.tk), 0);
+  CHECK_RC(tkb_destroy(g.tk), EINVAL);
+  g.tk = NULL;
+  fx_stop(&g);
+  fx_stop(&f);
+}
+
+static atomic_int stop_done_calls;
+
+static void stop_done(tkb_t *tk, int status, const char *result, void *arg) {
+  (void)tk;
+  (void)status;
+  (void)result;
+  (void)arg;
+  atomic_fetch_add(&stop_done_calls, 1);
+}
+
+/* tkb_stop from a thread holding the GVL with an interrupt pending: the
+ * completion of a queued async call needs the GVL on the loop thread, so
+ * the stop must wait without it.  The interrupt stays pending. */
+static void t_stop_interrupted(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  gvl_thread_t *self = gvl_thread_attach(f.g, 0);
+  CHECK(self != NULL);
+  CHECK_RC(gvl_acquire(self), 0);
+  CHECK_RC(tkb_eval_async(f.tk, "after 50", stop_done, NULL), 0);
+  CHECK_RC(gvl_thread_interrupt(self), 0);
+  alarm(30); /* a deadlock fails the case instead of waiting for ctest */
+  CHECK_RC(tkb_stop(f.tk), 0);
+  alarm(0);
+  CHECK(atomic_load(&stop_done_calls) == 1);
+  CHECK(gvl_thread_holds(self));
+  CHECK_RC(gvl_check_ints(self), EINTR);
+  CHECK_RC(gvl_release(self), 0);
+  CHECK_RC(gvl_thread_detach(self), 0);
+  fx_stop(&f);
+}
+
 static const tcase_t cases[] = {
     {"eval", t_eval},
     {"after_order", t_after_order},
@@ -971,6 +1025,8 @@ static const tcase_t cases[] = {
     {"shutdown_running", t_shutdown_running},
     {"stop_from_cb", t_stop_from_cb},
     {"interrupt", t_interrupt},
+    {"destroy_twice", t_destroy_twice},
+    {"stop_interrupted", t_stop_interrupted},
     {"thread_alert", t_thread_alert},
     {"two_loops", t_two_loops},
     {"no_thread", t_no_thread},

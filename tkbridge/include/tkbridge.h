@@ -15,12 +15,14 @@
  * tkb_eval and tkb_run run directly, with the GVL released around the Tcl
  * code; tkb_eval_async is queued as a Tcl event.
  *
- * Every bridge interp has two commands: gvloop::ping (a trivial host
- * callback under the boosted GVL, for latency measurements from scripts)
- * and gvloop::stats (a dict of the GVL's, the evloop's, the bridge's and
- * the notifier's counters).  Tcl's own `exit` still ends the process
+ * Every bridge interp has two commands, the same as the gvloop Tcl
+ * package's (gvloop(n)): gvloop::ping ?-noboost? (a trivial host callback
+ * under the boosted GVL; returns the microseconds it waited for the GVL)
+ * and gvloop::stats (a dict of the GVL's, the evloop's and the notifier's
+ * counters, plus the bridge's own tkb_* ones).  Tcl's own `exit` still ends the process
  * (Tcl_Exit); a host that wants to survive it replaces the command with
- * tkb_command_create, as gvwish does.
+ * tkb_command_create (gvwish and gvtclsh keep it: they are Tk_Main and
+ * Tcl_Main on tkb_notifier_bind, not bridges).
  *
  * Setup:
  *     evl_config_t ec = {0};
@@ -39,7 +41,8 @@
  *              the call still runs on the loop thread
  *   ENOMEM     allocation failure
  *   EPERM      the evloop was not set up with tkb_evl_config
- *   ENOTSUP    Tk could not be initialised (e.g. no display)
+ *   ENOTSUP    Tk could not be initialised (e.g. no display); Tk's own
+ *              message is in tkb_errmsg()
  *
  * Thread rules beside each call:
  *   [any]          any thread, GVL held or not (it is released while waiting)
@@ -105,7 +108,9 @@ typedef struct {
   char *const *argv;
   const char *argv0;       /* $argv0; NULL: "tkbridge"                      */
   const char *app_name;    /* Tk application name; NULL: from argv0         */
-  const char *display;     /* X display; NULL: $DISPLAY                     */
+  const char *display;     /* X display; NULL: $DISPLAY.  Given to Tk as
+                              -display; DISPLAY in the process environment
+                              is left as it was (Tk would set it)          */
   int         no_tk;       /* 1: Tcl only (no Tk package loaded)            */
   int         prio;        /* GVL priority of host callbacks: 0 = boost,
                               1..GVL_PRIO_MAX, or TKB_PRIO_NORMAL           */
@@ -138,19 +143,33 @@ TKB_EXPORT int tkb_evl_config(evl_config_t *ec);
 /* [any] Create an interpreter (with Tk unless cfg->no_tk) on l's loop
  * thread and wait until it is ready; cfg may be NULL.  On success *out is
  * the bridge.  EPERM: l not set up with tkb_evl_config; ENOTSUP: Tk_Init
- * failed (no display); ECANCELED: l is stopping. */
+ * failed (no display); TKB_ETCL: Tcl_Init failed; ECANCELED: l is
+ * stopping.  On failure tkb_errmsg() tells why in words (Tcl's or Tk's own
+ * message when they failed). */
 TKB_EXPORT int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out);
+
+/* [any] The message of the calling thread's last tkb_start: "" after a
+ * success, else what went wrong, e.g. Tk's `couldn't connect to display
+ * ":4242"`.  Thread-local (as errno); valid until this thread's next
+ * tkb_start. */
+TKB_EXPORT const char *tkb_errmsg(void);
 
 /* [any] Tear the interpreter down on the loop thread.  Calls pending at that
  * point complete with ECANCELED; later calls fail with ECANCELED.  From
  * another thread it waits until the teardown is done and every call accepted
  * before has completed (so no tkb_done_cb runs after it returns); from the
  * loop thread it tears down at once (running scripts unwind first) without
- * waiting for calls still on their way.  Idempotent. */
+ * waiting for calls still on their way.  Idempotent until tkb_destroy;
+ * EINVAL after it.  If the caller holds the GVL it is released while it
+ * waits, also when an interrupt is pending (which stays pending). */
 TKB_EXPORT int tkb_stop(tkb_t *tk);
 
 /* [any, not from inside one of tk's own callbacks] tkb_stop, then release
- * the caller's reference; memory goes when the last pending call ends. */
+ * the caller's reference; memory goes when the last pending call ends.
+ * tk must not be used afterwards; a second tkb_destroy (or a tkb_stop) of
+ * it returns EINVAL, as does a pointer tkb_start never returned.  (A
+ * bridge started later may get the same address: the check cannot tell
+ * that one apart.) */
 TKB_EXPORT int tkb_destroy(tkb_t *tk);
 
 /* [any] Evaluate script at global level and wait for it.  With result
@@ -194,6 +213,22 @@ TKB_EXPORT int tkb_stats(tkb_t *tk, tkb_stats_t *out);
  * Tcl_SetNotifier cannot replace a notifier that threads already use.
  * Idempotent; returns 0 or an errno code. */
 TKB_EXPORT int tkb_notifier_install(void);
+
+/* [the thread that called evl_attach(l), before its first Tcl call] For a
+ * host that runs Tcl's own main loop on that thread (Tcl_Main, Tk_Main, its
+ * own interps and Tcl_DoOneEvent), as gvwish and gvtclsh do: install the
+ * notifier if needed and bind the calling thread's Tcl notifier to l, so
+ * that Tcl waits in evl_step (without the GVL) and l's host callbacks are
+ * dispatched from those waits.  The binding lasts as long as the thread's
+ * Tcl (Tcl_FinalizeThread, Tcl_Exit).  No tkb_t is involved: tkb_start is
+ * for a loop thread that evloop drives.  EINVAL (NULL), EPERM (not l's loop
+ * thread), EBUSY (this thread's notifier is already bound or initialised),
+ * or the error of tkb_notifier_install. */
+TKB_EXPORT int tkb_notifier_bind(evl_t *l);
+
+/* [a thread bound by tkb_notifier_bind] The calling thread's notifier
+ * counters in the ntf_* fields of *out (the others are zeroed).  EINVAL. */
+TKB_EXPORT int tkb_notifier_stats(tkb_stats_t *out);
 
 /* [any] Name of the notifier integration in use ("libuv-notifier"). */
 TKB_EXPORT const char *tkb_notifier_name(void);

@@ -8,6 +8,7 @@
  * per-thread state (Tk's display connections go there) and returns.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,6 +24,16 @@ static _Thread_local tkb__drv_t *tls_drv;
 
 static pthread_once_t tcl_once = PTHREAD_ONCE_INIT;
 
+/* Bridges handed out by tkb_start and not freed yet, so that tkb_stop and
+ * tkb_destroy can refuse a handle that was destroyed (EINVAL) instead of
+ * touching freed memory.  A process has a few bridges: a list will do. */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static tkb_t *live_head;  /* live_mu */
+
+/* The message of the calling thread's last failed tkb_start ("" after a
+ * success).  A fixed buffer: nothing to free when the thread exits. */
+static _Thread_local char tls_errmsg[1024];
+
 tkb__drv_t *tkb__drv(void) {
   return tls_drv;
 }
@@ -33,7 +44,46 @@ void tkb__ref(tkb_t *tk) {
   atomic_fetch_add(&tk->refs, 1);
 }
 
+static void live_add(tkb_t *tk) {
+  pthread_mutex_lock(&live_mu);
+  tk->live_next = live_head;
+  live_head = tk;
+  pthread_mutex_unlock(&live_mu);
+}
+
+static void live_remove(tkb_t *tk) {
+  pthread_mutex_lock(&live_mu);
+  for (tkb_t **pp = &live_head; *pp; pp = &(*pp)->live_next) {
+    if (*pp == tk) {
+      *pp = tk->live_next;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&live_mu);
+}
+
+/* 1 if tk is a live bridge not yet destroyed; with mark, also marks it
+ * destroyed (so exactly one tkb_destroy succeeds). */
+static int live_check(tkb_t *tk, int mark) {
+  int ok = 0;
+  pthread_mutex_lock(&live_mu);
+  for (tkb_t *p = live_head; p; p = p->live_next) {
+    if (p == tk) {
+      ok = !p->destroyed;
+      if (ok && mark) p->destroyed = 1;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&live_mu);
+  return ok;
+}
+
+static void set_errmsg(const char *msg) {
+  snprintf(tls_errmsg, sizeof tls_errmsg, "%s", msg ? msg : "");
+}
+
 static void tk_free(tkb_t *tk) {
+  live_remove(tk);
   if (tk->argv_copy) {
     for (int i = 0; i < tk->cfg.argc; i++) free(tk->argv_copy[i]);
     free(tk->argv_copy);
@@ -125,6 +175,31 @@ static void set_argv(tkb_t *tk, Tcl_Interp *ip, int for_tk) {
   set_var(ip, "argc", Tcl_NewIntObj(tk->cfg.argc));
 }
 
+/* Tk puts a -display it is given into $env(DISPLAY), which Tcl writes to
+ * the process environment, and leaves it there even when it then fails to
+ * connect.  The environment is the whole process's (the host, other
+ * bridges, every later tkb_start), so it is put back as it was. */
+static void restore_display(Tcl_Interp *ip, const char *before) {
+  const char *now = getenv("DISPLAY");
+  if (before == NULL && now != NULL)
+    Tcl_UnsetVar2(ip, "env", "DISPLAY", TCL_GLOBAL_ONLY);
+  else if (before != NULL && (now == NULL || strcmp(now, before) != 0))
+    Tcl_SetVar2(ip, "env", "DISPLAY", before, TCL_GLOBAL_ONLY);
+}
+
+static int init_tk(tkb_t *tk, Tcl_Interp *ip, char **msg) {
+  const char *env = getenv("DISPLAY");
+  char *before = env ? strdup(env) : NULL;
+  set_argv(tk, ip, 1);
+  int ok = Tk_Init(ip) == TCL_OK;
+  if (!ok) *msg = tkb__strdup(Tcl_GetStringResult(ip));
+  if (!ok || tk->cfg.display != NULL) restore_display(ip, before);
+  free(before);
+  if (!ok) return ENOTSUP;
+  Tcl_StaticPackage(ip, "Tk", Tk_Init, Tk_SafeInit);
+  return 0;
+}
+
 static int boot_interp(tkb_t *tk, Tcl_Interp *ip, char **msg) {
   set_var(ip, "argv0", Tcl_NewStringObj(tk->cfg.argv0 ? tk->cfg.argv0 : "tkbridge", -1));
   set_var(ip, "tcl_interactive", Tcl_NewIntObj(0));
@@ -134,12 +209,8 @@ static int boot_interp(tkb_t *tk, Tcl_Interp *ip, char **msg) {
     return TKB_ETCL;
   }
   if (!tk->cfg.no_tk) {
-    set_argv(tk, ip, 1);
-    if (Tk_Init(ip) != TCL_OK) {
-      *msg = tkb__strdup(Tcl_GetStringResult(ip));
-      return ENOTSUP;
-    }
-    Tcl_StaticPackage(ip, "Tk", Tk_Init, Tk_SafeInit);
+    int rc = init_tk(tk, ip, msg);
+    if (rc != 0) return rc;
   }
   return tkb__install_builtins(tk, ip, msg);
 }
@@ -316,7 +387,31 @@ static tkb_t *tk_alloc(evl_t *l, const tkb_config_t *cfg, int *err) {
   return tk;
 }
 
+const char *tkb_errmsg(void) {
+  return tls_errmsg;
+}
+
+static int start(evl_t *l, const tkb_config_t *cfg, tkb_t **out);
+
+static void set_install_errmsg(int rc) {
+  int major = 0, minor = 0;
+  if (rc != ENOTSUP) return;
+  Tcl_GetVersion(&major, &minor, NULL, NULL);
+  snprintf(tls_errmsg, sizeof tls_errmsg,
+           "tkbridge: the %s needs Tcl_SetNotifier (Tcl 8.6 or 9.0), which Tcl %d.%d "
+           "does not have; build libtkbridge with TKB_NOTIFIER=src/tkb_notifier_tcl.c "
+           "(Tcl's own notifier driving libuv)",
+           tkb__ntf_name(), major, minor);
+}
+
 int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out) {
+  set_errmsg("");
+  int rc = start(l, cfg, out);
+  if (rc != 0 && tls_errmsg[0] == '\0') set_errmsg(tkb_strerror(rc));
+  return rc;
+}
+
+static int start(evl_t *l, const tkb_config_t *cfg, tkb_t **out) {
   static const tkb_config_t defaults;
   if (out) *out = NULL;
   if (l == NULL || out == NULL) return EINVAL;
@@ -325,7 +420,10 @@ int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out) {
   if (rc != 0) return rc;
   if (evl_stopping(l)) return ECANCELED;
   rc = tkb__ntf_install();
-  if (rc != 0) return rc;
+  if (rc != 0) {
+    set_install_errmsg(rc);
+    return rc;
+  }
   tkb_t *tk = tk_alloc(l, cfg, &rc);
   if (tk == NULL) return rc;
   tkb__call_t *c = tkb__call_new(tk, TKB_CALL_START);
@@ -336,6 +434,7 @@ int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out) {
   c->sync = 1;
   rc = tkb__call_submit(c);
   if (rc == 0 && tkb__state(tk) != TKB_ST_RUNNING) rc = ECANCELED;
+  if (rc != 0 && rc != EINTR && c->result != NULL) set_errmsg(c->result);
   tkb__call_unref(c);
   if (rc != 0) {
     /* Boot failed (the interp is gone) or never ran (ECANCELED: nothing
@@ -344,6 +443,7 @@ int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out) {
     tkb__unref(tk);
     return rc;
   }
+  live_add(tk);
   *out = tk;
   return 0;
 }
@@ -358,20 +458,25 @@ static void *stop_wait_fn(void *arg) {
 }
 
 /* Wait until torn down and every accepted call has finished, releasing the
- * GVL if this thread holds it. */
+ * GVL if this thread holds it: the loop thread may need it to finish a
+ * call (a tkb_eval_async completion).  gvl_call_without does not run fn
+ * when an interrupt is pending (and takes it); then the GVL is released
+ * and taken back around the wait directly, and the interrupt is made
+ * pending again for the caller's next safe point. */
 static void stop_wait(tkb_t *tk) {
   gvl_thread_t *self = gvl_thread_self(evl_gvl(tk->l));
-  if (self != NULL && gvl_thread_holds(self)) {
-    /* An interrupt ends the GVL-free region early; wait on, holding it. */
-    if (gvl_call_without(self, stop_wait_fn, tk, NULL, NULL) == NULL)
-      stop_wait_fn(tk);
-  } else {
+  if (self == NULL || !gvl_thread_holds(self)) {
     stop_wait_fn(tk);
+  } else if (gvl_call_without(self, stop_wait_fn, tk, NULL, NULL) == NULL) {
+    int intr = errno == EINTR;
+    gvl_release(self);
+    stop_wait_fn(tk);
+    gvl_acquire(self);
+    if (intr) gvl_thread_interrupt(self);
   }
 }
 
-int tkb_stop(tkb_t *tk) {
-  if (tk == NULL) return EINVAL;
+static int stop(tkb_t *tk) {
   begin_stop(tk);
   int on_loop = evl_in_loop_thread(tk->l);
   if (tkb__state(tk) == TKB_ST_STOPPED) {
@@ -386,9 +491,14 @@ int tkb_stop(tkb_t *tk) {
   return 0;
 }
 
+int tkb_stop(tkb_t *tk) {
+  if (tk == NULL || !live_check(tk, 0)) return EINVAL;
+  return stop(tk);
+}
+
 int tkb_destroy(tkb_t *tk) {
-  if (tk == NULL) return EINVAL;
-  int rc = tkb_stop(tk);
+  if (tk == NULL || !live_check(tk, 1)) return EINVAL;
+  int rc = stop(tk);
   tkb__unref(tk);
   return rc;
 }

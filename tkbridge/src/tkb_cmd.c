@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "tkb_int.h"
+#include "tkb_tclcmd.h"
 
 struct tkb_result_s {
   char *s;                /* malloc'd, NULL: empty                         */
@@ -101,68 +102,30 @@ int tkb__cmd_delete(tkb_t *tk, const char *name) {
 
 /* ---- gvloop::ping, gvloop::stats, the bgerror hook ------------------------------ */
 
-static void ping_host(void *arg) {
-  (void)arg; /* a trivial host callback: the cost is getting the GVL */
-}
-
+/* The shared implementation (tkb_tclcmd.c), at the bridge's priority. */
 static int ping_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
   tkb_t *tk = cd;
-  if (objc != 1) {
-    Tcl_WrongNumArgs(ip, 1, objv, "");
-    return TCL_ERROR;
-  }
-  atomic_fetch_add(&tk->cmd_calls, 1);
-  int rc = tkb__run_host(tk, ping_host, NULL);
-  if (rc != 0) {
-    set_error(ip, rc, NULL);
-    return TCL_ERROR;
-  }
-  return TCL_OK;
+  uint64_t acq = 0;
+  int code = tkb__ping_cmd(ip, objc, objv, tk->l, tk->prio, &tk->pings, &acq);
+  if (acq) atomic_fetch_add(&tk->gvl_acquires, acq);
+  return code;
 }
 
 static void dict_put(Tcl_Interp *ip, Tcl_Obj *d, const char *k, uint64_t v) {
   Tcl_DictObjPut(ip, d, Tcl_NewStringObj(k, -1), Tcl_NewWideIntObj((Tcl_WideInt)v));
 }
 
-static void put_gvl_stats(Tcl_Interp *ip, Tcl_Obj *d, gvl_t *g) {
-  gvl_stats_t s;
-  if (gvl_stats(g, &s) != 0) return;
-  dict_put(ip, d, "gvl_acquires", s.acquires);
-  dict_put(ip, d, "gvl_contended", s.contended);
-  dict_put(ip, d, "gvl_handoffs", s.handoffs);
-  dict_put(ip, d, "gvl_yields", s.yields);
-  dict_put(ip, d, "gvl_preempt_reqs", s.preempt_reqs);
-  dict_put(ip, d, "gvl_preemptions", s.preemptions);
-  dict_put(ip, d, "gvl_boosts", s.boosts);
-  dict_put(ip, d, "gvl_boosts_refused", s.boosts_refused);
-  dict_put(ip, d, "gvl_wait_ns", s.wait_ns);
-  dict_put(ip, d, "gvl_hold_ns", s.hold_ns);
-}
-
-static void put_evl_stats(Tcl_Interp *ip, Tcl_Obj *d, evl_t *l) {
-  evl_stats_t s;
-  if (evl_stats(l, &s) != 0) return;
-  dict_put(ip, d, "evl_iterations", s.iterations);
-  dict_put(ip, d, "evl_dispatched", s.dispatched);
-  dict_put(ip, d, "evl_cancelled", s.cancelled);
-  dict_put(ip, d, "evl_acquisitions", s.acquisitions);
-  dict_put(ip, d, "evl_budget_hits", s.budget_hits);
-}
-
+/* The bridge's own counters (tkb_*), beside the shared gvl_/evl_/ntf_ set. */
 static void put_tkb_stats(Tcl_Interp *ip, Tcl_Obj *d, tkb_t *tk) {
-  tkb_stats_t s;
-  tkb_stats(tk, &s);
-  dict_put(ip, d, "tkb_evals", s.evals);
-  dict_put(ip, d, "tkb_evals_remote", s.evals_remote);
-  dict_put(ip, d, "tkb_cmd_calls", s.cmd_calls);
-  dict_put(ip, d, "tkb_cmd_errors", s.cmd_errors);
-  dict_put(ip, d, "tkb_gvl_acquires", s.gvl_acquires);
-  dict_put(ip, d, "tkb_bg_errors", s.bg_errors);
-  dict_put(ip, d, "tkb_cancelled", s.cancelled);
-  dict_put(ip, d, "ntf_waits", s.ntf_waits);
-  dict_put(ip, d, "ntf_blocking", s.ntf_blocking);
-  dict_put(ip, d, "ntf_file_events", s.ntf_file_events);
-  dict_put(ip, d, "ntf_alerts", s.ntf_alerts);
+  dict_put(ip, d, "tkb_evals", atomic_load(&tk->evals));
+  dict_put(ip, d, "tkb_evals_remote", atomic_load(&tk->evals_remote));
+  dict_put(ip, d, "tkb_runs", atomic_load(&tk->runs));
+  dict_put(ip, d, "tkb_cmd_calls", atomic_load(&tk->cmd_calls));
+  dict_put(ip, d, "tkb_cmd_errors", atomic_load(&tk->cmd_errors));
+  dict_put(ip, d, "tkb_gvl_acquires", atomic_load(&tk->gvl_acquires));
+  dict_put(ip, d, "tkb_bg_errors", atomic_load(&tk->bg_errors));
+  dict_put(ip, d, "tkb_cancelled", atomic_load(&tk->cancelled));
+  dict_put(ip, d, "pings", tk->pings);
 }
 
 static int stats_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
@@ -172,8 +135,7 @@ static int stats_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const obj
     return TCL_ERROR;
   }
   Tcl_Obj *d = Tcl_NewDictObj();
-  put_gvl_stats(ip, d, evl_gvl(tk->l));
-  put_evl_stats(ip, d, tk->l);
+  tkb__stats_put(ip, d, tk->l);
   put_tkb_stats(ip, d, tk);
   Tcl_SetObjResult(ip, d);
   return TCL_OK;

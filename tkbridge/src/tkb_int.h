@@ -38,6 +38,8 @@ struct tkb_s {
 
   Tcl_Interp *interp;     /* loop thread; guarded by mu for Tcl_CancelEval */
   struct tkb_s *next;     /* in tkb__drv_t.bridges (loop thread)           */
+  struct tkb_s *live_next;/* in the list of live bridges; guarded by live_mu */
+  int destroyed;          /* tkb_destroy was called; guarded by live_mu    */
   int tearing;            /* teardown under way (loop thread)              */
 
   pthread_mutex_t mu;
@@ -48,6 +50,7 @@ struct tkb_s {
   /* counters: written on the loop thread, read anywhere */
   atomic_ullong evals, evals_remote, runs, cmd_calls, cmd_errors;
   atomic_ullong gvl_acquires, bg_errors, cancelled;
+  uint64_t pings;         /* gvloop::ping calls (loop thread only)          */
   tkb__ntf_stats_t ntf;   /* snapshot, guarded by mu                        */
 };
 

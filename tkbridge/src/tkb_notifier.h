@@ -34,8 +34,8 @@ typedef struct {
 
 /* [any] Install the notifier for the whole process.  Must run before the
  * first Tcl interpreter exists anywhere in the process; idempotent.
- * Returns 0 or an errno code (ENOTSUP when Tcl's notifier was already
- * initialised by someone else). */
+ * Returns 0 or an errno code (ENOTSUP when this Tcl cannot take this
+ * integration: the libuv one needs Tcl_SetNotifier, Tcl 8.6 or 9.0). */
 int tkb__ntf_install(void);
 
 /* [loop thread] Bind the calling thread's Tcl notifier to l.  Must be called

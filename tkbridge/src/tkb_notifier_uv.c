@@ -15,6 +15,11 @@
  * Descriptor traps handled here:
  *  - uv_poll_init() refuses a descriptor already watched by the same loop
  *    (the host may watch it too): we always poll a dup() of Tcl's fd.
+ *  - That dup must be gone when Tcl_DeleteFileHandler returns: Tcl closes
+ *    its fd right after, and a surviving dup would keep a pipe's write end
+ *    (the reader never sees EOF) or a listening socket open.  uv_close()
+ *    takes the fd out of the epoll set and libuv's fd table at once (only
+ *    the close callback is deferred), so the dup is closed right there.
  *  - uv_poll_init() sets O_NONBLOCK on the open file description (shared by
  *    the dup): we restore the flags, since Tcl channels own blocking mode.
  *  - Regular files (and other descriptors epoll refuses) are always ready,
@@ -52,10 +57,11 @@ typedef struct fh_s {
   struct fh_s *next;
 } fh_t;
 
-/* The uv_poll handle outlives its fh_t until libuv's close callback. */
+/* The uv_poll handle outlives its fh_t until libuv's close callback; its
+ * descriptor does not (see pollbox_close). */
 typedef struct pollbox_s {
   uv_poll_t h;            /* h.data: the fh_t, NULL once deleted          */
-  int pfd;                /* our dup of the fd, closed in the close cb    */
+  int pfd;                /* our dup of the fd, closed by pollbox_close   */
   int active;             /* uv_poll_start'ed                             */
 } pollbox_t;
 
@@ -196,11 +202,13 @@ static int fh_event_proc(Tcl_Event *ev, int flags) {
   return 1;
 }
 
-/* Poll a dup of fd, keeping the file's status flags as Tcl left them.
+/* Poll a dup of fd (above 2: never one of the standard descriptors, which
+ * Tcl takes for its std channels when they were closed), keeping the
+ * file's status flags as Tcl left them.
  * Returns NULL when the descriptor cannot be polled (always ready). */
 static pollbox_t *pollbox_open(ntf_t *n, int fd) {
   int fl = fcntl(fd, F_GETFL);
-  int pfd = fl < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  int pfd = fl < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
   if (pfd < 0) return NULL;
   pollbox_t *pb = calloc(1, sizeof(*pb));
   if (pb == NULL) {
@@ -219,17 +227,22 @@ static pollbox_t *pollbox_open(ntf_t *n, int fd) {
 }
 
 static void pollbox_close_cb(uv_handle_t *h) {
-  pollbox_t *pb = (pollbox_t *)h;
-  close(pb->pfd);
   tls_closing--;
-  free(pb);
+  free(h);
 }
 
+/* uv_close of a poll handle stops its watcher, removes the fd from epoll
+ * (epoll_ctl DEL) and from libuv's fd table, and drops any event of it the
+ * current pass has not delivered yet, all before it returns; libuv never
+ * touches the fd again.  So the dup can be closed now, and a new handler on
+ * a descriptor that reuses its number is accepted by uv_poll_init. */
 static void pollbox_close(pollbox_t *pb) {
   if (pb == NULL) return;
   pb->h.data = NULL;
   tls_closing++;
   uv_close((uv_handle_t *)&pb->h, pollbox_close_cb);
+  close(pb->pfd);
+  pb->pfd = -1;
 }
 
 static void ntf_create_file_handler(int fd, int mask, Tcl_FileProc *proc,
@@ -394,15 +407,37 @@ static int ntf_wait(const Tcl_Time *tp) {
 
 /* ---- per-thread init and finalize ----------------------------------------- */
 
+/* libuv's own descriptors must not take a free standard number (libuv
+ * asserts they are above 2; see evloop's evl__uv_init): /dev/null holds
+ * the free ones while the loop and its async are created. */
+static void std_hold(int held[3]) {
+  for (int fd = 0; fd < 3; fd++) {
+    held[fd] = 0;
+    if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    int d = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (d == fd) held[fd] = 1;
+    else if (d >= 0) close(d);
+  }
+}
+
+static void std_release(const int held[3]) {
+  for (int fd = 0; fd < 3; fd++)
+    if (held[fd]) close(fd);
+}
+
 static int standalone_init(ntf_t *n) {
-  if (uv_loop_init(&n->own) != 0) return -1;
+  int held[3], rc = -1;
+  std_hold(held);
+  if (uv_loop_init(&n->own) != 0) goto out;
   n->loop = &n->own;
   n->own_async = calloc(1, sizeof(uv_async_t));
-  if (n->own_async == NULL) return -1;
+  if (n->own_async == NULL) goto out;
   /* The async stays referenced: it keeps a blocking uv_run(ONCE) waiting
    * when no descriptor is watched, instead of returning at once. */
-  if (uv_async_init(n->loop, n->own_async, own_async_cb) != 0) return -1;
-  return 0;
+  if (uv_async_init(n->loop, n->own_async, own_async_cb) == 0) rc = 0;
+out:
+  std_release(held);
+  return rc;
 }
 
 /* Tcl_InitNotifier: called by Tcl once per thread, before the thread's
@@ -433,7 +468,7 @@ static ClientData ntf_init(void) {
 /* Tcl_FinalizeNotifier: called with Tcl's notifier list lock held, so it
  * must not call back into Tcl's notifier.  In evloop mode the loop belongs
  * to the evloop, which runs the close callbacks of our handles later (they
- * only free memory and close our dup descriptors). */
+ * only free memory: the dup descriptors are closed already). */
 static void ntf_finalize(ClientData cd) {
   ntf_t *n = (ntf_t *)cd;
   if (!is_ours(n)) return;
@@ -465,7 +500,18 @@ static void install_once_fn(void) {
   Tcl_SetNotifier(&procs);
 }
 
+/* Tcl_SetNotifier exists in Tcl 8.6 and 9.0 only; later versions panic
+ * in it (the notifier cannot be replaced any more).  Refuse there, so the
+ * caller gets an error instead of an abort; tkbridge/CMakeLists.txt builds
+ * the stock-notifier integration (tkb_notifier_tcl.c) for such a Tcl. */
+static int tcl_can_set_notifier(void) {
+  int major = 0, minor = 0;
+  Tcl_GetVersion(&major, &minor, NULL, NULL);
+  return major < 9 || (major == 9 && minor == 0);
+}
+
 int tkb__ntf_install(void) {
+  if (!tcl_can_set_notifier()) return ENOTSUP;
   return pthread_once(&install_once, install_once_fn);
 }
 

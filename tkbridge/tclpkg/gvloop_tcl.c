@@ -7,50 +7,31 @@
  * here).  Per interpreter THREAD there is one evloop, created by the first
  * interpreter of the thread that loads the package and stopped with the
  * last; per process one GVL.  The Tcl thread becomes the evloop's loop
- * thread (gvt_fiber.c), so host callbacks run on it from Tcl's event loop,
- * under the boosted GVL, and never while Tcl waits.
+ * thread with evl_attach (no thread of its own, no blocking evl_run), so
+ * host callbacks run on it from Tcl's event loop, under the boosted GVL,
+ * and never while Tcl waits; evl_detach gives the role up at the end.
  *
- * Commands (namespace gvloop):
- *   stats                 dict of GVL, evloop and notifier counters
- *   ping ?-noboost?       run a trivial host callback under the GVL (boosted
- *                         unless -noboost); returns the time it started, in
- *                         microseconds on [clock microseconds]'s clock
- *   hog start ?N?         start N (default 1) threads holding the GVL in a
- *                         CPU loop with a safe point every ~1 us of work
- *   hog stop              stop and join this interp's hogs
- *   hog count             number of this interp's hogs
- *   timer ms script       a libuv timer: script runs once after ms; returns
- *                         an id
- *   readable chan script  a libuv watch on chan's descriptor: script runs
- *                         each time it is readable (level-triggered: a
- *                         script that does not read is called again at
- *                         once); returns an id.  Use a non-blocking chan.
- *   cancel id             end a timer or watch
- *   threads               number of threads of the process (/proc)
- *   notifier              name of the integration ("tcl-notifier")
- * Scripts of timers and watches run at global level from the evloop's
- * dispatch (not inside uv_run) without the GVL; errors go to bgerror.
+ * The commands are documented in gvloop(n) (man/gvloop.n; tests/tclpkg
+ * checks that it names every one).  stats and ping
+ * are the bridge's own (tkb_tclcmd.c), with the same keys.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <tcl.h>
 #include <tk.h>
 
 #include "gvloop_tcl.h"
-#include "gvt_fiber.h"
 #include "tkb_notifier.h"
+#include "tkb_tclcmd.h"
 
 #ifndef GVLOOP_TCL_PKG_VERSION
 #define GVLOOP_TCL_PKG_VERSION "0.1.0"
 #endif
 #define GVT_ASSOC "gvloop"
-#define GVT_MAX_HOGS 64
 
 #if defined(__GNUC__)
 #define GVT_EXPORT __attribute__((visibility("default")))
@@ -65,18 +46,14 @@ GVT_EXPORT int Gvloop_Unload(Tcl_Interp *ip, int flags);
 /* ---- state ---------------------------------------------------------------- */
 
 /* The process GVL.  Global because it IS process-wide: every interpreter
- * thread, hog and extension in the process shares it. */
+ * thread and extension in the process shares it. */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static gvl_t *g_gvl;             /* g_mu */
 static int g_refs;               /* g_mu: threads with a loop */
-static unsigned long g_spin_per_us; /* g_mu: hog calibration (0 = not yet) */
-static atomic_int g_exiting;     /* Tcl is exiting: hogs stop */
-static int g_exit_handler;       /* g_mu */
 
 /* The loop of one interpreter thread. */
 typedef struct {
   evl_t *l;
-  gvt_fiber_t *fib;
   int refs;                      /* interps of this thread using it */
   int busy;                      /* scripts of registrations on the stack */
   int pending;                   /* refs reached 0 while busy: free later */
@@ -103,19 +80,11 @@ struct gvt_reg {
   gvt_reg_t *next, *prev;        /* gi's list */
 };
 
-typedef struct {
-  pthread_t th;
-  atomic_int stop;
-  unsigned long spin;
-} gvt_hog_t;
-
 struct gvt_interp {
   Tcl_Interp *ip;
   gvt_thread_t *th;
   gvt_reg_t *regs;
-  gvt_hog_t *hogs[GVT_MAX_HOGS];
-  int nhogs;
-  uint64_t pings;
+  uint64_t pings;                /* gvloop::ping calls */
 };
 
 /* ---- the process GVL -------------------------------------------------------- */
@@ -146,7 +115,6 @@ static void thread_on_stop(void *arg) {
 
 static void thread_free(gvt_thread_t *t) {
   if (t->l != NULL) evl_destroy(t->l);
-  gvt_fiber_free(t->fib);
   free(t);
 }
 
@@ -160,29 +128,26 @@ static int thread_ref(gvt_thread_t **out) {
     return 0;
   }
   if ((g = gvl_ref()) == NULL) return errno ? errno : ENOMEM;
-  if ((t = calloc(1, sizeof *t)) == NULL || (t->fib = gvt_fiber_new()) == NULL) {
-    free(t);
+  if ((t = calloc(1, sizeof *t)) == NULL) {
     gvl_unref();
     return ENOMEM;
   }
   evl_config_t ec = {0};
   ec.no_thread = 1;
-  ec.driver = gvt_fiber_driver;
-  ec.driver_arg = t->fib;
   if ((t->l = evl_start(g, &ec)) == NULL) {
     err = errno ? errno : ENOMEM;
     thread_free(t);
     gvl_unref();
     return err;
   }
-  if ((err = gvt_fiber_enter(t->fib, t->l)) != 0) {
+  /* This thread becomes the loop thread, and Tcl's loop its driver. */
+  if ((err = evl_attach(t->l)) != 0) {
     thread_free(t);
     gvl_unref();
     return err;
   }
   if ((err = tkb__ntf_bind(t->l, thread_on_stop, t)) != 0) {
-    evl_stop(t->l);
-    gvt_fiber_leave(t->fib);
+    evl_detach(t->l);
     thread_free(t);
     gvl_unref();
     return err;
@@ -227,7 +192,7 @@ static void thread_finish(gvt_thread_t *t) {
   t_self = NULL;
   evl_stop(t->l);
   tkb__ntf_unbind();
-  gvt_fiber_leave(t->fib);  /* every registration has had its last call */
+  evl_detach(t->l);  /* every registration has had its last call */
   if (t_dead == NULL) {
     Tcl_DoWhenIdle(thread_reap, NULL);
     Tcl_CreateThreadExitHandler(thread_reap_exit, NULL);
@@ -252,84 +217,6 @@ static void thread_unref(gvt_thread_t *t) {
     return;
   }
   thread_finish(t);
-}
-
-/* ---- hogs -------------------------------------------------------------------- */
-
-/* Work the compiler cannot remove: the empty asm makes x opaque. */
-static void spin(unsigned long n) {
-  unsigned long x = 0;
-  for (unsigned long i = 0; i < n; i++) {
-    x += i;
-    __asm__ volatile("" : "+r"(x));
-  }
-}
-
-static unsigned long spin_per_us(void) {
-  unsigned long r;
-  pthread_mutex_lock(&g_mu);
-  if (g_spin_per_us == 0) {
-    uint64_t t0 = gvl_now_ns(), us;
-    unsigned long n = 0;
-    while (gvl_now_ns() - t0 < 20000000ull) {
-      spin(1000);
-      n += 1000;
-    }
-    us = (gvl_now_ns() - t0) / 1000;
-    g_spin_per_us = us && n / us ? n / us : 1;
-  }
-  r = g_spin_per_us;
-  pthread_mutex_unlock(&g_mu);
-  return r;
-}
-
-static void *hog_main(void *arg) {
-  gvt_hog_t *h = arg;
-  gvl_thread_t *t;
-  pthread_mutex_lock(&g_mu);
-  t = g_gvl != NULL ? gvl_thread_attach(g_gvl, GVL_PRIO_NORMAL) : NULL;
-  pthread_mutex_unlock(&g_mu);
-  if (t == NULL) return NULL;
-  gvl_acquire(t);
-  while (!atomic_load_explicit(&h->stop, memory_order_relaxed) &&
-         !atomic_load_explicit(&g_exiting, memory_order_relaxed)) {
-    spin(h->spin);
-    gvl_check_ints(t);
-  }
-  gvl_release(t);
-  gvl_thread_detach(t);
-  return NULL;
-}
-
-static void hogs_stop(gvt_interp_t *gi) {
-  for (int i = 0; i < gi->nhogs; i++) atomic_store(&gi->hogs[i]->stop, 1);
-  for (int i = 0; i < gi->nhogs; i++) {
-    pthread_join(gi->hogs[i]->th, NULL);
-    free(gi->hogs[i]);
-  }
-  gi->nhogs = 0;
-}
-
-static int hogs_start(gvt_interp_t *gi, int n) {
-  unsigned long s = spin_per_us();
-  for (int i = 0; i < n; i++) {
-    gvt_hog_t *h;
-    if (gi->nhogs == GVT_MAX_HOGS) return EAGAIN;
-    if ((h = calloc(1, sizeof *h)) == NULL) return ENOMEM;
-    h->spin = s;
-    int err = pthread_create(&h->th, NULL, hog_main, h);
-    if (err != 0) {
-      free(h);
-      return err;
-    }
-    gi->hogs[gi->nhogs++] = h;
-  }
-  return 0;
-}
-
-static void exit_handler(ClientData cd) {
-  (void)cd;
-  atomic_store(&g_exiting, 1);  /* no hog spins on while Tcl finalizes */
 }
 
 /* ---- registrations ------------------------------------------------------------ */
@@ -411,99 +298,23 @@ static int posix_error(Tcl_Interp *ip, const char *what, int err) {
   return TCL_ERROR;
 }
 
-static void dict_put(Tcl_Interp *ip, Tcl_Obj *d, const char *k, uint64_t v) {
-  Tcl_DictObjPut(ip, d, Tcl_NewStringObj(k, -1), Tcl_NewWideIntObj((Tcl_WideInt)v));
-}
-
 static int stats_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
   gvt_interp_t *gi = cd;
-  gvl_stats_t gs;
-  evl_stats_t es;
-  tkb__ntf_stats_t ns;
   Tcl_Obj *d;
   if (objc != 1) {
     Tcl_WrongNumArgs(ip, 1, objv, "");
     return TCL_ERROR;
   }
-  gvl_stats(evl_gvl(gi->th->l), &gs);
-  evl_stats(gi->th->l, &es);
-  tkb__ntf_stats(&ns);
   d = Tcl_NewDictObj();
-  dict_put(ip, d, "gvl_acquires", gs.acquires);
-  dict_put(ip, d, "gvl_contended", gs.contended);
-  dict_put(ip, d, "gvl_handoffs", gs.handoffs);
-  dict_put(ip, d, "gvl_preempt_reqs", gs.preempt_reqs);
-  dict_put(ip, d, "gvl_preemptions", gs.preemptions);
-  dict_put(ip, d, "gvl_boosts", gs.boosts);
-  dict_put(ip, d, "gvl_boosts_refused", gs.boosts_refused);
-  dict_put(ip, d, "evl_iterations", es.iterations);
-  dict_put(ip, d, "evl_dispatched", es.dispatched);
-  dict_put(ip, d, "evl_cancelled", es.cancelled);
-  dict_put(ip, d, "evl_acquisitions", es.acquisitions);
-  dict_put(ip, d, "evl_live", es.live);
-  dict_put(ip, d, "ntf_waits", ns.waits);
-  dict_put(ip, d, "ntf_blocking", ns.blocking);
-  dict_put(ip, d, "ntf_file_events", ns.file_events);
-  dict_put(ip, d, "ntf_alerts", ns.alerts);
-  dict_put(ip, d, "tcl_pings", gi->pings);
-  dict_put(ip, d, "tcl_hogs", (uint64_t)gi->nhogs);
+  tkb__stats_put(ip, d, gi->th->l);
+  Tcl_DictObjPut(ip, d, Tcl_NewStringObj("pings", -1), Tcl_NewWideIntObj((Tcl_WideInt)gi->pings));
   Tcl_SetObjResult(ip, d);
   return TCL_OK;
 }
 
-static uint64_t now_realtime_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static int ping_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
   gvt_interp_t *gi = cd;
-  gvl_thread_t *t = evl_gvl_thread(gi->th->l);
-  int prio = GVL_PRIO_BOOST, err;
-  uint64_t started;
-  if (objc == 2 && strcmp(Tcl_GetString(objv[1]), "-noboost") == 0) {
-    prio = GVL_PRIO_NORMAL;
-  } else if (objc != 1) {
-    Tcl_WrongNumArgs(ip, 1, objv, "?-noboost?");
-    return TCL_ERROR;
-  }
-  if (t == NULL) return posix_error(ip, "gvloop::ping", EPERM);
-  /* The host callback: taking the GVL is the whole cost. */
-  if ((err = gvl_acquire_prio(t, prio)) != 0) return posix_error(ip, "gvloop::ping", err);
-  started = now_realtime_us();
-  gi->pings++;
-  gvl_release(t);
-  Tcl_SetObjResult(ip, Tcl_NewWideIntObj((Tcl_WideInt)started));
-  return TCL_OK;
-}
-
-static int hog_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
-  static const char *const subs[] = {"start", "stop", "count", NULL};
-  gvt_interp_t *gi = cd;
-  int idx, n = 1, err;
-  if (objc < 2 || objc > 3) {
-    Tcl_WrongNumArgs(ip, 1, objv, "start ?n? | stop | count");
-    return TCL_ERROR;
-  }
-  if (Tcl_GetIndexFromObj(ip, objv[1], subs, "subcommand", 0, &idx) != TCL_OK)
-    return TCL_ERROR;
-  if (idx != 0 && objc != 2) {
-    Tcl_WrongNumArgs(ip, 2, objv, "");
-    return TCL_ERROR;
-  }
-  if (idx == 0) {
-    if (objc == 3 && Tcl_GetIntFromObj(ip, objv[2], &n) != TCL_OK) return TCL_ERROR;
-    if (n < 0 || n > GVT_MAX_HOGS - gi->nhogs) {
-      Tcl_SetObjResult(ip, Tcl_ObjPrintf("hog count must be 0..%d", GVT_MAX_HOGS - gi->nhogs));
-      return TCL_ERROR;
-    }
-    if ((err = hogs_start(gi, n)) != 0) return posix_error(ip, "gvloop::hog start", err);
-  } else if (idx == 1) {
-    hogs_stop(gi);
-  }
-  Tcl_SetObjResult(ip, Tcl_NewIntObj(gi->nhogs));
-  return TCL_OK;
+  return tkb__ping_cmd(ip, objc, objv, gi->th->l, GVL_PRIO_BOOST, &gi->pings, NULL);
 }
 
 static int timer_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
@@ -576,22 +387,6 @@ static int cancel_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const ob
   return TCL_OK;
 }
 
-static int threads_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
-  DIR *d;
-  struct dirent *e;
-  int n = 0;
-  (void)cd;
-  if (objc != 1) {
-    Tcl_WrongNumArgs(ip, 1, objv, "");
-    return TCL_ERROR;
-  }
-  if ((d = opendir("/proc/self/task")) == NULL) return posix_error(ip, "gvloop::threads", errno);
-  while ((e = readdir(d)) != NULL) n += e->d_name[0] != '.';
-  closedir(d);
-  Tcl_SetObjResult(ip, Tcl_NewIntObj(n));
-  return TCL_OK;
-}
-
 static int notifier_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
   (void)cd;
   if (objc != 1) {
@@ -607,9 +402,8 @@ static const struct {
   Tcl_ObjCmdProc *proc;
 } gvt_cmds[] = {
     {"::gvloop::stats", stats_cmd},       {"::gvloop::ping", ping_cmd},
-    {"::gvloop::hog", hog_cmd},           {"::gvloop::timer", timer_cmd},
-    {"::gvloop::readable", readable_cmd}, {"::gvloop::cancel", cancel_cmd},
-    {"::gvloop::threads", threads_cmd},   {"::gvloop::notifier", notifier_cmd},
+    {"::gvloop::timer", timer_cmd},       {"::gvloop::readable", readable_cmd},
+    {"::gvloop::cancel", cancel_cmd},     {"::gvloop::notifier", notifier_cmd},
 };
 
 /* ---- the C API table ---------------------------------------------------------- */
@@ -632,7 +426,6 @@ static const gvloop_tcl_api_t gvt_api = {
 static void interp_gone(ClientData cd, Tcl_Interp *ip) {
   gvt_interp_t *gi = cd;
   (void)ip;
-  hogs_stop(gi);
   while (gi->regs != NULL) {
     gvt_reg_t *r = gi->regs;
     evl_cancel(gi->th->l, r->id);
@@ -669,12 +462,6 @@ int Gvloop_Init(Tcl_Interp *ip) {
     return posix_error(ip, "gvloop: cannot start the event loop", err);
   }
   gi->ip = ip;
-  pthread_mutex_lock(&g_mu);
-  if (!g_exit_handler) {
-    g_exit_handler = 1;
-    Tcl_CreateExitHandler(exit_handler, NULL);
-  }
-  pthread_mutex_unlock(&g_mu);
   Tcl_SetAssocData(ip, GVT_ASSOC, interp_gone, gi);
   Tcl_CreateNamespace(ip, "::gvloop", NULL, NULL);
   for (size_t i = 0; i < sizeof gvt_cmds / sizeof gvt_cmds[0]; i++)
@@ -682,19 +469,11 @@ int Gvloop_Init(Tcl_Interp *ip) {
   return Tcl_PkgProvideEx(ip, "gvloop", GVLOOP_TCL_PKG_VERSION, (void *)&gvt_api);
 }
 
-/* `unload`: the interp's share goes (hogs joined, registrations cancelled,
- * the thread's loop stopped with its last interp).  Detaching from the
- * process also removes the exit handler; with no interp left nothing else
- * of ours runs. */
+/* `unload`: the interp's share goes (registrations cancelled, the
+ * thread's loop stopped with its last interp).  With no interp left
+ * nothing else of ours runs (the GVL stays if a thread is still attached
+ * to it). */
 int Gvloop_Unload(Tcl_Interp *ip, int flags) {
-  if (flags == TCL_UNLOAD_DETACH_FROM_PROCESS) {
-    /* The library is about to be unmapped: Tcl must not call into it at
-     * exit.  (The GVL stays if a thread is still attached to it.) */
-    pthread_mutex_lock(&g_mu);
-    if (g_exit_handler) Tcl_DeleteExitHandler(exit_handler, NULL);
-    g_exit_handler = 0;
-    pthread_mutex_unlock(&g_mu);
-  }
   if (Tcl_GetAssocData(ip, GVT_ASSOC, NULL) != NULL) {
     for (size_t i = 0; i < sizeof gvt_cmds / sizeof gvt_cmds[0]; i++)
       Tcl_DeleteCommand(ip, gvt_cmds[i].name);

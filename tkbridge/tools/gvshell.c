@@ -1,29 +1,31 @@
 /*
- * gvshell.c -- gvwish and gvtclsh: wish- and tclsh-compatible shells that
- * run Tcl/Tk scripts on the bridge (Tcl's event loop on libuv, Tk on the
- * evloop's loop thread), with optional GVL hogs.
+ * gvshell.c -- gvwish and gvtclsh: wish and tclsh, with Tcl's notifier on
+ * libuv and a GVL underneath.
  *
- *   gvwish  [--hog N] [--no-boost] [script [arg ...]]
- *   gvtclsh [--hog N] [--no-boost] [script [arg ...]]
+ * Both are the stock mains (Tk_Main, Tcl_Main) with the stock application
+ * init, so every option, the interactive loop, tcl_interactive, the prompts,
+ * the rc file, script loading, `exit` and the exit codes are those of wish
+ * and tclsh.  Before the main runs, the main thread becomes the loop thread
+ * of an evloop (evl_attach) and its Tcl notifier is bound to that loop
+ * (tkb_notifier_bind): Tcl waits in evl_step without the GVL, and host
+ * callbacks queued on the loop run from those waits under the GVL, taken
+ * with the boost.
  *
- * --hog N     start N interpreter threads that hold the GVL in a CPU loop
- *             with a safe point (gvl_check_ints) every ~1 us of work.
- * --no-boost  dispatch host callbacks at normal GVL priority (for
- *             comparisons; the default takes the GVL with the boost).
- *
- * Like tclsh/wish: the script is sourced with $argv0/$argv/$argc set; an
- * error prints $errorInfo and exits 1; `exit ?code?` ends the program.
- * gvtclsh exits after the script, gvwish when its main window is destroyed.
- * Without a script, commands are read from stdin until end of file.
- * Every interp also has gvloop::stats and gvloop::ping (see tkbridge.h).
+ * gvloop's own settings come from the environment only, so that the command
+ * line stays wish's and tclsh's (see man/gvwish.1):
+ *   GVLOOP_NO_BOOST=1     host callbacks at normal GVL priority
+ *   GVLOOP_SLICE_MS=N     the GVL's time slice (1..10000 ms)
+ *   GVLOOP_BOOST_CAP=PCT  the share of GVL time boosted holds may take
+ * Every interp of the main thread gets two commands: gvloop::ping (a trivial
+ * host callback: take the GVL as a callback would, and give it back) and
+ * gvloop::stats (a dict of the GVL's, the loop's and the notifier's
+ * counters).
  */
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <tcl.h>
@@ -31,289 +33,160 @@
 #include <tk.h>
 #endif
 
-#include "tkb_hog.h"
 #include "tkbridge.h"
 
 #ifdef GVSHELL_TCLSH
 #define SHELL_NAME "gvtclsh"
-#define SHELL_TK 0
+#define SHELL_RC "~/.tclshrc"
 #else
 #define SHELL_NAME "gvwish"
-#define SHELL_TK 1
+#define SHELL_RC "~/.wishrc"
 #endif
 
-/* ---- quitting ------------------------------------------------------------- */
+/* Set up in main before the Tcl main runs; only read afterwards. */
+static evl_t *the_loop;
+static int host_prio = GVL_PRIO_BOOST;
 
-static pthread_mutex_t quit_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t quit_cv = PTHREAD_COND_INITIALIZER;
-static int quit_flag;   /* guarded by quit_mu */
-static int quit_code;   /* guarded by quit_mu */
+/* ---- settings ---------------------------------------------------------------- */
 
-static void quit(int code) {
-  pthread_mutex_lock(&quit_mu);
-  if (!quit_flag) quit_code = code;
-  quit_flag = 1;
-  pthread_cond_broadcast(&quit_cv);
-  pthread_mutex_unlock(&quit_mu);
-}
-
-static int quitting(void) {
-  pthread_mutex_lock(&quit_mu);
-  int q = quit_flag;
-  pthread_mutex_unlock(&quit_mu);
-  return q;
-}
-
-static void *wait_quit(void *arg) {
-  (void)arg;
-  pthread_mutex_lock(&quit_mu);
-  while (!quit_flag) pthread_cond_wait(&quit_cv, &quit_mu);
-  pthread_mutex_unlock(&quit_mu);
-  return &quit_flag;
-}
-
-/* `exit ?code?`: stop the bridge (running scripts unwind) and let main end
- * the process cleanly, instead of Tcl_Exit on the loop thread. */
-static int exit_cmd(tkb_t *tk, void *arg, int argc, const char *const *argv,
-                    tkb_result_t *res) {
-  (void)arg;
-  int code = 0;
-  if (argc > 2 || (argc == 2 && sscanf(argv[1], "%d", &code) != 1)) {
-    tkb_result_set(res, "usage: exit ?returnCode?");
-    return EINVAL;
+/* An integer setting from the environment: def when unset; a bad value is
+ * reported and ignored, so a typo does not stop a script from running. */
+static long env_long(const char *name, long lo, long hi, long def) {
+  const char *s = getenv(name);
+  if (s == NULL || s[0] == '\0') return def;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) {
+    fprintf(stderr, SHELL_NAME ": ignoring %s=%s (want %ld..%ld)\n", name, s, lo, hi);
+    return def;
   }
-  quit(code);
-  tkb_stop(tk);
-  return 0;
+  return v;
 }
 
-#if SHELL_TK
-static void main_window_proc(ClientData cd, XEvent *ev) {
+static gvl_t *make_gvl(void) {
+  gvl_config_t gc;
+  memset(&gc, 0, sizeof gc);
+  gc.slice_ns = (uint64_t)env_long("GVLOOP_SLICE_MS", 1, 10000, 0) * 1000000u;
+  gc.boost_cap_pct = (unsigned)env_long("GVLOOP_BOOST_CAP", 1, 100, 0);
+  return gvl_create(&gc);
+}
+
+/* ---- descriptors 0-2 ---------------------------------------------------------- */
+
+/* A closed standard descriptor would be the next one handed out, and the
+ * loop's own descriptors (epoll, eventfd) must not become stdin: libuv
+ * refuses to close those (an assertion).  So each closed one is opened on
+ * /dev/null, as a daemon does; Tcl then sees an empty stdin, a discarding
+ * stdout. */
+static void fill_std_fds(void) {
+  for (int fd = 0; fd <= 2; fd++) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    /* The lowest free descriptor: fd itself, the ones below are open. */
+    (void)open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+  }
+}
+
+/* ---- gvloop::ping and gvloop::stats ------------------------------------------- */
+
+static int ping_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
   (void)cd;
-  if (ev->type == DestroyNotify) quit(0);
-}
-
-static void watch_main_window(tkb_t *tk, Tcl_Interp *ip, void *arg) {
-  (void)tk;
-  (void)arg;
-  Tk_Window w = Tk_MainWindow(ip);
-  if (w != NULL) Tk_CreateEventHandler(w, StructureNotifyMask, main_window_proc, NULL);
-}
-#endif
-
-/* The one GVL of the process: main, the loop thread and the --hog threads
- * (tkb_hog.h) share it. */
-static gvl_t *the_gvl;
-
-/* ---- running scripts ------------------------------------------------------- */
-
-static void print_error_info(tkb_t *tk, const char *msg) {
-  char *info = NULL;
-  if (tkb_eval(tk, "set ::errorInfo", &info) == 0 && info && info[0])
-    fprintf(stderr, "%s\n", info);
-  else
-    fprintf(stderr, "%s\n", msg ? msg : "error");
-  free(info);
-}
-
-/* Source the script; returns 0 on success, 1 after printing the error. */
-static int run_script(tkb_t *tk) {
-  char *res = NULL;
-  int rc = tkb_eval(tk, "source $::argv0", &res);
-  if (rc == 0 || quitting()) {
-    free(res);
-    return 0;
+  if (objc != 1) {
+    Tcl_WrongNumArgs(ip, 1, objv, "");
+    return TCL_ERROR;
   }
-  if (rc == TKB_ETCL) print_error_info(tk, res);
-  else fprintf(stderr, SHELL_NAME ": %s\n", tkb_strerror(rc));
-  free(res);
+  gvl_thread_t *t = evl_gvl_thread(the_loop);
+  int rc = t ? gvl_acquire_prio(t, host_prio) : EPERM;
+  if (rc == 0) rc = gvl_release(t);
+  if (rc != 0) {
+    Tcl_SetObjResult(ip, Tcl_NewStringObj(tkb_strerror(rc), -1));
+    return TCL_ERROR;
+  }
+  return TCL_OK;
+}
+
+static void put(Tcl_Interp *ip, Tcl_Obj *d, const char *k, uint64_t v) {
+  Tcl_DictObjPut(ip, d, Tcl_NewStringObj(k, -1), Tcl_NewWideIntObj((Tcl_WideInt)v));
+}
+
+static int stats_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
+  (void)cd;
+  if (objc != 1) {
+    Tcl_WrongNumArgs(ip, 1, objv, "");
+    return TCL_ERROR;
+  }
+  Tcl_Obj *d = Tcl_NewDictObj();
+  gvl_stats_t g;
+  if (gvl_stats(evl_gvl(the_loop), &g) == 0) {
+    put(ip, d, "gvl_acquires", g.acquires);
+    put(ip, d, "gvl_contended", g.contended);
+    put(ip, d, "gvl_handoffs", g.handoffs);
+    put(ip, d, "gvl_preemptions", g.preemptions);
+    put(ip, d, "gvl_boosts", g.boosts);
+    put(ip, d, "gvl_boosts_refused", g.boosts_refused);
+    put(ip, d, "gvl_wait_ns", g.wait_ns);
+    put(ip, d, "gvl_hold_ns", g.hold_ns);
+  }
+  evl_stats_t e;
+  if (evl_stats(the_loop, &e) == 0) {
+    put(ip, d, "evl_iterations", e.iterations);
+    put(ip, d, "evl_dispatched", e.dispatched);
+    put(ip, d, "evl_acquisitions", e.acquisitions);
+  }
+  tkb_stats_t n;
+  if (tkb_notifier_stats(&n) == 0) {
+    put(ip, d, "ntf_waits", n.ntf_waits);
+    put(ip, d, "ntf_blocking", n.ntf_blocking);
+    put(ip, d, "ntf_file_events", n.ntf_file_events);
+    put(ip, d, "ntf_alerts", n.ntf_alerts);
+  }
+  Tcl_SetObjResult(ip, d);
+  return TCL_OK;
+}
+
+/* ---- the application init of wish / tclsh --------------------------------------- */
+
+static int app_init(Tcl_Interp *ip) {
+  if (Tcl_Init(ip) == TCL_ERROR) return TCL_ERROR;
+#ifndef GVSHELL_TCLSH
+  if (Tk_Init(ip) == TCL_ERROR) return TCL_ERROR;
+  Tcl_StaticPackage(ip, "Tk", Tk_Init, Tk_SafeInit);
+#endif
+  Tcl_CreateObjCommand(ip, "::gvloop::ping", ping_cmd, NULL, NULL);
+  Tcl_CreateObjCommand(ip, "::gvloop::stats", stats_cmd, NULL, NULL);
+  Tcl_SetVar2(ip, "tcl_rcFileName", NULL, SHELL_RC, TCL_GLOBAL_ONLY);
+  return TCL_OK;
+}
+
+/* ---- main ---------------------------------------------------------------------- */
+
+static int fail(const char *what, int err) {
+  fprintf(stderr, SHELL_NAME ": %s: %s\n", what, strerror(err));
   return 1;
 }
 
-typedef struct {
-  const char *text;
-  int complete;
-} complete_t;
-
-static void complete_fn(tkb_t *tk, Tcl_Interp *ip, void *arg) {
-  (void)tk;
-  (void)ip;
-  complete_t *c = arg;
-  c->complete = Tcl_CommandComplete(c->text);
-}
-
-/* Tcl's parser runs on the loop thread, like everything else of Tcl. */
-static int is_complete(tkb_t *tk, const char *text) {
-  complete_t c = {text, 1};
-  tkb_run(tk, complete_fn, &c);
-  return c.complete;
-}
-
-static gvl_thread_t *main_gvl; /* main thread's handle (it holds the GVL) */
-
-typedef struct {
-  char *buf;
-  int size;
-  char *got;
-} line_t;
-
-static void *read_line_fn(void *arg) {
-  line_t *ln = arg;
-  ln->got = fgets(ln->buf, ln->size, stdin);
-  return ln;
-}
-
-/* Read a line without holding the GVL: hogs and host callbacks go on. */
-static char *read_line(char *buf, int size) {
-  line_t ln = {buf, size, NULL};
-  if (gvl_call_without(main_gvl, read_line_fn, &ln, NULL, NULL) == NULL) return NULL;
-  return ln.got;
-}
-
-/* Read commands from stdin, tclsh style: accumulate lines until the command
- * is complete, evaluate, print. */
-static void repl(tkb_t *tk) {
-  int tty = isatty(0);
-  char line[4096];
-  Tcl_DString cmd;
-  Tcl_DStringInit(&cmd);
-  for (;;) {
-    if (tty) {
-      fputs(Tcl_DStringLength(&cmd) ? "> " : "% ", stdout);
-      fflush(stdout);
-    }
-    if (read_line(line, sizeof line) == NULL || quitting()) break;
-    Tcl_DStringAppend(&cmd, line, -1);
-    if (!is_complete(tk, Tcl_DStringValue(&cmd))) continue;
-    char *res = NULL;
-    int rc = tkb_eval(tk, Tcl_DStringValue(&cmd), &res);
-    Tcl_DStringFree(&cmd);
-    if (quitting()) {
-      free(res);
-      break;
-    }
-    if (rc == 0 && res && res[0]) printf("%s\n", res);
-    else if (rc == TKB_ETCL) fprintf(stderr, "%s\n", res ? res : "error");
-    else if (rc != 0) fprintf(stderr, SHELL_NAME ": %s\n", tkb_strerror(rc));
-    fflush(stdout);
-    free(res);
-  }
-  Tcl_DStringFree(&cmd);
-}
-
-/* ---- main ------------------------------------------------------------------ */
-
-static void usage(void) {
-  fprintf(stderr, "usage: " SHELL_NAME " [--hog N] [--no-boost] [script [arg ...]]\n");
-}
-
-typedef struct {
-  int hogs;
-  int no_boost;
-  int first;   /* index of the script in argv, or argc */
-} opts_t;
-
-static int parse(int argc, char **argv, opts_t *o) {
-  int i = 1;
-  memset(o, 0, sizeof(*o));
-  for (; i < argc; i++) {
-    if (strcmp(argv[i], "--hog") == 0 && i + 1 < argc) {
-      char *end;
-      long n = strtol(argv[++i], &end, 10);
-      if (*end || n < 0 || n > 64) return -1;
-      o->hogs = (int)n;
-    } else if (strcmp(argv[i], "--no-boost") == 0) {
-      o->no_boost = 1;
-    } else if (strcmp(argv[i], "--") == 0) {
-      i++;
-      break;
-    } else if (argv[i][0] == '-' && argv[i][1] == '-') {
-      return -1;
-    } else {
-      break;
-    }
-  }
-  o->first = i;
-  return 0;
-}
-
-static int start_bridge(const opts_t *o, int argc, char **argv, evl_t **lp, tkb_t **tkp) {
+int main(int argc, char **argv) {
+  fill_std_fds();
+  gvl_t *g = make_gvl();
+  if (g == NULL) return fail("cannot create the GVL", errno);
   evl_config_t ec;
   memset(&ec, 0, sizeof ec);
-  tkb_evl_config(&ec);
-  if (o->no_boost) ec.prio = EVL_PRIO_NORMAL;
-  evl_t *l = evl_start(the_gvl, &ec);
-  if (l == NULL) {
-    fprintf(stderr, SHELL_NAME ": evl_start: %s\n", strerror(errno));
-    return 1;
+  ec.no_thread = 1;
+  if (env_long("GVLOOP_NO_BOOST", 0, 1, 0)) {
+    ec.prio = EVL_PRIO_NORMAL;
+    host_prio = GVL_PRIO_NORMAL;
   }
-  tkb_config_t tc;
-  memset(&tc, 0, sizeof tc);
-  int has_script = o->first < argc;
-  tc.argv0 = has_script ? argv[o->first] : argv[0];
-  tc.argc = has_script ? argc - o->first - 1 : 0;
-  tc.argv = has_script ? argv + o->first + 1 : NULL;
-  tc.no_tk = !SHELL_TK;
-  tc.prio = o->no_boost ? TKB_PRIO_NORMAL : 0;
-  int rc = tkb_start(l, &tc, tkp);
-  *lp = l;
-  if (rc == ENOTSUP) {
-    const char *d = getenv("DISPLAY");
-    fprintf(stderr, SHELL_NAME ": cannot start Tk: no usable X display (DISPLAY=%s)\n",
-            d ? d : "unset");
-    return 1;
-  }
-  if (rc != 0) {
-    fprintf(stderr, SHELL_NAME ": cannot start: %s\n", tkb_strerror(rc));
-    return 1;
-  }
-  tkb_command_create(*tkp, "exit", exit_cmd, NULL);
-#if SHELL_TK
-  tkb_run(*tkp, watch_main_window, NULL);
+  the_loop = evl_start(g, &ec);
+  if (the_loop == NULL) return fail("cannot create the event loop", errno);
+  int rc = evl_attach(the_loop);
+  if (rc == 0) rc = tkb_notifier_bind(the_loop);
+  if (rc != 0) return fail("cannot set up the libuv notifier", rc);
+  /* Neither returns: `exit`, the end of the script or of stdin, and (wish)
+   * the main window's destruction end the process through Tcl_Exit. */
+#ifdef GVSHELL_TCLSH
+  Tcl_Main(argc, argv, app_init);
+#else
+  Tk_Main(argc, argv, app_init);
 #endif
   return 0;
-}
-
-int main(int argc, char **argv) {
-  opts_t o;
-  if (parse(argc, argv, &o) != 0) {
-    usage();
-    return 2;
-  }
-  the_gvl = gvl_create(NULL);
-  gvl_thread_t *me = the_gvl ? gvl_thread_attach(the_gvl, GVL_PRIO_NORMAL) : NULL;
-  if (me == NULL) {
-    fprintf(stderr, SHELL_NAME ": cannot create the GVL\n");
-    return 1;
-  }
-  gvl_acquire(me); /* main acts as an interpreter thread */
-  main_gvl = me;
-  pthread_t hog[64];
-  tkb__hog_t hogs = {.gvl = the_gvl, .spin_per_us = o.hogs ? tkb__hog_calibrate() : 1};
-  atomic_init(&hogs.stop, 0);
-  for (int i = 0; i < o.hogs; i++) pthread_create(&hog[i], NULL, tkb__hog_main, &hogs);
-
-  evl_t *l = NULL;
-  tkb_t *tk = NULL;
-  int code = start_bridge(&o, argc, argv, &l, &tk);
-  if (code == 0) {
-    if (o.first < argc) code = run_script(tk);
-    else repl(tk);
-    if (code == 0 && SHELL_TK && !quitting() && o.first < argc)
-      gvl_call_without(me, wait_quit, NULL, NULL, NULL);
-    if (quitting()) {
-      pthread_mutex_lock(&quit_mu);
-      code = quit_code;
-      pthread_mutex_unlock(&quit_mu);
-    }
-  }
-  fflush(stdout);
-  if (tk) tkb_destroy(tk);
-  if (l) evl_destroy(l);
-  atomic_store(&hogs.stop, 1);
-  gvl_release(me);
-  for (int i = 0; i < o.hogs; i++) pthread_join(hog[i], NULL);
-  gvl_thread_detach(me);
-  gvl_destroy(the_gvl);
-  return code;
 }

@@ -1,8 +1,9 @@
 /*
  * tkb_hog.h -- a GVL hog: a thread that holds the GVL in a CPU loop with a
- * safe point (gvl_check_ints) every ~1 us of work.  Private to the tools:
- * gvwish/gvtclsh --hog and bench/tkbridge/tk_latency use the same hog, so
- * what the tests run and what the bench measures is one loop.
+ * safe point (gvl_check_ints) every ~1 us of work.  Test tooling: the
+ * tests' GVLOOP_HOG preload (gvloop_hog.c) and bench/tkbridge/tk_latency use
+ * the same hog, so what the tests run and what the bench measures is one
+ * loop.
  */
 #ifndef TKB_HOG_H
 #define TKB_HOG_H

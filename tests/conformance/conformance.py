@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""Tk's and Tcl's own test suites under gvloop's shells and the stock ones.
+
+    conformance.py --gvwish PATH --gvtclsh PATH [--suites DIR] [--only tk,ttk,tcl]
+                   [--files 'a.test b.test'] [--jobs N] [--out DIR]
+
+Runs every test file of Tk 8.6.13 (tests/*.test and tests/ttk/*.test) under
+gvwish and stock wish, and of Tcl 8.6.13 under gvtclsh and stock tclsh8.6,
+each file as `SHELL all.tcl -file NAME -verbose bps` in the tests folder of a
+fresh copy of the suite tree made for that run (the suites change their own
+trees).  Each file has a timeout and runs in its own process group, so a
+hang is reported as such and kills nothing else.  Tk runs get a private
+Xvfb each.  The runs go on concurrently (--jobs lanes), so a stock run and
+its gvloop run see the same machine.
+
+The verdict compares the two runs of a suite file by file and test by test:
+it fails for every test that passed under the stock shell and, under the
+gvloop shell, failed, or was never reported because its file hung (timeout)
+or aborted.  Names in flaky.txt are reported but do not fail.  Exit status:
+0 no regression, 1 regressions, 77 skipped (no suites), 2 usage.
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# suite: (tree, folder of all.tcl inside the tree, kind of shell, timeout s)
+SUITES = {
+    "tk": ("tk-8.6.13", "tests", "wish", 240),
+    "ttk": ("tk-8.6.13", "tests/ttk", "wish", 240),
+    "tcl": ("tcl-8.6.13", "tests", "tclsh", 300),
+}
+
+RE_FAILED = re.compile(r"^==== (\S+) .*FAILED\s*$")
+RE_PASSED = re.compile(r"^\+\+\+\+ (\S+) PASSED\s*$")
+RE_SKIPPED = re.compile(r"^\+\+\+\+ (\S+) SKIPPED:")
+RE_TOTAL = re.compile(r"^all\.tcl:\s+Total\s+(\d+)\s+Passed\s+(\d+)\s+Skipped\s+(\d+)\s+Failed\s+(\d+)")
+RE_FILE_ERR = re.compile(r"^Test files exiting with errors:")
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+class FileResult:
+    def __init__(self, name):
+        self.name = name
+        self.status = "ok"      # ok | timeout | aborted
+        self.passed = set()
+        self.failed = set()
+        self.skipped = set()
+        self.total = None       # (total, passed, skipped, failed)
+        self.secs = 0.0
+
+
+def parse(res, text):
+    file_errors = False
+    for line in text.splitlines():
+        m = RE_FAILED.match(line)
+        if m:
+            res.failed.add(m.group(1))
+            continue
+        m = RE_PASSED.match(line)
+        if m:
+            res.passed.add(m.group(1))
+            continue
+        m = RE_SKIPPED.match(line)
+        if m:
+            res.skipped.add(m.group(1))
+            continue
+        m = RE_TOTAL.match(line)
+        if m:
+            res.total = tuple(int(x) for x in m.groups())
+            continue
+        if RE_FILE_ERR.match(line):
+            file_errors = True
+    # A test reported passed and then failed (a cleanup error) failed.
+    res.passed -= res.failed
+    if res.status == "ok" and (res.total is None or file_errors):
+        res.status = "aborted"
+
+
+class Xvfb:
+    """A private X server; DISPLAY is read back through -displayfd."""
+
+    def __init__(self):
+        r, w = os.pipe()
+        self.proc = subprocess.Popen(
+            ["Xvfb", "-displayfd", str(w), "-screen", "0", "1024x768x24",
+             "-nolisten", "tcp"],
+            pass_fds=(w,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(w)
+        with os.fdopen(r) as f:
+            num = f.readline().strip()
+        if not num:
+            self.proc.kill()
+            raise RuntimeError("Xvfb did not start")
+        self.display = ":" + num
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class Run:
+    """One suite under one shell: a lane of files run one after another."""
+
+    def __init__(self, suite, which, shell, files, args):
+        self.suite, self.which, self.shell = suite, which, shell
+        tree, sub, kind, tmo = SUITES[suite]
+        self.kind = kind
+        self.timeout = args.timeout or tmo
+        self.root = os.path.join(args.out, "%s-%s" % (suite, which))
+        self.tree = os.path.join(args.suites, tree)
+        self.sub = sub
+        self.files = files
+        self.results = {}
+        self.secs = 0.0
+        self.logdir = os.path.join(self.root, "logs")
+
+    def label(self):
+        return "%s/%s" % (self.suite, self.which)
+
+    def prepare(self):
+        if os.path.exists(self.root):
+            shutil.rmtree(self.root)
+        os.makedirs(self.logdir)
+        shutil.copytree(self.tree, os.path.join(self.root, "tree"), symlinks=True)
+
+    def run_file(self, name, env):
+        res = FileResult(name)
+        cwd = os.path.join(self.root, "tree", self.sub)
+        logpath = os.path.join(self.logdir, name + ".log")
+        t0 = time.monotonic()
+        with open(logpath, "wb") as out:
+            p = subprocess.Popen(
+                [self.shell, "all.tcl", "-file", name, "-verbose", "bps"],
+                cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                p.wait(self.timeout)
+            except subprocess.TimeoutExpired:
+                res.status = "timeout"
+            # The whole group: Tcl's all.tcl runs each file in a child.
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+        res.secs = time.monotonic() - t0
+        with open(logpath, "rb") as f:
+            parse(res, f.read().decode("utf-8", "replace"))
+        return res
+
+    def go(self):
+        env = dict(os.environ)
+        env.pop("ERROR_ON_FAILURES", None)
+        xvfb = None
+        if self.kind == "wish":
+            xvfb = Xvfb()
+            env["DISPLAY"] = xvfb.display
+        try:
+            self.prepare()
+            t0 = time.monotonic()
+            for name in self.files:
+                res = self.run_file(name, env)
+                self.results[name] = res
+                if res.status != "ok":
+                    log("  %s: %s %s after %.0f s" % (self.label(), name, res.status, res.secs))
+            self.secs = time.monotonic() - t0
+        finally:
+            if xvfb:
+                xvfb.close()
+
+    def totals(self):
+        t = [0, 0, 0, 0]
+        for r in self.results.values():
+            if r.total:
+                t = [a + b for a, b in zip(t, r.total)]
+        return t
+
+
+def list_files(suites_dir, suite):
+    tree, sub, _, _ = SUITES[suite]
+    d = os.path.join(suites_dir, tree, sub)
+    return sorted(f for f in os.listdir(d) if f.endswith(".test"))
+
+
+def load_flaky(path):
+    flaky = set()
+    if not os.path.exists(path):
+        return flaky
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                flaky.add(line.split()[0])
+    return flaky
+
+
+def compare(stock, gv, flaky):
+    """Regressions of gv against stock: a list of (file, test, what)."""
+    bad, noted = [], []
+    for name, s in stock.results.items():
+        g = gv.results.get(name)
+        if g is None:
+            continue
+        if g.status != "ok" and s.status == "ok":
+            lost = sorted(t for t in s.passed if t not in g.passed and t not in g.failed)
+            what = "%s (%d tests that pass under stock unreported)" % (g.status, len(lost))
+            (noted if name in flaky else bad).append((name, "-", what))
+        for t in sorted(s.passed & g.failed):
+            (noted if t in flaky else bad).append((name, t, "failed"))
+        for t in sorted(s.passed & g.skipped):
+            noted.append((name, t, "skipped under gvloop"))
+    for name, g in gv.results.items():
+        s = stock.results.get(name)
+        if s is not None and s.status == "ok" and g.status == "ok":
+            for t in sorted(g.failed - s.failed - s.passed - s.skipped):
+                noted.append((name, t, "failed under gvloop, not reported under stock"))
+    return bad, noted
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--suites", default=os.environ.get("GVLOOP_SUITES"))
+    ap.add_argument("--gvwish", required=True)
+    ap.add_argument("--gvtclsh", required=True)
+    ap.add_argument("--wish", default=shutil.which("wish8.6") or "wish")
+    ap.add_argument("--tclsh", default=shutil.which("tclsh8.6") or "tclsh")
+    ap.add_argument("--only", default="tk,ttk,tcl")
+    ap.add_argument("--files", default="", help="space-separated file names")
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("CONFORMANCE_JOBS", "4")))
+    ap.add_argument("--timeout", type=int, default=0, help="per file, seconds")
+    ap.add_argument("--out", default="")
+    ap.add_argument("--flaky", default=os.path.join(HERE, "flaky.txt"))
+    args = ap.parse_args()
+
+    if not args.suites or not os.path.isdir(args.suites):
+        log("conformance: SKIPPED: the test trees of Tcl/Tk 8.6.13 are not here "
+            "(%s); set GVLOOP_SUITES to a folder holding tcl-8.6.13/ and tk-8.6.13/"
+            % (args.suites or "no folder given"))
+        return 77
+    need = {"wish": [args.wish, args.gvwish], "tclsh": [args.tclsh, args.gvtclsh]}
+    suites = [s for s in args.only.split(",") if s]
+    if any(s not in SUITES for s in suites):
+        log("conformance: unknown suite in --only %s" % args.only)
+        return 2
+    if any(SUITES[s][2] == "wish" for s in suites) and not shutil.which("Xvfb"):
+        log("conformance: SKIPPED: Xvfb is not installed")
+        return 77
+    for kind in {SUITES[s][2] for s in suites}:
+        for exe in need[kind]:
+            if not (os.path.isfile(exe) or shutil.which(exe)):
+                log("conformance: SKIPPED: %s not found" % exe)
+                return 77
+    args.suites = os.path.abspath(args.suites)
+    if not args.out:
+        args.out = tempfile.mkdtemp(prefix="gvloop-conformance-")
+    os.makedirs(args.out, exist_ok=True)
+    flaky = load_flaky(args.flaky)
+
+    pairs = []
+    for s in suites:
+        files = list_files(args.suites, s)
+        if args.files:
+            want = set(args.files.split())
+            files = [f for f in files if f in want]
+        if not files:
+            continue
+        stock_sh = args.wish if SUITES[s][2] == "wish" else args.tclsh
+        gv_sh = args.gvwish if SUITES[s][2] == "wish" else args.gvtclsh
+        pairs.append((Run(s, "stock", stock_sh, files, args),
+                      Run(s, "gvloop", gv_sh, files, args)))
+    runs = [r for p in pairs for r in p]
+    log("conformance: %d runs in %d lanes, logs in %s" % (len(runs), args.jobs, args.out))
+
+    # Lanes: a pool of threads taking runs in order (stock and gvloop of a
+    # suite side by side, the long suites first).
+    queue = list(runs)
+    qlock = threading.Lock()
+    errors = []
+
+    def lane():
+        while True:
+            with qlock:
+                if not queue:
+                    return
+                r = queue.pop(0)
+            log("conformance: %s started (%d files)" % (r.label(), len(r.files)))
+            try:
+                r.go()
+            except Exception as e:  # a broken run fails the whole check
+                errors.append("%s: %s" % (r.label(), e))
+            log("conformance: %s done in %.0f s" % (r.label(), r.secs))
+
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=lane) for _ in range(max(1, args.jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.monotonic() - t0
+
+    log("")
+    rc = 0
+    for stock, gv in pairs:
+        for r in (stock, gv):
+            t = r.totals()
+            bad_files = sorted("%s(%s)" % (n, x.status) for n, x in r.results.items()
+                               if x.status != "ok")
+            log("%-12s %-7s all.tcl:\tTotal\t%d\tPassed\t%d\tSkipped\t%d\tFailed\t%d\t%.0f s%s"
+                % (r.suite, r.which, t[0], t[1], t[2], t[3], r.secs,
+                   ("  not finished: " + " ".join(bad_files)) if bad_files else ""))
+        ratio = gv.secs / stock.secs if stock.secs > 0 else 0
+        log("%-12s wall time gvloop/stock %.2f" % (stock.suite, ratio))
+        bad, noted = compare(stock, gv, flaky)
+        for f, t, what in noted:
+            log("  note %s %s %s: %s%s" % (stock.suite, f, t, what,
+                                           " (flaky.txt)" if t in flaky or f in flaky else ""))
+        for f, t, what in bad:
+            log("  REGRESSION %s %s %s: %s" % (stock.suite, f, t, what))
+        if bad:
+            rc = 1
+    for e in errors:
+        log("conformance: ERROR %s" % e)
+        rc = 1
+    log("conformance: %s in %.0f s (logs: %s)" % ("FAILED" if rc else "passed", wall, args.out))
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
