@@ -22,7 +22,8 @@
 #   --onecpu-runs N runs per case there (default: --runs, at most 3)
 #   --no-load       skip the loaded-machine pass (dispatch, loop_latency and
 #                   tk_latency, gvloop and nogvl, beside 1 and then 2
-#                   CPU-bound processes that this script starts and stops)
+#                   CPU-bound processes that this script starts and stops;
+#                   --quick: beside 1 only)
 #   --load-runs N   runs there (default: --runs, at most 3)
 #
 # Output in the output directory: results.md (table), results.csv (the
@@ -233,8 +234,11 @@ start_load() {
   sleep 0.5
 }
 trap 'stop_load; stop_xvfb' EXIT
+# --quick: one CPU-bound process only (the same code path, half the time).
+levels="1 2"
+[ $quick = 1 ] && levels=1
 if [ $load = 1 ]; then
-  for n in 1 2; do
+  for n in $levels; do
     echo "== loaded machine: $n CPU-bound process(es) beside the latency cases" >&2
     start_load $n
     echo "INFO load$n load average with the load running $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"

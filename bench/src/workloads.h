@@ -62,9 +62,9 @@ typedef struct {
 } bench_floor_t;
 
 void bench_floor_measure(bench_floor_t *f, uint64_t trips, size_t wakes, uint64_t cap_ns);
-/* A short measurement (~0.1 s), taken at the start of a run of the cases
- * that report their costs as multiples of the floor. */
-void bench_floor_probe(bench_floor_t *f);
+/* A short measurement (~0.1 s; quick: ~20 ms), taken at the start of a run
+ * of the cases that report their costs as multiples of the floor. */
+void bench_floor_probe(bench_floor_t *f, int quick);
 void bench_case_floor(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg);
 void bench_meta_floor(void);
 extern const bench_gvl_ops_t bench_floor_ops;

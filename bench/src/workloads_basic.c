@@ -9,6 +9,7 @@
 #include <gvl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- uncontended ---------------------------------------------------------
@@ -182,7 +183,14 @@ typedef struct {
   uint64_t n;
   atomic_int *arrived, *ticket;
   _Atomic uint64_t *start_ns, *end_ns;
+  _Atomic uint64_t *cpu_ns;   /* both threads' CPU time over their yields */
 } pass_arg_t;
+
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void pass_first(pass_arg_t *a, void *t) {
   while (atomic_load(a->arrived) < 2) {
@@ -203,10 +211,12 @@ static void *pass_main(void *arg) {
   a->ops->acquire(t);
   if (atomic_fetch_add(a->ticket, 1) == 0) pass_first(a, t);
   else bench_track(a->track, t);
+  uint64_t c0 = thread_cpu_ns();
   for (uint64_t i = 0; i < a->n; i++) {
     a->ops->yield(t);
     bench_track(a->track, t);
   }
+  atomic_fetch_add(a->cpu_ns, thread_cpu_ns() - c0);
   uint64_t now = bench_now_ns(), prev = atomic_load(a->end_ns);
   while (now > prev && !atomic_compare_exchange_weak(a->end_ns, &prev, now)) {
   }
@@ -243,11 +253,12 @@ void bench_case_thread_pass(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) 
   atomic_init(&track.holder, NULL);
   atomic_init(&track.switches, 0);
   atomic_int arrived = 0, ticket = 0;
-  _Atomic uint64_t start_ns = 0, end_ns = 0;
-  pass_arg_t a = {ops, g, &gate, &track, cfg->passes, &arrived, &ticket, &start_ns, &end_ns};
+  _Atomic uint64_t start_ns = 0, end_ns = 0, cpu_ns = 0;
+  pass_arg_t a = {ops, g, &gate, &track, cfg->passes, &arrived, &ticket, &start_ns, &end_ns,
+                  &cpu_ns};
   pass_arg_t args[2] = {a, a};
   bench_floor_t fl;
-  bench_floor_probe(&fl);
+  bench_floor_probe(&fl, cfg->quick);
   timed_threads(2, pass_main, args, sizeof args[0], &gate);
   double dt = (double)(atomic_load(&end_ns) - atomic_load(&start_ns));
   double per = dt / (2.0 * (double)cfg->passes);
@@ -255,6 +266,7 @@ void bench_case_thread_pass(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) 
   bench_result("thread_pass", ops->name, "ns_yield", per);
   bench_result("thread_pass", ops->name, "x_floor", per / fl.handoff_ns);
   bench_result("thread_pass", ops->name, "floor_ns", fl.handoff_ns);
+  bench_result("thread_pass", ops->name, "cpus", dt > 0 ? (double)atomic_load(&cpu_ns) / dt : 0);
   if (bench_has_lock(ops)) {
     double sw = (double)atomic_load(&track.switches);
     bench_result("thread_pass", ops->name, "handoff_pct", sw / (2.0 * (double)cfg->passes) * 100);
@@ -506,6 +518,7 @@ void bench_meta_basic(void) {
   bench_meta("thread_pass", "ns_yield", "ns", "low", "time per yield (time_s / 2N)");
   bench_meta("thread_pass", "x_floor", "x", "low", "ns_yield / the floor's fastest handoff (floor_ns), same run (target <= 2)");
   bench_meta("thread_pass", "floor_ns", "ns", "none", "the floor's fastest handoff measured at the start of this run");
+  bench_meta("thread_pass", "cpus", "CPUs", "low", "both threads' CPU time over their yields / the time: 1 = only the thread with the GVL runs, 2 = the waiter spins throughout");
   bench_meta("pipe", "time_s", "s", "low", "N one-byte round trips over two pipes in blocking regions (vm4_pipe), in 10 chunks");
   bench_meta("pipe", "trip_us", "us", "low", "median round trip");
   bench_meta("pipe", "trip_p99_us", "us", "low", "99th percentile round trip");

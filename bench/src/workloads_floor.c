@@ -253,7 +253,10 @@ void bench_floor_measure(bench_floor_t *f, uint64_t trips, size_t wakes, uint64_
   f->wake_p99_ns = cross ? c99 : s99;
 }
 
-void bench_floor_probe(bench_floor_t *f) { bench_floor_measure(f, 20000, 40, 30 * 1000000ull); }
+void bench_floor_probe(bench_floor_t *f, int quick) {
+  if (quick) bench_floor_measure(f, 2000, 10, 5 * 1000000ull);
+  else bench_floor_measure(f, 20000, 40, 30 * 1000000ull);
+}
 
 void bench_case_floor(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
   bench_floor_t f;

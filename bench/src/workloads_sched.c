@@ -134,7 +134,7 @@ void bench_case_dispatch(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
   d.lat = bench_xcalloc(d.cap, sizeof *d.lat);
   d.due = bench_xcalloc(d.cap, sizeof *d.due);
   bench_floor_t fl;
-  bench_floor_probe(&fl);
+  bench_floor_probe(&fl, cfg->quick);
   atomic_int stop = 0;
   uint64_t per_events = cfg->events_ns / DISP_ROUNDS, per_solo = cfg->solo_ns / DISP_ROUNDS;
   bench_hog_t hog = {.ops = ops, .g = d.g, .stop = &stop,
@@ -395,7 +395,7 @@ void bench_case_convoy(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
   pthread_t echo;
   if (pthread_create(&echo, NULL, echo_main, &sv[1])) bench_die("pthread_create", 0);
   bench_floor_t fl;
-  bench_floor_probe(&fl);
+  bench_floor_probe(&fl, cfg->quick);
   void *g = ops->create();
   convoy_acc_t alone = {0}, one = {0}, two = {0};
   for (int c = 0; c < CONVOY_CHUNKS; c++) {
