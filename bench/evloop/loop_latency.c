@@ -323,13 +323,13 @@ int main(int argc, char **argv) {
     bench_result("loop_latency", "machine", "loadavg", la[0]);
   }
   /* Samples of all runs are pooled per variant. */
-  for (r = 0; r < runs; r++) run_evloop(0, 0, 1);
+  for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 1);
   report("gvloop");
   for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, 0, 1);
   report("gvloop-noboost");
   for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, GVL_F_NOINTERACTIVE, 1);
   report("gvloop-noboost-noia");
-  for (r = 0; r < runs; r++) run_evloop(0, 0, 0);
+  for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 0);
   report("nohog");
   for (r = 0; r < runs; r++) run_baseline(&bench_cond_timer_ops);
   report("cond-timer");

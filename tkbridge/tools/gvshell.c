@@ -241,7 +241,7 @@ static int start_bridge(const opts_t *o, int argc, char **argv, evl_t **lp, tkb_
   evl_config_t ec;
   memset(&ec, 0, sizeof ec);
   tkb_evl_config(&ec);
-  if (o->no_boost) ec.prio = EVL_PRIO_NORMAL;
+  ec.prio = o->no_boost ? EVL_PRIO_NORMAL : EVL_PRIO_BOOST;
   evl_t *l = evl_start(the_gvl, &ec);
   if (l == NULL) {
     fprintf(stderr, SHELL_NAME ": evl_start: %s\n", strerror(errno));
@@ -254,7 +254,7 @@ static int start_bridge(const opts_t *o, int argc, char **argv, evl_t **lp, tkb_
   tc.argc = has_script ? argc - o->first - 1 : 0;
   tc.argv = has_script ? argv + o->first + 1 : NULL;
   tc.no_tk = !SHELL_TK;
-  tc.prio = o->no_boost ? TKB_PRIO_NORMAL : 0;
+  tc.prio = o->no_boost ? TKB_PRIO_NORMAL : TKB_PRIO_BOOST;
   int rc = tkb_start(l, &tc, tkp);
   *lp = l;
   if (rc == ENOTSUP) {
