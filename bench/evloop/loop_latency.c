@@ -382,7 +382,7 @@ int main(int argc, char **argv) {
   }
   /* Samples of all runs are pooled per variant. */
   if (wanted(only, "gvloop")) {
-    for (r = 0; r < runs; r++) run_evloop(0, 0, 1);
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 1);
     report("gvloop");
   }
   if (wanted(only, "gvloop-noboost")) {
@@ -394,11 +394,11 @@ int main(int argc, char **argv) {
     report("gvloop-noboost-noia");
   }
   if (wanted(only, "nohog")) {
-    for (r = 0; r < runs; r++) run_evloop(0, 0, 0);
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 0);
     report("nohog");
   }
   if (wanted(only, "nogvl")) {
-    for (r = 0; r < runs; r++) run_evloop(0, 0, 2);
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 2);
     report("nogvl");
   }
   if (wanted(only, "cond-timer")) {

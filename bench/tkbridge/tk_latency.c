@@ -128,12 +128,12 @@ static int run_variant(const char *variant, int boost, int hogs, int plain, int 
   evl_config_t ec;
   memset(&ec, 0, sizeof ec);
   tkb_evl_config(&ec);
-  if (!boost) ec.prio = EVL_PRIO_NORMAL;
+  ec.prio = boost ? EVL_PRIO_BOOST : EVL_PRIO_NORMAL;
   evl_t *l = evl_start(g, &ec);
   tkb_config_t tc;
   memset(&tc, 0, sizeof tc);
   tc.no_tk = !with_tk;
-  tc.prio = boost ? 0 : TKB_PRIO_NORMAL;
+  tc.prio = boost ? TKB_PRIO_BOOST : TKB_PRIO_NORMAL;
   tkb_t *tk = NULL;
   int rc = l ? tkb_start(l, &tc, &tk) : errno;
   if (rc != 0) {
