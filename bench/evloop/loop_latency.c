@@ -2,7 +2,7 @@
  * loop_latency -- an event to the start of the host callback it triggers,
  * while a hog thread holds the GVL (a safe point every ~1 us of work).
  *
- *   loop_latency [--quick] [--runs N]
+ *   loop_latency [--quick] [--runs N] [--only a,b]
  *
  * Events:
  *   timer  a repeating 2 ms timer.  t0: libuv reports it due (evloop's
@@ -17,20 +17,32 @@
  *   gvloop-noboost-noia  normal priority, interactivity policy off: waits
  *                        for the hog's time slice
  *   nohog                evloop with the boost and no hog: the floor
+ *   nogvl                evloop with the boost beside a CPU-bound thread
+ *                        that never takes the GVL: what the OS scheduler
+ *                        alone costs (the reference on a loaded machine)
  *   cond-timer, cpython  the bench suite's baseline GVLs (Ruby 1.9.3-3.x,
  *                        CPython 3.2+): a libuv thread waits outside the
  *                        lock and, in the libuv callback, acquires it as
  *                        those runtimes' event threads do.
+ * Scheduling hints, to try whether one helps on a loaded machine (all off
+ * by default; every evloop variant gets them):
+ *   LOOP_LATENCY_SCHED=nice:N  the loop thread at nice N (setpriority on
+ *                              its thread id, from a cfg.driver)
+ *   LOOP_LATENCY_SCHED=fifo    the loop thread in SCHED_FIFO, priority 1
+ *   LOOP_LATENCY_HOG_NICE=N    the GVL hog at nice N
  * Output: RESULT loop_latency_timer|loop_latency_pipe <variant>
  *         p50_us|p99_us|max_us|samples <v>
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -89,9 +101,16 @@ static void drain_pipe(void) {
   fcntl(pfd[0], F_SETFL, fl);
 }
 
+/* The calling thread at nice `n` (Linux: per thread, by thread id). */
+static void nice_self(int n) {
+  if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), n) != 0) perror("setpriority");
+}
+
 /* ---- hogs --------------------------------------------------------------------- */
 
 static void *gvl_hog_main(void *arg) {
+  const char *hn = getenv("LOOP_LATENCY_HOG_NICE");
+  if (hn != NULL) nice_self(atoi(hn));
   gvl_thread_t *t = gvl_thread_attach(arg, GVL_PRIO_NORMAL);
   uint64_t x = 1;
   if (t == NULL || gvl_acquire(t) != 0) bench_die("hog attach", errno);
@@ -122,6 +141,15 @@ static void *base_hog_main(void *arg) {
   bench_sink(x);
   b->ops->release(t);
   b->ops->detach(t);
+  return NULL;
+}
+
+/* A CPU-bound thread outside the GVL (the nogvl variant). */
+static void *plain_hog_main(void *arg) {
+  uint64_t x = 1;
+  (void)arg;
+  while (!atomic_load(&stop_flag)) x = bench_spin(x, bench_steps_per_us);
+  bench_sink(x);
   return NULL;
 }
 
@@ -162,6 +190,20 @@ static void print_gvl_stats(gvl_t *g) {
           (unsigned long long)st.boosts_refused, (unsigned long long)st.interactive);
 }
 
+/* LOOP_LATENCY_SCHED: applied on the loop thread, then evloop's own loop. */
+static void hint_driver(evl_t *l, void *arg) {
+  const char *h = getenv("LOOP_LATENCY_SCHED");
+  (void)arg;
+  if (strcmp(h, "fifo") == 0) {
+    struct sched_param sp = {.sched_priority = 1};
+    if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) perror("sched_setscheduler");
+  } else if (strncmp(h, "nice:", 5) == 0) {
+    nice_self(atoi(h + 5));
+  }
+  while (!evl_stopping(l)) evl_step(l, -1);
+}
+
+/* hog: 0 none, 1 a GVL hog, 2 a CPU-bound thread that takes no GVL. */
 static void run_evloop(int prio, unsigned gvl_flags, int hog) {
   gvl_config_t gc = {0};
   evl_config_t ec = {0};
@@ -173,12 +215,13 @@ static void run_evloop(int prio, unsigned gvl_flags, int hog) {
   if (g == NULL) bench_die("gvl_create", errno);
   ec.prio = prio;
   ec.on_ready = on_ready;
+  if (getenv("LOOP_LATENCY_SCHED") != NULL) ec.driver = hint_driver;
   l = evl_start(g, &ec);
   if (l == NULL) bench_die("evl_start", errno);
   atomic_store(&stop_flag, 0);
   atomic_store(&pipe_t0, 0);
   atomic_store(&timer_ready, 0);
-  if (hog) pthread_create(&hog_th, NULL, gvl_hog_main, g);
+  if (hog) pthread_create(&hog_th, NULL, hog == 2 ? plain_hog_main : gvl_hog_main, g);
   bench_sleep_ns(20000000);  /* the hog is running */
   /* timer_id is read by on_ready on the loop thread: the id is stored
    * before the timer can fire. */
@@ -294,13 +337,28 @@ static void report(const char *variant) {
   fflush(stdout);
 }
 
+/* Is name in the comma-separated list (NULL: everything)? */
+static int wanted(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0) return 1;
+    if (!e) break;
+    p = e + 1;
+  }
+  return list == NULL;
+}
+
 int main(int argc, char **argv) {
   int runs = 1, i, r;
+  const char *only = NULL;
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0) run_ns = 500000000ull;
     else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--quick] [--runs N]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--quick] [--runs N] [--only a,b]\n", argv[0]);
       return 2;
     }
   }
@@ -323,17 +381,33 @@ int main(int argc, char **argv) {
     bench_result("loop_latency", "machine", "loadavg", la[0]);
   }
   /* Samples of all runs are pooled per variant. */
-  for (r = 0; r < runs; r++) run_evloop(0, 0, 1);
-  report("gvloop");
-  for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, 0, 1);
-  report("gvloop-noboost");
-  for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, GVL_F_NOINTERACTIVE, 1);
-  report("gvloop-noboost-noia");
-  for (r = 0; r < runs; r++) run_evloop(0, 0, 0);
-  report("nohog");
-  for (r = 0; r < runs; r++) run_baseline(&bench_cond_timer_ops);
-  report("cond-timer");
-  for (r = 0; r < runs; r++) run_baseline(&bench_cpython_ops);
-  report("cpython");
+  if (wanted(only, "gvloop")) {
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 1);
+    report("gvloop");
+  }
+  if (wanted(only, "gvloop-noboost")) {
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, 0, 1);
+    report("gvloop-noboost");
+  }
+  if (wanted(only, "gvloop-noboost-noia")) {
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, GVL_F_NOINTERACTIVE, 1);
+    report("gvloop-noboost-noia");
+  }
+  if (wanted(only, "nohog")) {
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 0);
+    report("nohog");
+  }
+  if (wanted(only, "nogvl")) {
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 2);
+    report("nogvl");
+  }
+  if (wanted(only, "cond-timer")) {
+    for (r = 0; r < runs; r++) run_baseline(&bench_cond_timer_ops);
+    report("cond-timer");
+  }
+  if (wanted(only, "cpython")) {
+    for (r = 0; r < runs; r++) run_baseline(&bench_cpython_ops);
+    report("cpython");
+  }
   return 0;
 }

@@ -2,7 +2,7 @@
  * benchreport -- turns benchmark output into a table, a CSV and a chart.
  *
  *   benchreport [--md FILE] [--csv FILE] [--plot DIR] [--expect FILE] [--runs N]
- *               [--ref VARIANT] INPUT...
+ *               [--ref VARIANT] [--note TEXT] INPUT...
  *
  * Input lines (anything else is ignored, so programs may print freely):
  *   RESULT <bench> <variant> <metric> <value>     one figure of one run
@@ -13,6 +13,17 @@
  * Output: medians over the runs with min-max and the ratio against the
  * reference variant (gvloop), as Markdown; a CSV in the seed's shape
  * (benchmark, then one column per variant); gnuplot data and a script.
+ * --note TEXT heads the table and the chart (run.sh --quick: a smoke test's
+ * figures are not measurements, and must say so where they are seen).
+ *
+ * A variant named `name@tag` is `name` measured in another pass of run.sh
+ * (@1cpu: pinned to one CPU; @load1, @load2: beside 1 and 2 CPU-bound
+ * processes).  The Markdown has a section per kind of pass: the summary
+ * (untagged variants, plus gvloop@1cpu as the one-CPU column), the floor
+ * (every x_floor row and the floor itself), one CPU (every @1cpu variant,
+ * ratios against gvloop@1cpu) and a loaded machine (every row measured
+ * under load, ratios against nogvl under the same load).  Ratios are always
+ * taken within one pass.  The chart shows untagged variants only.
  * --expect FILE (the output of `gvlbench --list`): exit 1 unless every case
  * listed finished for every variant listed, --runs times.  Exit 1 also when
  * a RESULT line does not parse or no RESULT was seen.
@@ -30,6 +41,7 @@ typedef struct {
   char bench[NAME], metric[NAME], unit[NAME], better[NAME];
   char text[256];
   int chart;             /* 1 + position asked by a CHART line, 0 none */
+  int loaded;            /* md_loaded: has a figure measured under load */
   double *vals[MAXV];
   int nvals[MAXV], cap[MAXV];
 } row_t;
@@ -224,9 +236,25 @@ static void fmt_ratio(char *buf, size_t n, double x, double refmed) {
   else snprintf(buf, n, "%.2fx", q);
 }
 
-static int ref_index(void) {
+/* The pass a variant belongs to: what follows '@' ("" for none). */
+static const char *var_tag(int v) {
+  const char *at = strchr(vars[v].name, '@');
+  return at ? at + 1 : "";
+}
+
+/* The variant `base@tag` of v's pass (base alone when v has no tag), -1. */
+static int pass_ref(int v, const char *base) {
+  char want[2 * NAME + 2];
+  const char *tag = var_tag(v);
+  snprintf(want, sizeof want, "%s%s%s", base, tag[0] ? "@" : "", tag);
   for (int i = 0; i < nvars; i++)
-    if (strcmp(vars[i].name, ref) == 0) return i;
+    if (strcmp(vars[i].name, want) == 0) return i;
+  return -1;
+}
+
+static int var_index_of(const char *name) {
+  for (int i = 0; i < nvars; i++)
+    if (strcmp(vars[i].name, name) == 0) return i;
   return -1;
 }
 
@@ -265,28 +293,33 @@ static void md_header(FILE *f) {
   fprintf(f, "\nEach figure: median of up to %d runs; min-max in the full table.\n\n", max_runs());
   fprintf(f, "## Variants\n\n| variant | design |\n|---|---|\n");
   for (int v = 0; v < nvars; v++)
-    if (var_used(v)) fprintf(f, "| %s | %s |\n", vars[v].name, vars[v].design);
-  fprintf(f, "\n");
+    if (var_used(v) && !var_tag(v)[0]) fprintf(f, "| %s | %s |\n", vars[v].name, vars[v].design);
+  fprintf(f, "\n`<variant>@1cpu`: the same pinned to one CPU; `<variant>@load1`, `@load2`: "
+             "beside 1 and 2 CPU-bound processes outside the program.\n\n");
 }
 
-static void md_summary(FILE *f) {
-  int rv = ref_index();
-  fprintf(f, "## Summary (median; ratio vs %s)\n\n| benchmark | metric | better |", ref);
-  for (int v = 0; v < nvars; v++)
-    if (var_used(v)) fprintf(f, " %s |", vars[v].name);
+/* One table: the rows `want` accepts that have a figure in some column,
+ * the columns given; each cell the median and, unless the cell is the
+ * reference or the row has no direction, the ratio to the median of
+ * `refbase` in the same pass. */
+static void md_table(FILE *f, const int *cols, int ncols, const char *refbase,
+                     int (*want)(const row_t *)) {
+  fprintf(f, "| benchmark | metric | better |");
+  for (int k = 0; k < ncols; k++) fprintf(f, " %s |", vars[cols[k]].name);
   fprintf(f, "\n|---|---|---|");
-  for (int v = 0; v < nvars; v++)
-    if (var_used(v)) fprintf(f, "---|");
+  for (int k = 0; k < ncols; k++) fprintf(f, "---|");
   fprintf(f, "\n");
   for (int i = 0; i < nrows; i++) {
     row_t *r = &rows[i];
-    if (!row_used(r)) continue;
-    summary_t rs = rv >= 0 ? summarize(r, rv) : (summary_t){0, 0, 0, 0};
+    int any = 0;
+    for (int k = 0; k < ncols; k++) any |= r->nvals[cols[k]] != 0;
+    if (!any || (want && !want(r))) continue;
     fprintf(f, "| %s | %s%s%s | %s |", r->bench, r->metric, r->unit[0] ? " " : "",
             r->unit[0] ? r->unit : "", better_word(r));
-    for (int v = 0; v < nvars; v++) {
-      if (!var_used(v)) continue;
+    for (int k = 0; k < ncols; k++) {
+      int v = cols[k], rv = pass_ref(v, refbase);
       summary_t s = summarize(r, v);
+      summary_t rs = rv >= 0 ? summarize(r, rv) : (summary_t){0, 0, 0, 0};
       char a[32], q[32];
       if (!s.n) {
         fprintf(f, " |");
@@ -305,14 +338,97 @@ static void md_summary(FILE *f) {
   fprintf(f, "\n");
 }
 
+/* Used variants whose pass is `tag`, in input order. */
+static int pass_cols(const char *tag, int *cols) {
+  int n = 0;
+  for (int v = 0; v < nvars; v++)
+    if (var_used(v) && strcmp(var_tag(v), tag) == 0) cols[n++] = v;
+  return n;
+}
+
+static int is_floor_row(const row_t *r) {
+  return strcmp(r->bench, "floor") == 0 || strstr(r->metric, "floor") != NULL;
+}
+
+static int want_loaded(const row_t *r) { return r->loaded && strcmp(r->better, "none") != 0; }
+
+static void md_summary(FILE *f) {
+  int cols[MAXV], n = pass_cols("", cols);
+  int one = var_index_of("gvloop@1cpu");
+  if (one >= 0 && var_used(one)) cols[n++] = one;
+  fprintf(f, "## Summary (median; ratio vs %s)\n\n", ref);
+  if (one >= 0) fprintf(f, "The last column is gvloop pinned to one CPU (the one-CPU pass).\n\n");
+  md_table(f, cols, n, ref, NULL);
+}
+
+static void md_floor(FILE *f) {
+  int cols[MAXV], n = 0, c1[MAXV], n1 = pass_cols("1cpu", c1), any = 0;
+  n = pass_cols("", cols);
+  for (int k = 0; k < n1; k++)
+    if (strcmp(vars[c1[k]].name, "gvloop@1cpu") == 0 || strcmp(vars[c1[k]].name, "floor@1cpu") == 0)
+      cols[n++] = c1[k];
+  for (int i = 0; i < nrows; i++) any |= is_floor_row(&rows[i]) && row_used(&rows[i]);
+  if (!any) return;
+  fprintf(f, "## Against the floor (median; x_floor = this cost / the floor's, same run)\n\n"
+             "The floor is the machine's raw handoff between two threads, no lock "
+             "(bench/src/workloads_floor.c).  Targets: thread_pass x_floor <= 2 "
+             "(against the fastest handoff), dispatch_latency p50_x_floor <= 2 "
+             "(against a parked thread's futex wake-up).\n\n");
+  md_table(f, cols, n, ref, is_floor_row);
+}
+
+static void md_onecpu(FILE *f) {
+  int cols[MAXV], n = pass_cols("1cpu", cols);
+  if (!n) return;
+  fprintf(f, "## One CPU (every variant pinned to one CPU; ratio vs gvloop@1cpu)\n\n"
+             "Targets: dispatch_latency p99 <= 100 us; thread_pass faster than every "
+             "baseline.  `cpu` rows: process CPU time / wall time per case.\n\n");
+  md_table(f, cols, n, ref, NULL);
+}
+
+static void md_loaded(FILE *f) {
+  int cols[MAXV], n = 0;
+  const char *tags[] = {"", "load1", "load2"};
+  int loaded = 0;
+  for (int v = 0; v < nvars; v++) loaded |= var_used(v) && strncmp(var_tag(v), "load", 4) == 0;
+  if (!loaded) return;
+  /* gvloop and nogvl quiet, then each load level's variants. */
+  for (int t = 0; t < 3; t++) {
+    int c[MAXV], m = pass_cols(tags[t], c);
+    for (int k = 0; k < m; k++) {
+      char base[NAME];
+      copy_str(base, sizeof base, vars[c[k]].name);
+      base[strcspn(base, "@")] = 0;
+      if (t == 0 && strcmp(base, "gvloop") != 0 && strcmp(base, "nogvl") != 0) continue;
+      cols[n++] = c[k];
+    }
+  }
+  fprintf(f, "## A loaded machine (median; ratio vs nogvl under the same load)\n\n"
+             "@load1, @load2: with 1 and 2 CPU-bound processes running beside the program "
+             "(started and stopped by run.sh); the first two columns are the same rows "
+             "without that load.  Target: gvloop's p99 <= 3x nogvl's under the same "
+             "load (dispatch_latency: due_p99_us, which includes the event thread's "
+             "own wake-up).\n\n");
+  /* Only the rows measured under load. */
+  int lc[MAXV], nl = 0;
+  for (int k = 0; k < n; k++)
+    if (var_tag(cols[k])[0]) lc[nl++] = cols[k];
+  for (int i = 0; i < nrows; i++) {
+    int any = 0;
+    for (int k = 0; k < nl; k++) any |= rows[i].nvals[lc[k]] != 0;
+    rows[i].loaded = any;
+  }
+  md_table(f, cols, n, "nogvl", want_loaded);
+}
+
 static void md_full(FILE *f) {
-  int rv = ref_index();
   fprintf(f, "## All figures\n\n| benchmark | metric | variant | median | min-max | runs | vs %s |\n"
              "|---|---|---|---|---|---|---|\n", ref);
   for (int i = 0; i < nrows; i++) {
     row_t *r = &rows[i];
-    summary_t rs = rv >= 0 ? summarize(r, rv) : (summary_t){0, 0, 0, 0};
     for (int v = 0; v < nvars; v++) {
+      int rv = pass_ref(v, ref); /* gvloop of the same pass */
+      summary_t rs = rv >= 0 ? summarize(r, rv) : (summary_t){0, 0, 0, 0};
       summary_t s = summarize(r, v);
       if (!s.n) continue;
       char a[32], lo[32], hi[32], q[32];
@@ -332,14 +448,20 @@ static void md_full(FILE *f) {
               better_word(&rows[i]), rows[i].text);
 }
 
+static const char *note;   /* --note */
+
 static void write_md(const char *path) {
   FILE *f = fopen(path, "w");
   if (!f) {
     perror(path);
     exit(2);
   }
+  if (note) fprintf(f, "> **%s**\n\n", note);
   md_header(f);
   md_summary(f);
+  md_floor(f);
+  md_onecpu(f);
+  md_loaded(f);
   md_full(f);
   fclose(f);
 }
@@ -410,7 +532,7 @@ static int write_panel_data(const char *dir, int idx, row_t *r, int *logscale, i
   int n = 0;
   for (int v = 0; v < nvars; v++) {
     summary_t s = summarize(r, v);
-    if (!s.n) continue;
+    if (!s.n || var_tag(v)[0]) continue;  /* the chart: the main pass only */
     /* Column 5: bar colour, the reference variant stands out. */
     int colour = strcmp(vars[v].name, ref) == 0 ? 0xd95f02 : 0x4a7ab5;
     fprintf(f, "\"%s\" %.6g %.6g %.6g %d\n", vars[v].name, s.med, s.min, s.max, colour);
@@ -434,15 +556,24 @@ static void write_plot(const char *dir) {
     perror(path);
     exit(2);
   }
+  /* The note goes in double quotes: no quote or backslash may end them. */
+  char head[600] = "";
+  if (note) {
+    size_t o = 0;
+    for (const char *p = note; *p && o + 3 < sizeof head; p++)
+      head[o++] = *p == '"' || *p == '\\' ? '\'' : *p;
+    memcpy(head + o, "\\n", 3);
+  }
   fprintf(f, "# generated by benchreport; run from this directory: gnuplot chart.gp\n"
              "set terminal pngcairo size %d,%d font 'DejaVu Sans,9'\n"
              "set output 'results.png'\n"
-             "set multiplot layout %d,%d title \"gvloop benchmarks: median of runs, bars = min-max\\n\" "
-             "font ',12'\n"
+             "set multiplot layout %d,%d title \"%sgvloop benchmarks: median of runs, bars = min-max\\n\" "
+             "font ',12'%s\n"
              "set termoption noenhanced\n"
              "set style fill solid 0.6 border -1\nset boxwidth 0.7\nset grid ytics\n"
              "set xtics rotate by -35 left nomirror\nunset key\nset bmargin 5\n",
-          cols * 520, rws * 330 + 60, rws ? rws : 1, cols);
+          cols * 520, rws * 330 + (note ? 90 : 60), rws ? rws : 1, cols, head,
+          note ? " textcolor rgb '#b00000'" : "");
   for (int k = 0; k < n; k++) {
     row_t *r = &rows[sel[k]];
     int logscale, negative = 0;
@@ -509,9 +640,10 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--expect") == 0 && i + 1 < argc) expect = argv[++i];
     else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "--ref") == 0 && i + 1 < argc) ref = argv[++i];
+    else if (strcmp(argv[i], "--note") == 0 && i + 1 < argc) note = argv[++i];
     else if (argv[i][0] == '-' && argv[i][1]) {
       fprintf(stderr, "usage: benchreport [--md F] [--csv F] [--plot DIR] [--expect F] "
-                      "[--runs N] [--ref V] INPUT...\n");
+                      "[--runs N] [--ref V] [--note TEXT] INPUT...\n");
       return 2;
     } else {
       parse_file(argv[i]);

@@ -1,7 +1,10 @@
 /*
  * gvlbench -- runs every benchmark case against every GVL variant.
  *
- *   gvlbench [--quick] [--runs N] [--case a,b] [--variant x,y] [--list]
+ *   gvlbench [--quick] [--runs N] [--case a,b] [--variant x,y] [--pin CPU] [--list]
+ *
+ * --pin CPU: the whole process (every thread it starts) runs on that one CPU
+ * only (sched_setaffinity), as in a 1-vCPU container.
  *
  * stdout: META lines (what each metric means), INFO lines and one
  *   RESULT <bench> <variant> <metric> <value>
@@ -14,9 +17,12 @@
  */
 #include "workloads.h"
 
+#include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* Variant sets.  gvloop-noboost only where a boosted acquire happens;
  * gvloop-noia only where a thread comes back from blocking regions; nogvl
@@ -25,6 +31,7 @@
 #define V_NOGVL 0x02u
 #define V_NOBOOST 0x04u
 #define V_NOIA 0x08u
+#define V_FLOOR 0x10u    /* the floor: the raw handoff, no lock            */
 
 typedef struct {
   const char *name;
@@ -33,6 +40,7 @@ typedef struct {
 } case_t;
 
 static const case_t cases[] = {
+    {"floor", bench_case_floor, V_FLOOR},
     {"uncontended", bench_case_uncontended, V_CORE | V_NOGVL},
     {"check_ints", bench_case_check_ints, V_CORE | V_NOGVL},
     {"thread_pass", bench_case_thread_pass, V_CORE | V_NOGVL},
@@ -59,7 +67,7 @@ static const variant_t variants[] = {
     {&bench_gvloop_ops, V_CORE},         {&bench_gvloop_noboost_ops, V_NOBOOST},
     {&bench_gvloop_noia_ops, V_NOIA},    {&bench_nogvl_ops, V_NOGVL},
     {&bench_simple_mutex_ops, V_CORE},   {&bench_cond_timer_ops, V_CORE},
-    {&bench_cpython_ops, V_CORE},
+    {&bench_cpython_ops, V_CORE},        {&bench_floor_ops, V_FLOOR},
 };
 #define NVARIANTS (sizeof variants / sizeof variants[0])
 
@@ -144,13 +152,26 @@ static void chart_list(void) {
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) bench_chart(c[i][0], c[i][1]);
 }
 
+static uint64_t process_cpu_ns(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000u +
+         ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
+}
+
 static void run_case(const case_t *c, const bench_cfg_t *cfg, int runs, const char *vlist,
                      size_t idx) {
   uint64_t t0 = bench_now_ns();
   for (int r = 0; r < runs; r++) {
     for (size_t v = 0; v < NVARIANTS; v++) {
       if (!(c->variants & variants[v].set) || !listed(vlist, variants[v].ops->name)) continue;
+      /* CPU time of the whole process against wall time, per case: one
+       * figure that says whether waiting threads burn CPU. */
+      uint64_t w0 = bench_now_ns(), c0 = process_cpu_ns();
       c->fn(variants[v].ops, cfg);
+      uint64_t c1 = process_cpu_ns(), w1 = bench_now_ns();
+      bench_result("cpu", variants[v].ops->name, c->name,
+                   w1 > w0 ? (double)(c1 - c0) / (double)(w1 - w0) : 0);
       printf("DONE %s %s %d\n", c->name, variants[v].ops->name, r + 1);
       fflush(stdout);
     }
@@ -171,13 +192,14 @@ static void become_multithreaded(void) {
 }
 
 int main(int argc, char **argv) {
-  int quick = 0, runs = -1;
+  int quick = 0, runs = -1, pin = -1;
   const char *clist = NULL, *vlist = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0) quick = 1;
     else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) clist = argv[++i];
     else if (strcmp(argv[i], "--variant") == 0 && i + 1 < argc) vlist = argv[++i];
+    else if (strcmp(argv[i], "--pin") == 0 && i + 1 < argc) pin = atoi(argv[++i]);
     else if (strcmp(argv[i], "--list") == 0) { list_all(); return 0; }
     else usage();
   }
@@ -185,6 +207,13 @@ int main(int argc, char **argv) {
   if (runs < 1) usage();
   bench_cfg_t cfg;
   if (quick) cfg_quick(&cfg); else cfg_full(&cfg);
+  if (pin >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(pin, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) bench_die("sched_setaffinity", errno);
+    printf("INFO gvlbench pinned to CPU %d\n", pin);
+  }
   become_multithreaded();
   bench_calibrate();
   printf("INFO gvlbench steps_per_us %u\n", bench_steps_per_us);
@@ -194,6 +223,10 @@ int main(int argc, char **argv) {
     printf("INFO variant %s %s\n", variants[v].ops->name, variants[v].ops->design);
   bench_meta_basic();
   bench_meta_sched();
+  bench_meta_floor();
+  for (size_t c = 0; c < NCASES; c++)
+    bench_meta("cpu", cases[c].name, "CPUs", "none",
+               "process CPU time / wall time while the case ran (1 = one CPU busy throughout)");
   chart_list();
   fflush(stdout);
   for (size_t c = 0; c < NCASES; c++)

@@ -52,6 +52,23 @@ void bench_case_starvation(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg);
 void bench_case_convoy(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg);
 void bench_meta_sched(void);
 
+/* workloads_floor.c: the machine's raw thread handoff, no lock around it */
+typedef struct {
+  double handoff_ns;        /* the fastest of the four ping-pongs below, per handoff */
+  double wake_p50_ns, wake_p99_ns;  /* a parked thread woken by a futex, the faster placement */
+  double spin_cross_ns, spin_same_ns;    /* spinning waiter: 2 CPUs / 1 CPU (0: not run) */
+  double futex_cross_ns, futex_same_ns;  /* parked waiter, FUTEX_WAKE            */
+  double wake_cross_ns, wake_same_ns;    /* wake-up medians per placement       */
+} bench_floor_t;
+
+void bench_floor_measure(bench_floor_t *f, uint64_t trips, size_t wakes, uint64_t cap_ns);
+/* A short measurement (~0.1 s; quick: ~20 ms), taken at the start of a run
+ * of the cases that report their costs as multiples of the floor. */
+void bench_floor_probe(bench_floor_t *f, int quick);
+void bench_case_floor(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg);
+void bench_meta_floor(void);
+extern const bench_gvl_ops_t bench_floor_ops;
+
 /* ---- shared by the cases (workloads_common.c) ---------------------------- */
 
 /* Who held the GVL last, as seen by the workload itself: a count of real

@@ -9,6 +9,7 @@
 #include <gvl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- uncontended ---------------------------------------------------------
@@ -182,7 +183,14 @@ typedef struct {
   uint64_t n;
   atomic_int *arrived, *ticket;
   _Atomic uint64_t *start_ns, *end_ns;
+  _Atomic uint64_t *cpu_ns;   /* both threads' CPU time over their yields */
 } pass_arg_t;
+
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void pass_first(pass_arg_t *a, void *t) {
   while (atomic_load(a->arrived) < 2) {
@@ -203,10 +211,12 @@ static void *pass_main(void *arg) {
   a->ops->acquire(t);
   if (atomic_fetch_add(a->ticket, 1) == 0) pass_first(a, t);
   else bench_track(a->track, t);
+  uint64_t c0 = thread_cpu_ns();
   for (uint64_t i = 0; i < a->n; i++) {
     a->ops->yield(t);
     bench_track(a->track, t);
   }
+  atomic_fetch_add(a->cpu_ns, thread_cpu_ns() - c0);
   uint64_t now = bench_now_ns(), prev = atomic_load(a->end_ns);
   while (now > prev && !atomic_compare_exchange_weak(a->end_ns, &prev, now)) {
   }
@@ -243,12 +253,20 @@ void bench_case_thread_pass(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) 
   atomic_init(&track.holder, NULL);
   atomic_init(&track.switches, 0);
   atomic_int arrived = 0, ticket = 0;
-  _Atomic uint64_t start_ns = 0, end_ns = 0;
-  pass_arg_t a = {ops, g, &gate, &track, cfg->passes, &arrived, &ticket, &start_ns, &end_ns};
+  _Atomic uint64_t start_ns = 0, end_ns = 0, cpu_ns = 0;
+  pass_arg_t a = {ops, g, &gate, &track, cfg->passes, &arrived, &ticket, &start_ns, &end_ns,
+                  &cpu_ns};
   pass_arg_t args[2] = {a, a};
+  bench_floor_t fl;
+  bench_floor_probe(&fl, cfg->quick);
   timed_threads(2, pass_main, args, sizeof args[0], &gate);
   double dt = (double)(atomic_load(&end_ns) - atomic_load(&start_ns));
+  double per = dt / (2.0 * (double)cfg->passes);
   bench_result("thread_pass", ops->name, "time_s", dt / 1e9);
+  bench_result("thread_pass", ops->name, "ns_yield", per);
+  bench_result("thread_pass", ops->name, "x_floor", per / fl.handoff_ns);
+  bench_result("thread_pass", ops->name, "floor_ns", fl.handoff_ns);
+  bench_result("thread_pass", ops->name, "cpus", dt > 0 ? (double)atomic_load(&cpu_ns) / dt : 0);
   if (bench_has_lock(ops)) {
     double sw = (double)atomic_load(&track.switches);
     bench_result("thread_pass", ops->name, "handoff_pct", sw / (2.0 * (double)cfg->passes) * 100);
@@ -259,7 +277,19 @@ void bench_case_thread_pass(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) 
 
 /* ---- pipe (vm4_pipe) -----------------------------------------------------
  * Two threads ping-pong one byte each way over two pipes; every read and
- * write is a blocking region (call_without). */
+ * write is a blocking region (call_without).
+ *
+ * A pipe round trip is a cross-thread wake-up each way, so its time follows
+ * where the scheduler puts the two threads and how deep the other CPU
+ * sleeps: on this machine the same 10,000 trips took 0.03-0.69 s from run
+ * to run, for nogvl as much as for any lock.  So the case measures each
+ * round trip (the pinger's clock around write+read) and reports medians,
+ * and for a variant with a lock it runs nogvl in the same call, in
+ * PIPE_CHUNKS chunks alternating with the variant's (fresh threads each
+ * chunk, ABBA order), so both see the same placements and the same load:
+ * vs_nogvl = the variant's median trip / nogvl's median trip. */
+
+#define PIPE_CHUNKS 10
 
 typedef struct {
   int fd;
@@ -290,6 +320,7 @@ typedef struct {
   int in, out;     /* this side reads `in`, writes `out`                */
   int first;       /* 1: write first (the pinger)                       */
   uint64_t n;
+  double *trip;    /* pinger: ns per round trip, n of them              */
 } pipe_arg_t;
 
 static void *pipe_main(void *arg) {
@@ -299,8 +330,10 @@ static void *pipe_main(void *arg) {
   bench_gate_wait(a->gate);
   a->ops->acquire(t);
   for (uint64_t i = 0; i < a->n; i++) {
+    uint64_t t0 = a->first ? bench_now_ns() : 0;
     a->ops->call_without(t, a->first ? io_write1 : io_read1, a->first ? (void *)&out : (void *)&in);
     a->ops->call_without(t, a->first ? io_read1 : io_write1, a->first ? (void *)&in : (void *)&out);
+    if (a->first) a->trip[i] = (double)(bench_now_ns() - t0);
     a->ops->check_ints(t);
   }
   a->ops->release(t);
@@ -308,18 +341,47 @@ static void *pipe_main(void *arg) {
   return NULL;
 }
 
+/* One chunk of n round trips on g; per-trip ns into trip[0..n).  Returns
+ * the chunk's wall time. */
+static uint64_t pipe_chunk(const bench_gvl_ops_t *ops, void *g, const int p1[2],
+                           const int p2[2], uint64_t n, double *trip) {
+  bench_gate_t gate;
+  bench_gate_init(&gate, 2);
+  pipe_arg_t args[2] = {{ops, g, &gate, p2[0], p1[1], 1, n, trip},
+                        {ops, g, &gate, p1[0], p2[1], 0, n, NULL}};
+  uint64_t dt = timed_threads(2, pipe_main, args, sizeof args[0], &gate);
+  bench_gate_destroy(&gate);
+  return dt;
+}
+
 void bench_case_pipe(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
   int p1[2], p2[2];
   if (pipe(p1) || pipe(p2)) bench_die("pipe", errno);
-  void *g = ops->create();
-  bench_gate_t gate;
-  bench_gate_init(&gate, 2);
-  pipe_arg_t args[2] = {{ops, g, &gate, p2[0], p1[1], 1, cfg->trips},
-                        {ops, g, &gate, p1[0], p2[1], 0, cfg->trips}};
-  uint64_t dt = timed_threads(2, pipe_main, args, sizeof args[0], &gate);
-  bench_result("pipe", ops->name, "time_s", (double)dt / 1e9);
-  bench_gate_destroy(&gate);
+  int ref = bench_has_lock(ops);  /* run nogvl alongside */
+  uint64_t per = cfg->trips / PIPE_CHUNKS ? cfg->trips / PIPE_CHUNKS : 1;
+  size_t n = (size_t)(per * PIPE_CHUNKS);
+  double *tv = bench_xcalloc(n, sizeof *tv), *tn = ref ? bench_xcalloc(n, sizeof *tn) : NULL;
+  void *g = ops->create(), *gn = ref ? bench_nogvl_ops.create() : NULL;
+  uint64_t total = 0;
+  for (int c = 0; c < PIPE_CHUNKS; c++) {
+    int nogvl_first = ref && (c & 1);
+    if (nogvl_first) pipe_chunk(&bench_nogvl_ops, gn, p1, p2, per, tn + (size_t)c * per);
+    total += pipe_chunk(ops, g, p1, p2, per, tv + (size_t)c * per);
+    if (ref && !nogvl_first) pipe_chunk(&bench_nogvl_ops, gn, p1, p2, per, tn + (size_t)c * per);
+  }
+  double mv = bench_percentile(tv, n, 50);
+  bench_result("pipe", ops->name, "time_s", (double)total / 1e9);
+  bench_result("pipe", ops->name, "trip_us", mv / 1000.0);
+  bench_result("pipe", ops->name, "trip_p99_us", bench_percentile(tv, n, 99) / 1000.0);
+  if (ref) {
+    double mn = bench_percentile(tn, n, 50);
+    bench_result("pipe", ops->name, "nogvl_trip_us", mn / 1000.0);
+    bench_result("pipe", ops->name, "vs_nogvl", mn > 0 ? mv / mn : 0);
+    bench_nogvl_ops.destroy(gn);
+  }
   ops->destroy(g);
+  free(tv);
+  free(tn);
   close(p1[0]), close(p1[1]), close(p2[0]), close(p2[1]);
 }
 
@@ -453,7 +515,15 @@ void bench_meta_basic(void) {
   bench_meta("check_ints", "body_ns", "ns", "none", "measured loop body of the tight loop");
   bench_meta("thread_pass", "time_s", "s", "low", "2 threads x N yields (vm4_thread_pass)");
   bench_meta("thread_pass", "handoff_pct", "%", "high", "yields that really switched threads");
-  bench_meta("pipe", "time_s", "s", "low", "N one-byte round trips over two pipes in blocking regions (vm4_pipe)");
+  bench_meta("thread_pass", "ns_yield", "ns", "low", "time per yield (time_s / 2N)");
+  bench_meta("thread_pass", "x_floor", "x", "low", "ns_yield / the floor's fastest handoff (floor_ns), same run (target <= 2)");
+  bench_meta("thread_pass", "floor_ns", "ns", "none", "the floor's fastest handoff measured at the start of this run");
+  bench_meta("thread_pass", "cpus", "CPUs", "low", "both threads' CPU time over their yields / the time: 1 = only the thread with the GVL runs, 2 = the waiter spins throughout");
+  bench_meta("pipe", "time_s", "s", "low", "N one-byte round trips over two pipes in blocking regions (vm4_pipe), in 10 chunks");
+  bench_meta("pipe", "trip_us", "us", "low", "median round trip");
+  bench_meta("pipe", "trip_p99_us", "us", "low", "99th percentile round trip");
+  bench_meta("pipe", "nogvl_trip_us", "us", "none", "nogvl's median round trip in the chunks run alongside this variant's");
+  bench_meta("pipe", "vs_nogvl", "x", "low", "median round trip / nogvl's in the same call, chunks alternating (target <= 1.2)");
   bench_meta("mutex_10", "time_s", "s", "low", "10 threads on one host mutex (vm3_thread_mutex)");
   bench_meta("mutex_100", "time_s", "s", "low", "100 threads on one host mutex (vm3_thread_mutex)");
   bench_meta("busy_flag", "time_ms", "ms", "low", "`0 until flag`: setter's wait until the spinner sees the flag");

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MS 1000000ull
@@ -71,18 +72,31 @@ typedef struct {
   const bench_gvl_ops_t *ops;
   void *g;
   atomic_int phase;
-  double *lat;
+  double *lat, *due;
   size_t cap, n;
+  uint64_t wait_cpu_ns, wait_ns;   /* event thread: CPU and wall in acquire */
 } disp_t;
+
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void disp_one(disp_t *d, void *t, uint64_t *next, uint64_t *x) {
   *next += MS;
   uint64_t now = bench_now_ns();
   if (*next < now) *next = now + MS;
   bench_sleep_until(*next);
-  uint64_t t0 = bench_now_ns();
+  /* The CPU clock is read outside the wall clock's interval (it is a
+   * system call): wait_ns brackets wait_cpu_ns, lat does not include it. */
+  uint64_t w0 = bench_now_ns(), c0 = thread_cpu_ns(), t0 = bench_now_ns();
   d->ops->acquire_prio(t, BENCH_PRIO_BOOST);
-  d->lat[d->n++] = (double)(bench_now_ns() - t0);
+  uint64_t t1 = bench_now_ns(), c1 = thread_cpu_ns(), w1 = bench_now_ns();
+  d->lat[d->n] = (double)(t1 - t0);
+  d->due[d->n++] = t1 > *next ? (double)(t1 - *next) : 0;
+  d->wait_cpu_ns += c1 - c0;
+  d->wait_ns += w1 - w0;
   *x = bench_spin(*x, bench_steps_per_us);
   d->ops->release(t);
 }
@@ -118,6 +132,9 @@ void bench_case_dispatch(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
   disp_t d = {.ops = ops, .g = ops->create()};
   d.cap = (size_t)(cfg->events_ns / MS) + 16;
   d.lat = bench_xcalloc(d.cap, sizeof *d.lat);
+  d.due = bench_xcalloc(d.cap, sizeof *d.due);
+  bench_floor_t fl;
+  bench_floor_probe(&fl, cfg->quick);
   atomic_int stop = 0;
   uint64_t per_events = cfg->events_ns / DISP_ROUNDS, per_solo = cfg->solo_ns / DISP_ROUNDS;
   bench_hog_t hog = {.ops = ops, .g = d.g, .stop = &stop,
@@ -138,9 +155,18 @@ void bench_case_dispatch(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
   bench_stats_t st;
   ops->stats(d.g, &st);
   bench_report_latency("dispatch_latency", ops->name, d.lat, d.n);
+  double p50 = bench_percentile(d.lat, d.n, 50);
+  bench_result("dispatch_latency", ops->name, "p50_x_floor", p50 / fl.wake_p50_ns);
+  bench_result("dispatch_latency", ops->name, "floor_wake_us", fl.wake_p50_ns / 1000.0);
+  bench_result("dispatch_latency", ops->name, "due_p50_us", bench_percentile(d.due, d.n, 50) / 1000.0);
+  bench_result("dispatch_latency", ops->name, "due_p99_us", bench_percentile(d.due, d.n, 99) / 1000.0);
+  if (bench_has_lock(ops))  /* nogvl does not wait: nothing to divide */
+    bench_result("dispatch_latency", ops->name, "wait_cpu_pct",
+                 d.wait_ns ? (double)d.wait_cpu_ns / (double)d.wait_ns * 100.0 : 0);
   bench_result("dispatch_latency", ops->name, "preemptions", (double)st.preemptions);
   bench_result("hog_throughput", ops->name, "pct", rs > 0 ? rd / rs * 100.0 : 0);
   free(d.lat);
+  free(d.due);
   ops->destroy(d.g);
 }
 
@@ -368,6 +394,8 @@ void bench_case_convoy(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) bench_die("socketpair", errno);
   pthread_t echo;
   if (pthread_create(&echo, NULL, echo_main, &sv[1])) bench_die("pthread_create", 0);
+  bench_floor_t fl;
+  bench_floor_probe(&fl, cfg->quick);
   void *g = ops->create();
   convoy_acc_t alone = {0}, one = {0}, two = {0};
   for (int c = 0; c < CONVOY_CHUNKS; c++) {
@@ -384,6 +412,10 @@ void bench_case_convoy(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
   bench_result("convoy", ops->name, "io_ratio_2hog", a > 0 ? acc_trip_ns(&two) / a : 0);
   bench_result("convoy", ops->name, "hog_pct_2hog", acc_hog_pct(&two));
   bench_result("convoy", ops->name, "io_us_alone", a / 1000.0);
+  bench_result("convoy", ops->name, "extra_x_floor_1hog",
+               a > 0 ? (acc_trip_ns(&one) - a) / fl.handoff_ns : 0);
+  bench_result("convoy", ops->name, "extra_x_floor_2hog",
+               a > 0 ? (acc_trip_ns(&two) - a) / fl.handoff_ns : 0);
   bench_result("convoy", ops->name, "trips_1hog", (double)one.trips);
   bench_result("convoy", ops->name, "trips_2hog", (double)two.trips);
   bench_stats_t st = {0};
@@ -404,6 +436,11 @@ void bench_meta_sched(void) {
   bench_meta("dispatch_latency", "p50_us", "us", "low", "boosted acquire at 1 kHz beside a hog (target p50 <= 10)");
   bench_meta("dispatch_latency", "p99_us", "us", "low", "as p50_us, 99th percentile (target <= 50)");
   bench_meta("dispatch_latency", "max_us", "us", "low", "as p50_us, worst");
+  bench_meta("dispatch_latency", "p50_x_floor", "x", "low", "p50_us / the floor's wake-up of a parked thread (median, floor_wake_us), same run (target <= 2)");
+  bench_meta("dispatch_latency", "floor_wake_us", "us", "none", "the floor's futex wake-up (median) measured at the start of this run");
+  bench_meta("dispatch_latency", "due_p50_us", "us", "low", "event's due time (end of its 1 ms sleep) to holding the GVL: includes the OS's wake-up of the event thread");
+  bench_meta("dispatch_latency", "due_p99_us", "us", "low", "as due_p50_us, 99th percentile (loaded rows: target <= 3x nogvl's)");
+  bench_meta("dispatch_latency", "wait_cpu_pct", "%", "low", "event thread's CPU time inside the boosted acquire / wall time inside it");
   bench_meta("dispatch_latency", "samples", "count", "none", "events measured");
   bench_meta("dispatch_latency", "preemptions", "count", "none", "safe points that gave the lock up");
   bench_meta("hog_throughput", "pct", "%", "high", "hog's rate during the 1 kHz events vs alone (target >= 97)");
@@ -415,6 +452,8 @@ void bench_meta_sched(void) {
   bench_meta("convoy", "io_ratio_2hog", "x", "low", "I/O round-trip time beside 2 hogs / alone");
   bench_meta("convoy", "hog_pct_2hog", "%", "high", "2 hogs' rate while the I/O thread runs / before");
   bench_meta("convoy", "io_us_alone", "us", "low", "I/O round trip alone");
+  bench_meta("convoy", "extra_x_floor_1hog", "x", "low", "extra time per round trip beside 1 hog (vs alone) in the floor's fastest handoffs, same run");
+  bench_meta("convoy", "extra_x_floor_2hog", "x", "low", "as extra_x_floor_1hog, beside 2 hogs");
   bench_meta("convoy", "trips_1hog", "count", "none", "round trips done beside 1 hog (capped by time)");
   bench_meta("convoy", "trips_2hog", "count", "none", "round trips done beside 2 hogs (capped by time)");
   bench_meta("convoy", "ia_cost_us", "us", "none", "libgvl's estimate of what one interactive preemption costs the hog (gvl_stats ia_cost_ns), at the end");

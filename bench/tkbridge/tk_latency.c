@@ -2,7 +2,7 @@
  * tk_latency -- a Tcl event to the start of the host callback it triggers,
  * while a hog thread holds the GVL (a safe point every ~1 us of work).
  *
- *   tk_latency [--quick] [--runs N]
+ *   tk_latency [--quick] [--runs N] [--only a,b]
  *
  * Trigger: `after 0 {hostcb}` (Tcl's timer event through the libuv
  * notifier), and with a display also `event generate` of a virtual event
@@ -12,6 +12,9 @@
  *   gvloop          host callbacks take the GVL with the boost
  *   gvloop-noboost  same, at normal priority (waits for the hog's slice)
  *   nohog           boost, no hog: the floor (Tcl dispatch + uncontended GVL)
+ *   nogvl           boost, beside a CPU-bound thread that never takes the
+ *                   GVL: what the OS scheduler alone costs (the reference
+ *                   on a loaded machine)
  *   tkinter         python3-tk: after(0) callback delay beside a CPU-bound
  *                   Python thread (when python3 with tkinter is installed)
  * Output: RESULT tk_latency[_event] <variant> p50_us|p99_us|max_us|samples <v>
@@ -110,17 +113,27 @@ static const char event_loop[] =
     "}\n"
     "set ::n 0; step; vwait ::done";
 
-static int run_variant(const char *variant, int boost, int hogs, int n, int with_tk) {
+/* A CPU-bound thread outside the GVL (the nogvl variant). */
+static void *plain_hog_main(void *arg) {
+  tkb__hog_t *h = arg;
+  volatile unsigned long x = 1;
+  while (!atomic_load(&h->stop))
+    for (unsigned long i = 0; i < h->spin_per_us; i++) x = x * 6364136223846793005ul + 1;
+  return NULL;
+}
+
+/* hogs GVL hogs; plain: one more CPU-bound thread that takes no GVL. */
+static int run_variant(const char *variant, int boost, int hogs, int plain, int n, int with_tk) {
   gvl_t *g = gvl_create(NULL);
   evl_config_t ec;
   memset(&ec, 0, sizeof ec);
   tkb_evl_config(&ec);
-  if (!boost) ec.prio = EVL_PRIO_NORMAL;
+  ec.prio = boost ? EVL_PRIO_BOOST : EVL_PRIO_NORMAL;
   evl_t *l = evl_start(g, &ec);
   tkb_config_t tc;
   memset(&tc, 0, sizeof tc);
   tc.no_tk = !with_tk;
-  tc.prio = boost ? 0 : TKB_PRIO_NORMAL;
+  tc.prio = boost ? TKB_PRIO_BOOST : TKB_PRIO_NORMAL;
   tkb_t *tk = NULL;
   int rc = l ? tkb_start(l, &tc, &tk) : errno;
   if (rc != 0) {
@@ -138,6 +151,7 @@ static int run_variant(const char *variant, int boost, int hogs, int n, int with
   tkb__hog_t hog = {.gvl = g, .spin_per_us = spin_per_us};
   atomic_init(&hog.stop, 0);
   for (int i = 0; i < hogs; i++) pthread_create(&th[i], NULL, tkb__hog_main, &hog);
+  if (plain) pthread_create(&th[hogs], NULL, plain_hog_main, &hog);
   usleep(20000); /* let the hogs take the GVL */
   nsamples = 0;
   char *res = NULL;
@@ -145,7 +159,7 @@ static int run_variant(const char *variant, int boost, int hogs, int n, int with
   if (rc != 0) fprintf(stderr, "tk_latency: %s: %s\n", variant, res ? res : "");
   free(res);
   atomic_store(&hog.stop, 1);
-  for (int i = 0; i < hogs; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < hogs + (plain != 0); i++) pthread_join(th[i], NULL);
   const char *bench = with_tk ? "tk_latency_event" : "tk_latency";
   report(bench, variant);
   gvl_stats_t gs;
@@ -176,11 +190,26 @@ static void run_tkinter(int n) {
   fflush(stdout);
 }
 
+/* Is name in the comma-separated list (NULL: everything)? */
+static int wanted(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0) return 1;
+    if (!e) break;
+    p = e + 1;
+  }
+  return list == NULL;
+}
+
 int main(int argc, char **argv) {
   int quick = 0, runs = 1;
+  const char *only = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0) quick = 1;
     else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
   }
   if (runs < 1) runs = 1;
   int n = quick ? 200 : 2000;
@@ -193,15 +222,15 @@ int main(int argc, char **argv) {
   printf("INFO tk_latency notifier %s\n", tkb_notifier_name());
   spin_per_us = tkb__hog_calibrate();
   for (int r = 0; r < runs; r++) {
-    run_variant("gvloop", 1, 1, n, 0);
-    run_variant("gvloop-noboost", 0, 1, quick ? 50 : 200, 0);
-    run_variant("nohog", 1, 0, n, 0);
-    if (getenv("DISPLAY") != NULL) {
-      run_variant("gvloop", 1, 1, n, 1);
-      run_variant("gvloop-noboost", 0, 1, quick ? 50 : 200, 1);
-      run_variant("nohog", 1, 0, n, 1);
+    for (int tk = 0; tk < 2; tk++) {
+      if (tk && getenv("DISPLAY") == NULL) break;
+      if (wanted(only, "gvloop")) run_variant("gvloop", 1, 1, 0, n, tk);
+      if (wanted(only, "gvloop-noboost"))
+        run_variant("gvloop-noboost", 0, 1, 0, quick ? 50 : 200, tk);
+      if (wanted(only, "nohog")) run_variant("nohog", 1, 0, 0, n, tk);
+      if (wanted(only, "nogvl")) run_variant("nogvl", 1, 0, 1, n, tk);
     }
-    run_tkinter(quick ? 50 : 200);
+    if (wanted(only, "tkinter")) run_tkinter(quick ? 50 : 200);
     printf("DONE tk_latency all %d\n", r);
   }
   free(samples);

@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
   }
   if (runs < 1 || runs > 99) runs = 7;
-  snprintf(trace_path, sizeof trace_path, "/tmp/gvl_trace_cost.%d.json",
+  snprintf(trace_path, sizeof trace_path, "/tmp/gvl_trace_cost.%d.gvlt",
            (int)getpid());
   if (!(g = gvl_create(NULL))) die("gvl_create", errno);
   if (!(self_t = gvl_thread_attach(g, 0))) die("attach", errno);

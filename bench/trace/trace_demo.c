@@ -6,10 +6,14 @@
  * bench variants of bench/src, run through the same ops table as gvlbench)
  * two threads run for --ms milliseconds:
  *   hog     holds the GVL, passes a safe point after every ~1 us of work;
- *   events  wakes every 1 ms ("arrival"), takes the GVL with a boost, runs
- *           a 20 us "host callback" under it, releases, then runs a 30 us
- *           "redraw" without the GVL (what Tk does on the loop thread).
- * Output in DIR: trace-<policy>.json (open in ui.perfetto.dev), and
+ *   events  wakes every 1 ms ("arrival"), takes the GVL with a boost (a
+ *           plain acquire for the locks that have none), runs a 20 us
+ *           "host callback" under it, releases, then runs a 30 us "redraw"
+ *           without the GVL (what Tk does on the loop thread).
+ * The threads are named with gvl_thread_set_name (libgvl variants) or
+ * gvl_trace_set_thread_name (baselines), so the pictures show the names.
+ * Output in DIR: trace-<policy>.gvlt (libgvl's raw trace), turned by
+ * gvl-trace (tools/) into trace-<policy>.json (open in ui.perfetto.dev), and
  *   timeline.png       all policies, a 200 ms window, one panel each;
  *   timeline-zoom.png  gvloop and gvloop without boost, a 5 ms window.
  *
@@ -21,7 +25,8 @@
  * and their hog also pays two clock reads per safe point.
  *
  * Usage: gvl_trace_demo [--out DIR] [--ms N] [--python PATH] [--script PATH]
- *                       [--quick] [--runs N]   (the last two: bench runner)
+ *                       [--tool PATH] [--quick] [--runs N]
+ * (--tool: gvl-trace; the last two: ignored, for the bench runner)
  * Also prints the events' dispatch latency per policy (arrival to GVL held;
  * ticks that pass while an event waits are coalesced, as a GUI event source
  * would, and counted; the timer's own lateness is reported apart) as RESULT
@@ -47,6 +52,9 @@
 #ifndef TRACE_PYTHON
 #define TRACE_PYTHON "/usr/bin/python3"
 #endif
+#ifndef TRACE_TOOL
+#define TRACE_TOOL "gvl-trace"
+#endif
 
 extern char **environ;
 
@@ -56,12 +64,15 @@ typedef struct {
   int native;                  /* a libgvl variant: trace the GVL itself */
 } policy_t;
 
+/* Only gvloop has a boost: the baselines take the events' boosted acquire
+ * as a plain one, and their panels say so. */
 static const policy_t policies[] = {
-    {"gvloop", "GVLOOP (BOOSTED EVENTS)", &bench_gvloop_ops, 1},
-    {"gvloop-noboost", "GVLOOP WITHOUT BOOST", &bench_gvloop_noboost_ops, 1},
-    {"cond-timer", "COND-TIMER (RUBY 1.9.3-3.X STYLE, 100 MS SLICE)",
-     &bench_cond_timer_ops, 0},
-    {"cpython", "CPYTHON STYLE (5 MS SWITCH INTERVAL)", &bench_cpython_ops, 0},
+    {"gvloop", "gvloop, events boosted", &bench_gvloop_ops, 1},
+    {"gvloop-noboost", "gvloop, events not boosted", &bench_gvloop_noboost_ops, 1},
+    {"cond-timer", "cond-timer: Ruby 1.9.3-3.x style, 100 ms slice, no boost "
+     "(states timed around the lock calls)", &bench_cond_timer_ops, 0},
+    {"cpython", "cpython: CPython style, 5 ms switch interval, no boost "
+     "(states timed around the lock calls)", &bench_cpython_ops, 0},
 };
 #define NPOL (sizeof policies / sizeof policies[0])
 
@@ -79,12 +90,12 @@ typedef struct {
   uint64_t skipped;            /* ticks coalesced while an event waited   */
 } run_t;
 
-/* Per thread: the state measured around a baseline's calls. */
+/* Per thread: the state measured around a baseline's calls.  A baseline
+ * has no boost, so its waits and holds are plain ones. */
 typedef struct {
   run_t *r;
   void *t;
   uint64_t hold_since;
-  int boosted;
 } th_t;
 
 static void span(th_t *th, const char *name, uint64_t a, uint64_t b) {
@@ -95,12 +106,11 @@ static void acquire(th_t *th, int prio) {
   uint64_t t0 = bench_now_ns();
   th->r->p->ops->acquire_prio(th->t, prio);
   th->hold_since = bench_now_ns();
-  th->boosted = prio > 0 && th->r->p->ops != &bench_gvloop_noboost_ops;
-  span(th, th->boosted ? "wait boosted" : "wait", t0, th->hold_since);
+  span(th, "wait", t0, th->hold_since);
 }
 
 static void release(th_t *th) {
-  span(th, th->boosted ? "hold boosted" : "hold", th->hold_since, bench_now_ns());
+  span(th, "hold", th->hold_since, bench_now_ns());
   th->r->p->ops->release(th->t);
 }
 
@@ -119,11 +129,18 @@ static void safe_point(th_t *th) {
   }
 }
 
+/* A libgvl variant's handle is a gvl_thread_t: name it through the lock;
+ * a baseline's thread is named for the trace that carries its states. */
+static void name_thread(th_t *th, const char *name) {
+  if (th->r->p->native) (void)gvl_thread_set_name(th->t, name);
+  else (void)gvl_trace_set_thread_name(name);
+}
+
 static void *hog(void *arg) {
   run_t *r = arg;
-  th_t th = {r, r->p->ops->attach(r->lock), 0, 0};
+  th_t th = {r, r->p->ops->attach(r->lock), 0};
   uint64_t x = 1;
-  gvl_trace_set_thread_name("hog");
+  name_thread(&th, "hog (CPU-bound)");
   acquire(&th, 0);
   atomic_store(&r->hog_ready, 1);
   while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
@@ -151,9 +168,9 @@ static uint64_t next_tick(uint64_t start, uint64_t i, uint64_t *skipped) {
 
 static void *events(void *arg) {
   run_t *r = arg;
-  th_t th = {r, r->p->ops->attach(r->lock), 0, 0};
+  th_t th = {r, r->p->ops->attach(r->lock), 0};
   uint64_t x = 2, start = bench_now_ns() + 1000000;
-  gvl_trace_set_thread_name("events (1 kHz)");
+  name_thread(&th, "events (1 kHz)");
   for (uint64_t i = 0; i < r->ms; i = next_tick(start, i, &r->skipped)) {
     uint64_t due = start + i * 1000000;
     bench_sleep_until(due);
@@ -187,7 +204,7 @@ static void run_policy(const policy_t *p, const char *dir, uint64_t ms) {
   r.lock = p->ops->create();
   r.tg = p->native ? (gvl_t *)r.lock : gvl_create(NULL);
   if (!r.tg) bench_die("gvl_create", errno);
-  snprintf(path, sizeof path, "%s/trace-%s.json", dir, p->name);
+  snprintf(path, sizeof path, "%s/trace-%s.gvlt", dir, p->name);
   int rc = gvl_trace_start(r.tg, path, NULL);
   if (rc) bench_die(path, rc);
   if (pthread_create(&th[0], NULL, hog, &r)) bench_die("pthread_create", errno);
@@ -215,11 +232,22 @@ static void run_policy(const policy_t *p, const char *dir, uint64_t ms) {
   free(r.wake_us);
 }
 
+/* Run argv[0] with argv; 0 if it ran and exited with 0. */
+static int run(const char *const *argv) {
+  pid_t pid;
+  int st;
+  if (posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ)) {
+    fprintf(stderr, "gvl_trace_demo: cannot run %s\n", argv[0]);
+    return 1;
+  }
+  waitpid(pid, &st, 0);
+  return !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 static int render(const char *python, const char *script, const char *out,
                   const char *window, const char *const *args) {
   const char *argv[32];
-  int n = 0, st;
-  pid_t pid;
+  int n = 0;
   argv[n++] = python;
   argv[n++] = script;
   argv[n++] = "--window";
@@ -227,28 +255,25 @@ static int render(const char *python, const char *script, const char *out,
   for (; *args && n < 30; args++) argv[n++] = *args;
   argv[n++] = out;
   argv[n] = NULL;
-  if (posix_spawn(&pid, python, NULL, NULL, (char *const *)argv, environ)) {
-    fprintf(stderr, "gvl_trace_demo: cannot run %s; traces are written, "
-            "PNGs are not\n", python);
-    return 1;
-  }
-  waitpid(pid, &st, 0);
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) printf("# wrote %s\n", out);
-  return !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  int rc = run(argv);
+  if (!rc) printf("# wrote %s\n", out);
+  return rc;
 }
 
 int main(int argc, char **argv) {
   const char *dir = "trace-out", *python = TRACE_PYTHON, *script = TRACE_PNG_SCRIPT;
+  const char *tool = TRACE_TOOL;
   uint64_t ms = 300;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--out") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--ms") && i + 1 < argc) ms = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--python") && i + 1 < argc) python = argv[++i];
     else if (!strcmp(argv[i], "--script") && i + 1 < argc) script = argv[++i];
+    else if (!strcmp(argv[i], "--tool") && i + 1 < argc) tool = argv[++i];
     else if (!strcmp(argv[i], "--runs") && i + 1 < argc) i++;
     else if (strcmp(argv[i], "--quick")) {
-      fprintf(stderr, "usage: %s [--out DIR] [--ms N] [--python P] [--script S]\n",
-              argv[0]);
+      fprintf(stderr, "usage: %s [--out DIR] [--ms N] [--python P] [--script S] "
+              "[--tool GVL_TRACE]\n", argv[0]);
       return 2;
     }
   }
@@ -257,11 +282,14 @@ int main(int argc, char **argv) {
   bench_calibrate();
   for (size_t i = 0; i < NPOL; i++) run_policy(&policies[i], dir, ms);
 
-  char files[NPOL][1024], out[1024], out2[1024], win[64], zoom[64];
+  char raw[NPOL][1024], files[NPOL][1024], out[1024], out2[1024], win[64], zoom[64];
   const char *args[4 * NPOL + 1];
   int n = 0;
   for (size_t i = 0; i < NPOL; i++) {
+    snprintf(raw[i], sizeof raw[i], "%s/trace-%s.gvlt", dir, policies[i].name);
     snprintf(files[i], sizeof files[i], "%s/trace-%s.json", dir, policies[i].name);
+    const char *conv[] = {tool, raw[i], files[i], NULL};
+    if (run(conv)) return 1;
     args[n++] = "--title";
     args[n++] = policies[i].title;
   }

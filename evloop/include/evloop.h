@@ -1,12 +1,15 @@
 /*
  * evloop.h -- a libuv event loop outside the GVL that runs host callbacks
- * under the GVL, taken with a priority boost.
+ * under the GVL, taken at the priority the host chose (EVL_PRIO_BOOST to
+ * cut in ahead of CPU-bound threads).
  *
  * One evl_t owns one uv_loop_t and one loop thread.  The loop thread waits in
  * the kernel (uv_run) holding nothing.  libuv callbacks never run host code:
  * they move ready work onto a dispatch queue.  After uv_run returns, the loop
  * thread takes the GVL once with gvl_acquire_prio(cfg.prio), runs ready host
- * callbacks up to a budget (count and time), and releases it.
+ * callbacks up to a budget (count and time), and releases it.  A host that
+ * wants its callbacks to cut in ahead of CPU-bound threads sets
+ * cfg.prio = EVL_PRIO_BOOST (the setting gvloop's shells and examples use).
  *
  * Every registration (post, timer, fd watch, signal watch, thread-pool work,
  * file read) gets an id (never 0) and a callback.  The callback's LAST call
@@ -19,18 +22,22 @@
  * registration has had its last call.  When a call that takes a callback
  * returns an error, that callback is never called.
  *
- * Return values: every int-returning call returns 0 or a positive errno:
+ * Return values: every int-returning call returns 0 or a positive code: an
+ * errno value or one of evloop's own (EVL_E*, 10100 and above, out of
+ * errno's range), where an errno value would mislead:
  *   EINVAL     NULL or out-of-range argument
  *   EPERM      wrong thread for this call (see the thread rules)
  *   EBUSY      evl_step from inside a libuv callback; evl_cancel of work
  *              that has started; evl_destroy from the loop thread
- *   ENOENT     evl_cancel: the id is unknown or has had its last call
+ *   EVL_ENOREG    evl_cancel: the id is unknown or has had its last call
  *   EEXIST     evl_fd_watch: the fd is already watched on this loop
- *   ESHUTDOWN  evl_stop was requested: new registrations are refused
+ *   EVL_ENOTPOLL  evl_fd_watch: a regular file or directory
+ *   EVL_ESTOPPED  evl_stop was requested: new registrations are refused
  *   ENOMEM     allocation failure (never a crash in evloop; libuv 1.44
  *              itself abort()s if it cannot grow its fd table inside
  *              uv_loop_init / uv_poll_start / uv_signal_init)
  *   anything else: the errno of the failing system call
+ * evl_strerror() says what a code means here, evl_err_name() its name.
  *
  * Thread rules, beside each call:
  *   [any]          any thread, attached to the GVL or not, holding it or not
@@ -62,6 +69,15 @@ extern "C" {
 #define EVL_EXPORT
 #endif
 
+/* Version of this header (the project's; semantic versioning).
+ * evl_version() and evl_version_string() give the library's. */
+#define EVL_VERSION_MAJOR 0
+#define EVL_VERSION_MINOR 1
+#define EVL_VERSION_PATCH 0
+#define EVL_VERSION_STRING "0.1.0"
+#define EVL_VERSION_HEX \
+  ((EVL_VERSION_MAJOR << 16) | (EVL_VERSION_MINOR << 8) | EVL_VERSION_PATCH)
+
 /* uv.h needs POSIX feature macros that a strict -std=c11 build lacks, so
  * only the loop type is declared here (C11 allows repeating a typedef that
  * names the same type, so including uv.h too is fine). */
@@ -90,10 +106,11 @@ typedef void (*evl_read_cb)(evl_t *l, void *arg, int status, char *data,
 typedef void (*evl_work_fn)(void *arg);
 
 typedef struct {
-  int      prio;            /* GVL priority used to dispatch host callbacks;
-                               default (0 here) means GVL_PRIO_BOOST.  To
-                               dispatch at normal priority use
-                               EVL_PRIO_NORMAL.                             */
+  int      prio;            /* GVL priority used to dispatch host callbacks,
+                               GVL_PRIO_MIN..GVL_PRIO_MAX: 0 (the default)
+                               is normal; EVL_PRIO_BOOST makes each dispatch
+                               preempt a CPU-bound holder at its next safe
+                               point (charged to the GVL's boost cap)       */
   unsigned budget_count;    /* max callbacks per GVL acquisition (0 = 64)   */
   uint64_t budget_ns;       /* max time per GVL acquisition (0 = 2 ms)      */
   int      no_thread;       /* 0: evl_start spawns the loop thread;
@@ -116,13 +133,19 @@ typedef struct {
   void    *on_ready_arg;
 } evl_config_t;
 
-/* cfg.prio is an int where 0 already means "default"; this value asks for a
- * dispatch at GVL_PRIO_NORMAL (no boost). */
-#define EVL_PRIO_NORMAL INT32_MIN
+/* Values for cfg.prio (any GVL priority is accepted). */
+#define EVL_PRIO_NORMAL GVL_PRIO_NORMAL   /* 0: the default               */
+#define EVL_PRIO_BOOST  GVL_PRIO_BOOST    /* host callbacks cut in        */
+
+/* evloop's own error codes (see the top of this file). */
+#define EVL_ESTOPPED 10100  /* loop stopped: registrations refused          */
+#define EVL_ENOREG   10101  /* no such registration (evl_cancel)            */
+#define EVL_ENOTPOLL 10102  /* fd cannot be watched: regular file/directory */
 
 /* ---- lifecycle ------------------------------------------------------------ */
 
-/* [any] Create a loop on g.  cfg may be NULL for defaults.  Unless
+/* [any] Create a loop on g.  cfg may be NULL for defaults (the same as a
+ * zeroed evl_config_t: normal priority, default budgets, own thread).  Unless
  * cfg->no_thread, spawns the loop thread, which attaches to g (holding
  * nothing) and runs the driver.  Returns NULL with errno set: EINVAL (NULL g,
  * a priority outside [GVL_PRIO_MIN, GVL_PRIO_MAX]), ENOMEM, or the error of
@@ -139,7 +162,7 @@ EVL_EXPORT int evl_run(evl_t *l);
 
 /* [any, incl. from a callback or a work function] Request a stop.
  * Idempotent.  From the moment stop is requested, new registrations return
- * ESHUTDOWN and a dispatch pass runs no further callback once the running
+ * EVL_ESTOPPED and a dispatch pass runs no further callback once the running
  * one returns (a pass nested in a callback's evl_step still runs, so that
  * the wait can end).  After the driver returns, every pending registration
  * gets its last call: queued posts and armed timers get ECANCELED, watches
@@ -191,7 +214,7 @@ EVL_EXPORT int evl_destroy(evl_t *l);
 EVL_EXPORT int evl_stopping(evl_t *l);
 
 /* [any] Make a blocking evl_step return soon (uv_async_send: sends
- * coalesce).  EINVAL, ESHUTDOWN once the loop has shut down. */
+ * coalesce).  EINVAL, EVL_ESTOPPED once the loop has shut down. */
 EVL_EXPORT int evl_wakeup(evl_t *l);
 
 /* [loop thread] One pass: run uv_run once, blocking at most timeout_ms
@@ -228,7 +251,7 @@ EVL_EXPORT int evl_post_flags(evl_t *l, evl_cb cb, void *arg, unsigned flags,
                               evl_id_t *id_out);
 
 /* [any] Cancel a registration: its callback gets one last call with
- * ECANCELED (after any call of it that is running now returns).  ENOENT if
+ * ECANCELED (after any call of it that is running now returns).  EVL_ENOREG if
  * the id is unknown or has already had its last call (or was cancelled);
  * EBUSY for work whose function has started (its completion still runs with
  * status 0).  For an fd watch, close the fd only after the last call. */
@@ -249,7 +272,7 @@ EVL_EXPORT int evl_fail(evl_t *l, int err, const char *what);
  * A one-shot timer has one call (0, or ECANCELED if cancelled or stopped
  * first).  A repeating timer gets 0 per tick (ticks that fire while the
  * previous one is still waiting for dispatch are merged) and ends with
- * ECANCELED.  EINVAL, ESHUTDOWN, ENOMEM. */
+ * ECANCELED.  EINVAL, EVL_ESTOPPED, ENOMEM. */
 EVL_EXPORT int evl_timer(evl_t *l, uint64_t timeout_ms, uint64_t repeat_ms,
                          unsigned flags, evl_cb cb, void *arg,
                          evl_id_t *id_out);
@@ -265,9 +288,9 @@ EVL_EXPORT int evl_timer(evl_t *l, uint64_t timeout_ms, uint64_t repeat_ms,
  * ends with ECANCELED or with the error the kernel reported.  One watch per
  * fd per loop.  libuv switches the fd to non-blocking mode (O_NONBLOCK stays
  * set after the watch ends), so reads and writes in the callback may return
- * EAGAIN.  EINVAL (fd < 0, bad events), EBADF (fd not open), EPERM (a
- * regular file or directory: epoll cannot watch it), EEXIST, ESHUTDOWN,
- * ENOMEM. */
+ * EAGAIN.  EINVAL (fd < 0, bad events), EBADF (fd not open), EVL_ENOTPOLL
+ * (a regular file or directory: epoll cannot watch it), EEXIST,
+ * EVL_ESTOPPED, ENOMEM. */
 EVL_EXPORT int evl_fd_watch(evl_t *l, int fd, unsigned events, unsigned flags,
                             evl_io_cb cb, void *arg, evl_id_t *id_out);
 
@@ -276,7 +299,7 @@ EVL_EXPORT int evl_fd_watch(evl_t *l, int fd, unsigned events, unsigned flags,
 /* [any] Watch a signal (libuv's handler is installed process-wide; several
  * watches may share a signal).  cb gets 0 per delivery (deliveries that
  * arrive before dispatch are merged) and ends with ECANCELED.  EINVAL (not in
- * 1.._NSIG-1, or SIGKILL/SIGSTOP), ESHUTDOWN, ENOMEM. */
+ * 1.._NSIG-1, or SIGKILL/SIGSTOP), EVL_ESTOPPED, ENOMEM. */
 EVL_EXPORT int evl_signal_watch(evl_t *l, int signum, unsigned flags,
                                 evl_cb cb, void *arg, evl_id_t *id_out);
 
@@ -285,7 +308,7 @@ EVL_EXPORT int evl_signal_watch(evl_t *l, int signum, unsigned flags,
 /* [any] Run fn(arg) on libuv's thread pool without the GVL; then done(l,
  * arg, status) on the loop thread (under the GVL unless EVL_F_NOGVL):
  * status 0 if fn ran, ECANCELED if it was cancelled or stopped before it
- * started (fn is then never called).  done may be NULL.  EINVAL, ESHUTDOWN,
+ * started (fn is then never called).  done may be NULL.  EINVAL, EVL_ESTOPPED,
  * ENOMEM. */
 EVL_EXPORT int evl_work(evl_t *l, evl_work_fn fn, unsigned flags, evl_cb done,
                         void *arg, evl_id_t *id_out);
@@ -299,7 +322,7 @@ EVL_EXPORT int evl_work(evl_t *l, evl_work_fn fn, unsigned flags, evl_cb done,
  * EVL_READ_NOHINT.  limit: the largest size accepted (0: no limit); a larger
  * file gives EFBIG.  Errors of the read itself (ENOENT, EISDIR, ENOTDIR,
  * EACCES, EIO, ENOMEM, ...) come as the callback's status.  Synchronous
- * errors: EINVAL, ESHUTDOWN, ENOMEM. */
+ * errors: EINVAL, EVL_ESTOPPED, ENOMEM. */
 EVL_EXPORT int evl_read_file(evl_t *l, const char *path, unsigned flags,
                              size_t limit, evl_read_cb cb, void *arg,
                              evl_id_t *id_out);
@@ -336,8 +359,15 @@ typedef struct {
  * snapshot).  EINVAL. */
 EVL_EXPORT int evl_stats(evl_t *l, evl_stats_t *out);
 
-/* [any] A string for evloop's error codes (strerror's text). */
+/* [any] What a code returned by evloop means ("loop stopped: ..." for
+ * EVL_ESTOPPED, "no such registration: ..." for EVL_ENOREG); strerror's
+ * text for other errno values.  Reentrant (see gvl_strerror). */
 EVL_EXPORT const char *evl_strerror(int err);
+/* [any] The code's name ("EVL_ESTOPPED", "EBADF"; "UNKNOWN" if none). */
+EVL_EXPORT const char *evl_err_name(int err);
+/* [any] The library's version (EVL_VERSION_HEX / _STRING it was built with). */
+EVL_EXPORT unsigned evl_version(void);
+EVL_EXPORT const char *evl_version_string(void);
 
 #ifdef __cplusplus
 }

@@ -20,10 +20,8 @@ _Thread_local evl_t *evl__tls_work;
 /* ---- configuration --------------------------------------------------------- */
 
 static int evl__prio_from(const evl_config_t *cfg, int *prio) {
-  int p = cfg != NULL ? cfg->prio : 0;
-  if (p == 0) p = GVL_PRIO_BOOST;
-  else if (p == EVL_PRIO_NORMAL) p = GVL_PRIO_NORMAL;
-  else if (p < GVL_PRIO_MIN || p > GVL_PRIO_MAX) return EINVAL;
+  int p = cfg != NULL ? cfg->prio : GVL_PRIO_NORMAL;
+  if (p < GVL_PRIO_MIN || p > GVL_PRIO_MAX) return EINVAL;
   *prio = p;
   return 0;
 }
@@ -458,7 +456,7 @@ int evl_wakeup(evl_t *l) {
   int err = 0;
   if (l == NULL) return EINVAL;
   pthread_mutex_lock(&l->mu);
-  if (l->async_closed) err = ESHUTDOWN;
+  if (l->async_closed) err = EVL_ESTOPPED;
   else uv_async_send(&l->async);
   pthread_mutex_unlock(&l->mu);
   return err;
@@ -496,5 +494,28 @@ int evl_stats(evl_t *l, evl_stats_t *out) {
 }
 
 const char *evl_strerror(int err) {
-  return strerror(err);
+  switch (err) {
+    case EVL_ESTOPPED: return "loop stopped: evl_stop was requested, new registrations are refused";
+    case EVL_ENOREG: return "no such registration: the id is unknown or has had its last call";
+    case EVL_ENOTPOLL: return "cannot watch this fd: a regular file or directory is always ready";
+    case EINVAL: return "invalid argument (NULL or out of range)";
+    case EPERM: return "wrong thread for this call (see its thread rule in evloop.h)";
+    case EBUSY: return "busy: inside a libuv callback, work already started, or on the loop thread";
+    case EEXIST: return "the fd is already watched on this loop";
+    case ECANCELED: return "cancelled (evl_cancel or evl_stop)";
+    default: return gvl__err_text(err);
+  }
 }
+
+const char *evl_err_name(int err) {
+  switch (err) {
+    case EVL_ESTOPPED: return "EVL_ESTOPPED";
+    case EVL_ENOREG: return "EVL_ENOREG";
+    case EVL_ENOTPOLL: return "EVL_ENOTPOLL";
+    default: return gvl__err_name(err);
+  }
+}
+
+unsigned evl_version(void) { return EVL_VERSION_HEX; }
+
+const char *evl_version_string(void) { return EVL_VERSION_STRING; }

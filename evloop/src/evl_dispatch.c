@@ -53,7 +53,7 @@ static evl__item_t *evl__dq_pop(evl_t *l) {
 
 /* Decide the call a popped item gets.  Returns 0 to skip it: a tick of an
  * item cancelled meanwhile (its last call is on its way).  A last call
- * removes the id from the map first, so evl_cancel says ENOENT from then on.
+ * removes the id from the map first, so evl_cancel says EVL_ENOREG from then on.
  * A cancelled one-shot call whose status is not fixed becomes ECANCELED. */
 static int evl__take(evl_t *l, evl__item_t *it, int *status, int *final) {
   int cancelled;

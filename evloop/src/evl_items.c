@@ -177,7 +177,7 @@ int evl__submit(evl_t *l, evl__item_t *it, evl_id_t *id_out) {
   if (l->closed || atomic_load(&l->stopping)) {
     pthread_mutex_unlock(&l->mu);
     evl__item_free(it);
-    return ESHUTDOWN;
+    return EVL_ESTOPPED;
   }
   if (it->kind == EVL__FD && evl__fd_taken(l, it->fd)) {
     pthread_mutex_unlock(&l->mu);
@@ -238,8 +238,9 @@ static int evl__check_fd(int fd) {
   struct stat sb;
   if (fcntl(fd, F_GETFD) == -1) return EBADF;
   if (fstat(fd, &sb) != 0) return errno;
-  /* epoll refuses regular files and directories with EPERM. */
-  if (S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode)) return EPERM;
+  /* epoll refuses regular files and directories (with EPERM, which would
+   * read as a wrong-thread error here). */
+  if (S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode)) return EVL_ENOTPOLL;
   return 0;
 }
 
@@ -309,7 +310,7 @@ int evl_cancel(evl_t *l, evl_id_t id) {
   it = evl__map_find(l, id);
   if (it == NULL) {
     pthread_mutex_unlock(&l->mu);
-    return ENOENT;
+    return EVL_ENOREG;
   }
   if ((it->kind == EVL__WORK || it->kind == EVL__READ) && it->started) {
     pthread_mutex_unlock(&l->mu);

@@ -29,6 +29,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +242,32 @@ static void on_error(evl_t *l, int err, const char *what, void *arg) {
   fprintf(stderr, "evl_echo: %s: %s\n", what, strerror(err));
 }
 
+/* Parse a whole decimal number in [lo, hi]: 0, else -1. */
+static int parse_long(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (*s == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+/* Print what was wrong (if anything) and the usage; returns 2. */
+__attribute__((format(printf, 2, 3)))
+static int usage(const char *argv0, const char *fmt, ...) {
+  if (fmt != NULL) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "evl_echo: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+  }
+  fprintf(fmt != NULL ? stderr : stdout,
+          "usage: %s [--port N] [--no-hog] | --selftest [--rounds N]\n", argv0);
+  return 2;
+}
+
 int main(int argc, char **argv) {
   int port = 7007, selftest = 0, hog = 1, rounds = 200, lfd, i, ok = 1;
   gvl_t *g;
@@ -250,18 +277,29 @@ int main(int argc, char **argv) {
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--selftest") == 0) { selftest = 1; port = 0; }
     else if (strcmp(argv[i], "--no-hog") == 0) hog = 0;
-    else if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) port = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = atoi(argv[++i]);
-    else {
-      fprintf(stderr, "usage: %s [--port N] [--no-hog] | --selftest [--rounds N]\n", argv[0]);
-      return 2;
+    else if (strcmp(argv[i], "--port") == 0 || strcmp(argv[i], "--rounds") == 0) {
+      int is_port = argv[i][2] == 'p';
+      long v;
+      if (i + 1 >= argc) return usage(argv[0], "%s needs a value", argv[i]);
+      if (parse_long(argv[i + 1], is_port ? 0 : 1, is_port ? 65535 : 1000000, &v) != 0)
+        return usage(argv[0], is_port ? "--port %s: not a port number (0..65535; 0: any free port)"
+                                      : "--rounds %s: not a number of rounds (1..1000000)",
+                     argv[i + 1]);
+      if (is_port) port = (int)v;
+      else rounds = (int)v;
+      i++;
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(argv[0], NULL);
+      return 0;
+    } else {
+      return usage(argv[0], "unknown option %s", argv[i]);
     }
   }
-  if (rounds < 1) rounds = 1;
   if ((lfd = listen_on(port, &port)) < 0) {
     perror("evl_echo: listen");
     return 1;
   }
+  cfg.prio = EVL_PRIO_BOOST;
   cfg.on_error = on_error;
   if ((g = gvl_create(NULL)) == NULL || (l = evl_start(g, &cfg)) == NULL) {
     perror("evl_echo: start");

@@ -88,7 +88,18 @@ static void events(int n, int prio, const char *label) {
 }
 
 int main(int argc, char **argv) {
-  int n = (argc > 1 && !strcmp(argv[1], "--short")) ? 200 : 2000;
+  int n = 2000;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--short")) {
+      n = 200;
+    } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      printf("usage: %s [--short]   (--short: 200 boosted events instead of 2000)\n", argv[0]);
+      return 0;
+    } else {
+      fprintf(stderr, "gvl_demo: unknown argument %s\nusage: %s [--short]\n", argv[i], argv[0]);
+      return 2;
+    }
+  }
   gvl_config_t cfg = {.slice_ns = 10000000};
   pthread_t a, b;
   uint64_t waited = 0;

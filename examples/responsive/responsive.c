@@ -744,6 +744,7 @@ static void on_signal(evl_t *l, void *arg, int status) {
 static int start_bridge(app_t *a) {
   evl_config_t ec;
   memset(&ec, 0, sizeof ec);
+  ec.prio = EVL_PRIO_BOOST;   /* host callbacks cut in ahead of the renderers */
   tkb_evl_config(&ec);
   a->l = evl_start(a->gvl, &ec);
   if (a->l == NULL) {
@@ -752,6 +753,7 @@ static int start_bridge(app_t *a) {
   }
   tkb_config_t tc;
   memset(&tc, 0, sizeof tc);
+  tc.prio = TKB_PRIO_BOOST;
   tc.argv0 = "responsive";
   tc.app_name = "gvloop responsive demo";
   int rc = tkb_start(a->l, &tc, &a->tk);

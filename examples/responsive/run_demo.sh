@@ -11,17 +11,29 @@
 # responsive.png and responsive.log.
 set -euo pipefail
 
-usage() { echo "usage: $0 BUILD_DIR [--headless] [--out DIR] [--phase-ms MS] [--threads N]" >&2; exit 2; }
+usage() {
+  [ $# -gt 0 ] && echo "run_demo.sh: $*" >&2
+  echo "usage: $0 BUILD_DIR [--headless] [--out DIR] [--phase-ms MS] [--threads N]" >&2
+  exit 2
+}
+# number NAME VALUE LO HI: VALUE must be a whole number in [LO, HI].
+number() {
+  case $2 in ''|*[!0-9]*) usage "$1 $2: not a whole number" ;; esac
+  if [ "$2" -lt "$3" ] || [ "$2" -gt "$4" ]; then usage "$1 $2: out of range ($3..$4)"; fi
+}
 [ $# -ge 1 ] || usage
+case $1 in -h|--help) usage ;; -*) usage "the first argument is the build directory, not $1" ;; esac
 build=$1; shift
 headless=0; out=""; phase=9000; threads=2
 while [ $# -gt 0 ]; do
   case $1 in
     --headless) headless=1 ;;
-    --out) [ $# -ge 2 ] || usage; out=$2; shift ;;
-    --phase-ms) [ $# -ge 2 ] || usage; phase=$2; shift ;;
-    --threads) [ $# -ge 2 ] || usage; threads=$2; shift ;;
-    *) usage ;;
+    --out) [ $# -ge 2 ] || usage "--out needs a directory"; out=$2; shift ;;
+    --phase-ms) [ $# -ge 2 ] || usage "--phase-ms needs a value"
+                number --phase-ms "$2" 200 600000; phase=$2; shift ;;
+    --threads) [ $# -ge 2 ] || usage "--threads needs a value"
+               number --threads "$2" 1 8; threads=$2; shift ;;
+    *) usage "unknown option $1" ;;
   esac
   shift
 done

@@ -324,6 +324,7 @@ static void *hog_main(void *arg) {
 static int start(viewer_t *v, const char *file) {
   evl_config_t ec;
   memset(&ec, 0, sizeof ec);
+  ec.prio = EVL_PRIO_BOOST;   /* host callbacks cut in ahead of the renderers */
   tkb_evl_config(&ec);
   v->l = evl_start(v->gvl, &ec);
   if (v->l == NULL) {
@@ -332,6 +333,7 @@ static int start(viewer_t *v, const char *file) {
   }
   tkb_config_t tc;
   memset(&tc, 0, sizeof tc);
+  tc.prio = TKB_PRIO_BOOST;
   tc.argv0 = "viewer";
   int rc = tkb_start(v->l, &tc, &v->tk);
   if (rc == 0) rc = make_cmds(v);

@@ -26,6 +26,10 @@
  *   EEXIST   thread already attached to this GVL (gvl_thread_attach: errno)
  *   ENOMEM   allocation failure
  *   EINTR    an interrupt was delivered by gvl_thread_interrupt()
+ *   ETIMEDOUT gvl_cond_timedwait: the timeout passed
+ * gvl_strerror() says what each means here; gvl_err_name() gives the name.
+ * gvloop's own codes (evloop.h, tkbridge.h) are 10000 and above, out of
+ * errno's range (below 4096 on Linux).
  *
  * Thread rules are given beside each call:
  *   [any]      any thread, attached or not
@@ -50,6 +54,15 @@ extern "C" {
 #else
 #define GVL_EXPORT
 #endif
+
+/* Version of this header (the project's; semantic versioning).
+ * gvl_version() and gvl_version_string() give the library's. */
+#define GVL_VERSION_MAJOR 0
+#define GVL_VERSION_MINOR 1
+#define GVL_VERSION_PATCH 0
+#define GVL_VERSION_STRING "0.1.0"
+#define GVL_VERSION_HEX \
+  ((GVL_VERSION_MAJOR << 16) | (GVL_VERSION_MINOR << 8) | GVL_VERSION_PATCH)
 
 typedef struct gvl_s gvl_t;
 typedef struct gvl_thread_s gvl_thread_t;
@@ -171,6 +184,10 @@ GVL_EXPORT gvl_t *gvl_thread_gvl(gvl_thread_t *t);
 GVL_EXPORT int gvl_thread_set_prio(gvl_thread_t *t, int prio);
 /* [self] Turn the interactivity policy off (0) or on (1) for this thread. */
 GVL_EXPORT int gvl_thread_set_interactive(gvl_thread_t *t, int on);
+/* [self] Name the thread where tools show it: its tracks in every trace of
+ * this OS thread (gvl_trace.h), running or started later.  The name is
+ * copied.  EINVAL for NULL or "", ERANGE if longer than 31 bytes. */
+GVL_EXPORT int gvl_thread_set_name(gvl_thread_t *t, const char *name);
 /* [any] Per-thread counters (same fields as gvl_stats_t; handoffs counts
  * handoffs received). */
 GVL_EXPORT int gvl_thread_stats(gvl_thread_t *t, gvl_stats_t *out);
@@ -296,8 +313,22 @@ GVL_EXPORT int gvl_cond_timedwait(gvl_thread_t *t, gvl_cond_t *c,
 GVL_EXPORT int gvl_cond_signal(gvl_thread_t *t, gvl_cond_t *c);
 GVL_EXPORT int gvl_cond_broadcast(gvl_thread_t *t, gvl_cond_t *c);
 
-/* [any] A string for gvl's error codes (same as strerror for errno values). */
+/* [any] What a code returned by gvl means ("the GVL is already held by this
+ * thread" for EDEADLK); strerror's text for other errno values; "unknown
+ * error code N" for the rest.  Reentrant: the string is constant (only the
+ * last case uses a per-thread buffer, valid until the thread's next call). */
 GVL_EXPORT const char *gvl_strerror(int err);
+/* [any] The code's symbolic name ("EDEADLK"; "OK" for 0; "UNKNOWN" for a
+ * code that is not an errno value), as uv_err_name.  Constant string. */
+GVL_EXPORT const char *gvl_err_name(int err);
+/* [any] The library's version: GVL_VERSION_HEX / GVL_VERSION_STRING of the
+ * gvl.h it was built with (compare with the macros to detect a mismatch). */
+GVL_EXPORT unsigned gvl_version(void);
+GVL_EXPORT const char *gvl_version_string(void);
+/* Shared by evloop and tkbridge's *_strerror / *_err_name: errno texts and
+ * names, without a shared buffer.  Not part of the API. */
+GVL_EXPORT const char *gvl__err_text(int err);
+GVL_EXPORT const char *gvl__err_name(int err);
 /* [any] CLOCK_MONOTONIC in ns. */
 GVL_EXPORT uint64_t gvl_now_ns(void);
 

@@ -1,8 +1,21 @@
 /*
- * gvl_trace.h -- timeline tracing of a GVL, written as Trace Event Format
- * JSON (open the file in https://ui.perfetto.dev or chrome://tracing).
+ * gvl_trace.h -- timeline tracing of a GVL.
  *
- * What is recorded, per OS thread, from the GVL's own events:
+ * libgvl records events into per-thread buffers and, when the trace stops,
+ * writes them as they are to a raw file (by convention "*.gvlt").  The
+ * gvl-trace program (tools/, installed beside the library) turns that file
+ * into Trace Event Format JSON, to open in https://ui.perfetto.dev or
+ * chrome://tracing, in a process of its own:
+ *
+ *     GVLOOP_TRACE=app.gvlt ./app        # or gvl_trace_start(g, "app.gvlt")
+ *     gvl-trace app.gvlt                 # writes app.json
+ *
+ * (gvl-trace IN OUT names the JSON file; given a file not ending in .gvlt,
+ * such as GVLOOP_TRACE=trace.json, it replaces that file with its JSON.)
+ * So the work of turning records into states and JSON is never done by a
+ * thread of the traced program, and never by one that holds the GVL.
+ *
+ * What the JSON shows, per OS thread, from the GVL's own events:
  *   "wait" / "wait boosted"   from the moment a thread queues for the GVL
  *                             until it gets it (args: prio, req_prio, cpu,
  *                             boost: granted / refused (by the cap) /
@@ -35,7 +48,11 @@
  * GVL states appear under the process "GVL", one track per thread; the
  * other layers' spans under the process "layers", with the same thread ids,
  * so both line up on one time axis.  Timestamps are CLOCK_MONOTONIC,
- * relative to the start of the trace (otherData.t0_ns holds the origin).
+ * relative to the start of the trace (otherData.t0_ns holds the origin);
+ * an event that happened before the start is not recorded (a thread that
+ * holds the GVL at the start is drawn holding from it).  Threads are named
+ * by gvl_thread_set_name() (gvl.h) or gvl_trace_set_thread_name(), else by
+ * their OS name (with the thread id if it is only the program's name).
  *
  * Cost.  Off (the default) the lock pays one plain load and a branch per
  * event it already reports to the hook, and gvl_check_ints() nothing at
@@ -53,13 +70,15 @@
  * Dropped and overwritten events are counted as lost; so are events of
  * threads past max_threads.  Otherwise the file is written by
  * gvl_trace_stop(), by gvl_destroy(), or at process exit (exit() or a
- * return from main) for a trace still running then.
+ * return from main) for a trace still running then.  Writing is a copy of
+ * the kept records (40 bytes each) and of the other layers' strings.
  *
- * Starting from the environment: if GVLOOP_TRACE=path.json is set when
+ * Starting from the environment: if GVLOOP_TRACE=path.gvlt is set when
  * gvl_create() runs, the new GVL is traced with default settings into that
  * file.  "%p" in the path is replaced by the process id and "%g" by a
  * number that tells GVLs apart; without "%g", the second and later GVLs of
- * the process write to "path.<n>.json" so that no file is overwritten.
+ * the process write to "path.<n>.gvlt" (or "path.<n>.json" for a path
+ * ending in .json) so that no file is overwritten.
  * GVLOOP_TRACE_EVENTS=N sets events_per_thread; GVLOOP_TRACE_MODE=ring or
  * =stop selects GVL_TRACE_RING or GVL_TRACE_STOP_FULL.  A trace started
  * this way that cannot open its file prints one line on stderr and is not
@@ -97,8 +116,8 @@ extern "C" {
                                 (keeps the last moments before the stop)
                                 instead of dropping the newest            */
 #define GVL_TRACE_STOP_FULL 0x2u /* the first full buffer stops the trace
-                                and writes the file, on the thread that
-                                filled it (which pays for the writing);
+                                and writes the raw file, on the thread
+                                that filled it (which pays for the copy);
                                 not with GVL_TRACE_RING                   */
 
 typedef struct {
@@ -114,15 +133,18 @@ typedef struct {
   uint32_t threads;           /* threads that recorded at least one event */
 } gvl_trace_stats_t;
 
-/* [any] Start tracing g into the file at path (created or truncated now, so
- * that a bad path fails here; written at the stop).  cfg may be NULL for
- * defaults.  EALREADY if g is already traced. */
+/* [any] Start tracing g into the raw file at path (created or truncated
+ * now, so that a bad path fails here; written at the stop; gvl-trace turns
+ * it into JSON).  cfg may be NULL for defaults.  EALREADY if g is already
+ * traced. */
 GVL_EXPORT int gvl_trace_start(gvl_t *g, const char *path,
                                const gvl_trace_config_t *cfg);
 
-/* [any] Stop tracing g and write the file.  Events that threads record
+/* [any] Stop tracing g and write the raw file.  Events that threads record
  * while this runs are dropped (not counted).  ESRCH if g is not traced
- * (also when a GVL_TRACE_STOP_FULL trace has already stopped itself). */
+ * (also when a GVL_TRACE_STOP_FULL trace has already stopped itself);
+ * ENOMEM if the other layers' strings could not all be listed (the file is
+ * written, with those names left empty). */
 GVL_EXPORT int gvl_trace_stop(gvl_t *g);
 
 /* [any] 1 if g is being traced, 0 if not or g is NULL. */
@@ -133,7 +155,9 @@ GVL_EXPORT int gvl_trace_stats(gvl_t *g, gvl_trace_stats_t *out);
 
 /* [any; names the calling thread] Name the calling thread's tracks in
  * every trace, running or started later (the name is copied; at most 31
- * bytes are kept).  Without a name a thread shows under its OS name. */
+ * bytes are kept), as gvl_thread_set_name() does for an attached thread;
+ * this one also serves threads that are not attached.  Without a name a
+ * thread shows under its OS name. */
 GVL_EXPORT int gvl_trace_set_thread_name(const char *name);
 
 /* ---- events from other layers ---------------------------------------------

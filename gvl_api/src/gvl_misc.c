@@ -3,6 +3,7 @@
  */
 #include "gvl_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -136,8 +137,73 @@ int gvl_thread_stats(gvl_thread_t *t, gvl_stats_t *out) {
   return 0;
 }
 
-const char *gvl_strerror(int err) {
-  return err == 0 ? "success" : strerror(err);
+/* ---- error strings and version ------------------------------------------ */
+
+/* errno's own text and name without a shared buffer: glibc 2.32 has both as
+ * static strings; elsewhere strerror_r fills a per-thread buffer. */
+static _Thread_local char err_buf[64];
+
+const char *gvl__err_text(int err) {
+  const char *s = NULL;
+  if (err == 0) return "success";
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+  if (err > 0) s = strerrordesc_np(err);
+#else
+  if (err > 0 && err < 4096) {
+    int saved = errno;
+    s = strerror_r(err, err_buf, sizeof err_buf) == 0 ? err_buf : NULL;
+    errno = saved;
+  }
+#endif
+  if (s != NULL) return s;
+  snprintf(err_buf, sizeof err_buf, "unknown error code %d", err);
+  return err_buf;
 }
+
+const char *gvl__err_name(int err) {
+  const char *s = NULL;
+  if (err == 0) return "OK";
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+  if (err > 0) s = strerrorname_np(err);
+#else
+  switch (err) {
+    case EINVAL: s = "EINVAL"; break;
+    case EPERM: s = "EPERM"; break;
+    case EDEADLK: s = "EDEADLK"; break;
+    case EBUSY: s = "EBUSY"; break;
+    case EEXIST: s = "EEXIST"; break;
+    case ENOMEM: s = "ENOMEM"; break;
+    case EINTR: s = "EINTR"; break;
+    case ETIMEDOUT: s = "ETIMEDOUT"; break;
+    case ECANCELED: s = "ECANCELED"; break;
+    case ENOENT: s = "ENOENT"; break;
+    case EAGAIN: s = "EAGAIN"; break;
+    case EBADF: s = "EBADF"; break;
+    case EFBIG: s = "EFBIG"; break;
+    case ENOTSUP: s = "ENOTSUP"; break;
+    default: break;
+  }
+#endif
+  return s != NULL ? s : "UNKNOWN";
+}
+
+const char *gvl_strerror(int err) {
+  switch (err) {
+    case EINVAL: return "invalid argument (NULL or out of range)";
+    case EPERM: return "the calling thread does not hold the GVL, or the handle belongs to another thread";
+    case EDEADLK: return "the GVL is already held by this thread";
+    case EBUSY: return "busy: threads are still attached, or the thread holds the GVL";
+    case EEXIST: return "the thread is already attached to this GVL";
+    case EINTR: return "interrupted (gvl_thread_interrupt)";
+    case ETIMEDOUT: return "timed out";
+    default: return gvl__err_text(err);
+  }
+}
+
+const char *gvl_err_name(int err) { return gvl__err_name(err); }
+
+unsigned gvl_version(void) { return GVL_VERSION_HEX; }
+
+const char *gvl_version_string(void) { return GVL_VERSION_STRING; }
 
 uint64_t gvl_now_ns(void) { return gvl__now(); }

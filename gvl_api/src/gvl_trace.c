@@ -1,13 +1,15 @@
 /*
- * gvl_trace.c -- timeline tracing of GVL events (Trace Event Format).
- * Off unless enabled; see gvl_trace.h for what is recorded and the rules.
+ * gvl_trace.c -- timeline tracing of GVL events: recording, and writing
+ * the records to a raw file (gvl_trace_file.h).  Off unless enabled; see
+ * gvl_trace.h for what is recorded and the rules.
  *
  * Recording.  Each OS thread records into its own buffer (tbuf_t), found
  * through a small thread-local cache keyed by the run number of the trace,
  * so the hot path takes no lock shared with other threads.  A record is
  * raw: timestamp, kind, handle, priorities.  All interpretation (which
- * state a thread is in, who handed the GVL to whom) happens when the file
- * is written, from the sequence of events.
+ * state a thread is in, who handed the GVL to whom) and the JSON are
+ * gvl-trace's (tools/gvl_trace_json.c), which reads the file afterwards in
+ * its own process.
  *
  * Lifetime.  A GVL's trace state (session_t) lives until gvl_destroy(), and
  * its buffers too, so a thread that loaded g->trace just before a stop
@@ -26,7 +28,9 @@
  */
 #include "gvl_int.h"
 #include "gvl_trace.h"
+#include "gvl_trace_file.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
@@ -39,16 +43,10 @@
 #define MAX_EVENTS   (1u << 24)
 #define DEF_THREADS  128u
 #define MAX_THREADS  4096u
-#define NAME_MAX_    32
+#define NAME_MAX_    GVL__TF_NAME
 #define CACHE_WAYS   4
 
-/* Record kinds: the gvl_event_t values, then the other layers' events. */
-enum { K_BEGIN = 16, K_END, K_INSTANT, K_COUNTER, K_SPAN };
-
-/* Why a hold ended (rec_t.why of a SUSPENDED record). */
-enum { W_RELEASE, W_YIELD, W_PREEMPT, W_BLOCK, W_COND };
-static const char *const why_name[] = {"release", "yield", "preempted",
-                                       "blocking", "cond wait"};
+/* Record kinds (kind) and why a hold ended (why): gvl_trace_file.h. */
 
 typedef struct {
   uint64_t ns;
@@ -94,7 +92,9 @@ typedef struct session {
   unsigned flags;            /* mu                                        */
   tbuf_t **bufs;             /* every buffer ever used; mu                */
   uint32_t nbufs, abufs;     /* mu                                        */
-  uint64_t t0, t_end;        /* start and stop of the run                 */
+  uint64_t t0, t_end;        /* start and stop of the run; written by
+                                start/stop under mu, read by recorders
+                                only while busy in that run             */
 } session_t;
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -177,11 +177,22 @@ static uint64_t my_serial(void) {
   return tl_serial;
 }
 
+/* The name given by gvl_thread_set_name or gvl_trace_set_thread_name, else
+ * the OS name.  A thread nobody named has the program's name (as the
+ * kernel keeps it: 15 bytes), like every other such thread; the thread id
+ * then tells them apart. */
 static void default_name(char *out) {
+  long tid = (long)syscall(SYS_gettid);
+  size_t prog = strlen(program_invocation_short_name);
   if (tl_name[0]) {
     memcpy(out, tl_name, NAME_MAX_);
   } else if (pthread_getname_np(pthread_self(), out, NAME_MAX_) || !out[0]) {
-    snprintf(out, NAME_MAX_, "thread %ld", (long)syscall(SYS_gettid));
+    snprintf(out, NAME_MAX_, "thread %ld", tid);
+  } else if (tid != (long)getpid() && strlen(out) == (prog < 15 ? prog : 15) &&
+             !strncmp(out, program_invocation_short_name, 15)) {
+    char os[16];
+    snprintf(os, sizeof os, "%s", out);
+    snprintf(out, NAME_MAX_, "%s %ld", os, tid);
   }
 }
 
@@ -253,12 +264,19 @@ static tbuf_t *get_buf(session_t *s) {
 
 /* Claim the next record of the calling thread's buffer, or NULL (trace off
  * or stopping, or buffer full in drop mode).  A non-NULL result must be
- * given back by rec_commit(). */
-static rec_t *rec_begin(session_t *s, tbuf_t **bp) {
+ * given back by rec_commit().
+ *
+ * ns: the event's time when the caller read the clock before getting here
+ * (a GVL event: gvl__hook reads it once for the tracer and the hook), else
+ * 0.  Between that read and the checks below a stop and the next start can
+ * pass; the event then belongs to no run, and is dropped here, where the
+ * run and its origin are stable (no stop can pass a busy recorder). */
+static rec_t *rec_begin(session_t *s, tbuf_t **bp, uint64_t ns) {
   tbuf_t *b = get_buf(s);
   if (!b) return NULL;
   atomic_store(&b->busy, 1);                 /* seq_cst: the handshake */
-  if (!atomic_load(&s->on) || atomic_load(&b->run) != atomic_load(&s->run)) {
+  if (!atomic_load(&s->on) || atomic_load(&b->run) != atomic_load(&s->run) ||
+      (ns && ns < s->t0)) {
     atomic_store_explicit(&b->busy, 0, memory_order_release);
     return NULL;
   }
@@ -291,15 +309,15 @@ static void rec_commit(tbuf_t *b) {
 static uint8_t suspend_reason(tbuf_t *b, gvl_thread_t *t) {
   uint64_t y = atomic_load_explicit(&t->ctr[C_YIELDS], memory_order_relaxed);
   uint64_t p = atomic_load_explicit(&t->ctr[C_PREEMPTIONS], memory_order_relaxed);
-  uint8_t why = W_RELEASE;
+  uint8_t why = GVL__TW_RELEASE;
   if (t->in_region)
-    why = W_BLOCK;
+    why = GVL__TW_BLOCK;
   else if (atomic_load_explicit(&t->cstate, memory_order_relaxed) == GVL__CW_WAITING)
-    why = W_COND;
+    why = GVL__TW_COND;
   else if (b->handle == t && p > b->snap_preempts)
-    why = W_PREEMPT;
+    why = GVL__TW_PREEMPT;
   else if (b->handle == t && y > b->snap_yields)
-    why = W_YIELD;
+    why = GVL__TW_YIELD;
   b->handle = t;
   b->snap_yields = y;
   b->snap_preempts = p;
@@ -337,7 +355,7 @@ void gvl__trace_event(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
   session_t *s = atomic_load_explicit(&g->trace, memory_order_acquire);
   tbuf_t *b;
   rec_t *r;
-  if (!s || !(r = rec_begin(s, &b))) return;
+  if (!s || !(r = rec_begin(s, &b, now))) return;
   r->ns = now;
   r->kind = (uint8_t)ev;
   fill_gvl_event(r, b, t, ev);
@@ -352,7 +370,7 @@ static int record_user(gvl_t *g, int kind, const char *cat, const char *name,
   rec_t *r;
   if (!g) return EINVAL;
   if (!(s = atomic_load_explicit(&g->trace, memory_order_acquire))) return 0;
-  if (!(r = rec_begin(s, &b))) return 0;
+  if (!(r = rec_begin(s, &b, 0))) return 0;
   r->ns = at ? at : gvl__now();
   r->kind = (uint8_t)kind;
   r->p = name;
@@ -364,29 +382,29 @@ static int record_user(gvl_t *g, int kind, const char *cat, const char *name,
 
 int gvl_trace_begin(gvl_t *g, const char *cat, const char *name) {
   if (!cat || !name) return EINVAL;
-  return record_user(g, K_BEGIN, cat, name, 0, 0);
+  return record_user(g, GVL__TK_BEGIN, cat, name, 0, 0);
 }
 
 int gvl_trace_end(gvl_t *g, const char *cat, const char *name) {
   if (!cat) return EINVAL;
-  return record_user(g, K_END, cat, name, 0, 0);
+  return record_user(g, GVL__TK_END, cat, name, 0, 0);
 }
 
 int gvl_trace_span(gvl_t *g, const char *cat, const char *name,
                    uint64_t start_ns, uint64_t end_ns) {
   if (!cat || !name || !start_ns || end_ns < start_ns) return EINVAL;
-  return record_user(g, K_SPAN, cat, name, end_ns, start_ns);
+  return record_user(g, GVL__TK_SPAN, cat, name, end_ns, start_ns);
 }
 
 int gvl_trace_instant(gvl_t *g, const char *cat, const char *name,
                       uint64_t arg) {
   if (!cat || !name) return EINVAL;
-  return record_user(g, K_INSTANT, cat, name, arg, 0);
+  return record_user(g, GVL__TK_INSTANT, cat, name, arg, 0);
 }
 
 int gvl_trace_counter(gvl_t *g, const char *name, int64_t value) {
   if (!name) return EINVAL;
-  return record_user(g, K_COUNTER, "counter", name, (uint64_t)value, 0);
+  return record_user(g, GVL__TK_COUNTER, "counter", name, (uint64_t)value, 0);
 }
 
 /* ---- starting and stopping -------------------------------------------------- */
@@ -454,7 +472,7 @@ static void drain(session_t *s) {
     while (atomic_load(&s->bufs[i]->busy)) sched_yield();
 }
 
-static void write_trace(session_t *s);   /* below */
+static int write_trace(session_t *s);   /* below */
 
 /* Turn recording off, write the file, free the event arrays. */
 static int stop_session(session_t *s) {
@@ -472,8 +490,8 @@ static int stop_session(session_t *s) {
   pthread_mutex_unlock(&s->mu);
   /* Nobody records into this session until the next start, which waits
    * for stopping to clear: the buffers are ours to read. */
-  write_trace(s);
-  if (ferror(s->out)) rc = EIO;
+  rc = write_trace(s);
+  if (ferror(s->out) && !rc) rc = EIO;
   if (fclose(s->out) && !rc) rc = errno ? errno : EIO;
   pthread_mutex_lock(&s->mu);
   s->out = NULL;
@@ -540,10 +558,19 @@ int gvl_trace_set_thread_name(const char *name) {
   return 0;
 }
 
+int gvl_thread_set_name(gvl_thread_t *t, const char *name) {
+  int rc = gvl__check_self(t);
+  if (rc) return rc;
+  if (!name || !*name) return EINVAL;
+  if (strlen(name) >= NAME_MAX_) return ERANGE;
+  return gvl_trace_set_thread_name(name);
+}
+
 /* ---- the environment and destroy --------------------------------------------- */
 
 /* Expand %p and %g; without %g, GVLs after the first get ".<n>" inserted
- * before a trailing ".json" so that no GVL overwrites another's file. */
+ * before a trailing ".gvlt" or ".json" so that no GVL overwrites another's
+ * file. */
 static void env_path(char *out, size_t size, const char *tmpl, uint64_t id,
                      bool nth) {
   size_t o = 0;
@@ -561,9 +588,10 @@ static void env_path(char *out, size_t size, const char *tmpl, uint64_t id,
   out[o] = '\0';
   if (has_g || !nth) return;
   size_t len = strlen(out);
-  bool json = len >= 5 && !strcmp(out + len - 5, ".json");
+  bool ext = len >= 5 && (!strcmp(out + len - 5, ".json") ||
+                          !strcmp(out + len - 5, ".gvlt"));
   char tail[8] = "";
-  if (json) {
+  if (ext) {
     memcpy(tail, out + len - 5, 6);
     out[len - 5] = '\0';
   }
@@ -609,508 +637,139 @@ void gvl__trace_fini(gvl_t *g) {
   free(s);
 }
 
-/* ---- writing the file ------------------------------------------------------------
- * Interpretation of the raw records:
- *  - every RESUMED starts a hold; the holds of all threads, sorted by time,
- *    are the sequence of holders (one holder at a time, so their clock
- *    reads, taken while holding, are in true order);
- *  - a hold ends at its thread's SUSPENDED, or at the next holder's
- *    RESUMED if that is earlier (a thread that yields or is preempted
- *    reports SUSPENDED after handing over, so it may come a little after
- *    the next RESUMED);
- *  - a wait that ends in a handoff is split at the previous hold's end:
- *    the rest ("wake-up") is the handoff and the receiver's wake-up;
- *  - READY..RESUMED is waiting; SUSPENDED(blocking)..READY/RESUMED is a
- *    blocking region, SUSPENDED(cond wait)..RESUMED a condition wait;
- *  - a hold that began after waiting was handed over by the previous
- *    holder: a flow arrow joins the two. */
+/* ---- writing the file ------------------------------------------------------
+ * The stop writes the records as they are (gvl_trace_file.h): the header,
+ * each thread's records in order, and a table of the other layers' strings.
+ * Turning them into JSON is gvl-trace's work, in a process of its own, so
+ * the thread that stops the trace (possibly the GVL's holder) pays only for
+ * the copy. */
 
 typedef struct {
-  uint64_t ns;
-  uint32_t b, i;        /* buffer index, record index within it */
-  const void *h;        /* handle */
-} acq_t;
+  const char *key;
+  uint32_t id;
+} str_slot_t;
 
+/* The strings met so far, by address: open addressing, at most half full. */
 typedef struct {
-  session_t *s;
-  FILE *f;
-  tbuf_t **bufs;        /* buffers of this run */
-  uint32_t nb;
-  int *tids;            /* display thread ids, unique per run */
-  acq_t *acq;           /* every acquisition, in time order */
-  uint64_t *acq_end;    /* end of each hold */
-  uint8_t *acq_waited;  /* the hold was handed over after a wait */
-  size_t nacq;
-  int32_t **rk;         /* per buffer: acquisition index of each record */
-  uint64_t mismatched;
-  int pid_gvl, pid_layers;
-} wr_t;
+  str_slot_t *slot;
+  const char **list;       /* by number - 1 */
+  uint32_t n, cap;         /* cap: 0 or a power of two */
+  bool oom;
+} strtab_t;
 
-static const rec_t *rec_at(const wr_t *w, uint32_t b, uint64_t i) {
-  const tbuf_t *t = w->bufs[b];
-  uint64_t n = atomic_load_explicit(&t->n, memory_order_relaxed);
-  uint64_t first = n > t->cap && (w->s->flags & GVL_TRACE_RING) ? n % t->cap : 0;
-  return &t->ev[(first + i) % t->cap];
+static uint32_t str_hash(const char *p, uint32_t cap) {
+  uint64_t x = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15u;
+  return (uint32_t)(x >> 32) & (cap - 1);
 }
 
-static uint64_t rec_count(const wr_t *w, uint32_t b) {
-  uint64_t n = atomic_load_explicit(&w->bufs[b]->n, memory_order_relaxed);
-  return n < w->bufs[b]->cap ? n : w->bufs[b]->cap;
-}
-
-/* A full buffer in drop mode: nothing is known after its last record. */
-static bool truncated(const wr_t *w, uint32_t b) {
-  return !(w->s->flags & GVL_TRACE_RING) &&
-         atomic_load_explicit(&w->bufs[b]->n, memory_order_relaxed) >
-             w->bufs[b]->cap;
-}
-
-static int acq_cmp(const void *a, const void *b) {
-  const acq_t *x = a, *y = b;
-  if (x->ns != y->ns) return x->ns < y->ns ? -1 : 1;
-  if (x->b != y->b) return x->b < y->b ? -1 : 1;
-  return x->i < y->i ? -1 : x->i > y->i;
-}
-
-/* Length of the valid UTF-8 sequence at p, or 0.  (Names are cut at 31
- * bytes, possibly inside a character; JSON must be valid UTF-8.) */
-static int utf8_len(const unsigned char *p) {
-  int n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
-  unsigned lo = 0x80, hi = 0xbf;   /* allowed range of the second byte */
-  if (p[0] == 0xe0) lo = 0xa0;     /* no overlong forms */
-  if (p[0] == 0xed) hi = 0x9f;     /* no surrogates */
-  if (p[0] == 0xf0) lo = 0x90;
-  if (p[0] == 0xf4) hi = 0x8f;     /* nothing above U+10FFFF */
-  if (p[0] > 0xf4 || !n || p[1] < lo || p[1] > hi) return 0;
-  for (int i = 2; i < n; i++)
-    if ((p[i] & 0xc0) != 0x80) return 0;
-  return n;
-}
-
-static void put_str(FILE *f, const char *str) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)(str ? str : ""); *p; p++) {
-    int n;
-    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-    else if (*p < 0x80) fputc(*p, f);
-    else if ((n = utf8_len(p))) fwrite(p, 1, (size_t)n, f), p += n - 1;
-    else fputs("\\ufffd", f);
+static int str_grow(strtab_t *t) {
+  uint32_t cap = t->cap ? t->cap * 2 : 64;
+  str_slot_t *slot = calloc(cap, sizeof *slot);
+  const char **list = slot ? realloc(t->list, cap / 2 * sizeof *list) : NULL;
+  if (!list) {
+    free(slot);
+    return ENOMEM;
   }
-  fputc('"', f);
-}
-
-/* Timestamps in microseconds with nanosecond digits. */
-static void put_ts(const wr_t *w, const char *key, uint64_t ns) {
-  uint64_t rel = ns > w->s->t0 ? ns - w->s->t0 : 0;
-  fprintf(w->f, ",\"%s\":%" PRIu64 ".%03" PRIu64, key, rel / 1000, rel % 1000);
-}
-
-static void put_dur(const wr_t *w, uint64_t from, uint64_t to) {
-  uint64_t d = to > from ? to - from : 0;
-  fprintf(w->f, ",\"dur\":%" PRIu64 ".%03" PRIu64, d / 1000, d % 1000);
-}
-
-/* Open one event object; the caller adds fields and closes it with '}'. */
-static void ev_open(wr_t *w, const char *ph, const char *cat, const char *name,
-                    int pid, uint32_t b, uint64_t ns) {
-  fprintf(w->f, ",\n{\"ph\":\"%s\",\"cat\":", ph);
-  put_str(w->f, cat);
-  fputs(",\"name\":", w->f);
-  put_str(w->f, name);
-  fprintf(w->f, ",\"pid\":%d,\"tid\":%d", pid, w->tids[b]);
-  put_ts(w, "ts", ns);
-}
-
-/* ---- pass 1: acquisitions, hold ends, handoffs ---------------------------- */
-
-static int collect_acq(wr_t *w) {
-  size_t n = 0;
-  for (uint32_t b = 0; b < w->nb; b++)
-    for (uint64_t i = 0; i < rec_count(w, b); i++)
-      n += rec_at(w, b, i)->kind == GVL_EV_RESUMED;
-  w->acq = malloc((n ? n : 1) * sizeof *w->acq);
-  w->acq_end = malloc((n ? n : 1) * sizeof *w->acq_end);
-  w->acq_waited = calloc(n ? n : 1, 1);
-  if (!w->acq || !w->acq_end || !w->acq_waited) return ENOMEM;
-  for (uint32_t b = 0; b < w->nb; b++)
-    for (uint64_t i = 0; i < rec_count(w, b); i++) {
-      const rec_t *r = rec_at(w, b, i);
-      if (r->kind == GVL_EV_RESUMED)
-        w->acq[w->nacq++] = (acq_t){r->ns, b, (uint32_t)i, r->p};
-    }
-  qsort(w->acq, w->nacq, sizeof *w->acq, acq_cmp);
+  for (uint32_t i = 0; i < t->cap; i++) {
+    if (!t->slot[i].key) continue;
+    uint32_t h = str_hash(t->slot[i].key, cap);
+    while (slot[h].key) h = (h + 1) & (cap - 1);
+    slot[h] = t->slot[i];
+  }
+  free(t->slot);
+  t->slot = slot;
+  t->list = list;
+  t->cap = cap;
   return 0;
 }
 
-/* The end of hold k, whose RESUMED is record i of buffer b; and whether it
- * was reached by waiting (READY or a condition wait just before). */
-static void hold_bounds(wr_t *w, size_t k) {
-  uint32_t b = w->acq[k].b;
-  uint64_t n = rec_count(w, b), end = w->s->t_end;
-  if (truncated(w, b)) end = rec_at(w, b, n - 1)->ns;
-  for (uint64_t i = w->acq[k].i + 1; i < n; i++) {
-    const rec_t *r = rec_at(w, b, i);
-    if (r->kind == GVL_EV_SUSPENDED || r->kind == GVL_EV_OWNER_DIED ||
-        r->kind == GVL_EV_RESUMED) {
-      end = r->ns;
-      break;
-    }
+/* The number of str (from 1), added if new; 0 for NULL or out of memory. */
+static uint32_t str_id(strtab_t *t, const char *str) {
+  if (!str) return 0;
+  if (t->n + 1 > t->cap / 2 && str_grow(t)) {
+    t->oom = true;
+    return 0;
   }
-  if (k + 1 < w->nacq && w->acq[k + 1].ns < end) end = w->acq[k + 1].ns;
-  w->acq_end[k] = end;
-  for (uint64_t i = w->acq[k].i; i-- > 0;) {
-    const rec_t *r = rec_at(w, b, i);
-    if (r->kind == GVL_EV_READY ||
-        (r->kind == GVL_EV_SUSPENDED && r->why == W_COND)) {
-      w->acq_waited[k] = 1;
-      break;
-    }
-    if (r->kind == GVL_EV_SUSPENDED || r->kind == GVL_EV_RESUMED) break;
+  uint32_t h = str_hash(str, t->cap);
+  while (t->slot[h].key && t->slot[h].key != str) h = (h + 1) & (t->cap - 1);
+  if (!t->slot[h].key) {
+    t->list[t->n] = str;
+    t->slot[h] = (str_slot_t){str, ++t->n};
   }
+  return t->slot[h].id;
 }
 
-static int index_acq(wr_t *w) {
-  if (!(w->rk = calloc(w->nb, sizeof *w->rk))) return ENOMEM;
-  for (uint32_t b = 0; b < w->nb; b++)
-    if (!(w->rk[b] = malloc((rec_count(w, b) + 1) * sizeof **w->rk)))
-      return ENOMEM;
-  for (size_t k = 0; k < w->nacq; k++) {
-    w->rk[w->acq[k].b][w->acq[k].i] = (int32_t)k;
-    hold_bounds(w, k);
-  }
-  return 0;
-}
+static void put(FILE *f, const void *p, size_t n) { (void)fwrite(p, 1, n, f); }
 
-/* The buffer of the thread that held (or was just handing over) the GVL
- * when the preempt request of handle h was made at ns; -1 if unknown. */
-static int preempt_target(const wr_t *w, const void *h, uint64_t ns) {
-  size_t lo = 0, hi = w->nacq;
-  while (lo < hi) {          /* first acquisition after ns */
-    size_t mid = (lo + hi) / 2;
-    if (w->acq[mid].ns <= ns) lo = mid + 1; else hi = mid;
-  }
-  for (size_t k = lo; k-- > 0 && k + 3 > lo;)
-    if (w->acq[k].h == h) return (int)w->acq[k].b;
-  if (lo < w->nacq && w->acq[lo].h == h) return (int)w->acq[lo].b;
-  return -1;
-}
-
-/* ---- pass 2: one thread's tracks ------------------------------------------- */
-
-typedef enum { ST_NONE, ST_WAIT, ST_HOLD, ST_BLOCK, ST_COND } st_kind_t;
-
-typedef struct {
-  st_kind_t kind;
-  uint64_t since;
-  int prio, req, cpu;  /* cpu: at READY (wait) or RESUMED (hold) */
-  size_t k;            /* ST_HOLD: its acquisition */
-  unsigned depth;      /* open spans of the other layers */
-  uint64_t handed_at;  /* end of a hold just handed over by a yield or a
-                          preemption, 0 otherwise */
-  bool seen;           /* a GVL state record of this thread was seen */
-} st_t;
-
-static void emit_span(wr_t *w, uint32_t b, const char *name, uint64_t from,
-                      uint64_t to, const char *args) {
-  ev_open(w, "X", "gvl", name, w->pid_gvl, b, from);
-  put_dur(w, from, to);
-  fprintf(w->f, ",\"args\":{%s}}", args ? args : "");
-}
-
-/* A boosted request the cap turned down waits and holds at normal
- * priority; an interactive promotion raises a normal one. */
-static const char *boost_arg(const st_t *st) {
-  if (st->req > 0) return st->prio >= st->req ? "\"boost\":\"granted\"," : "\"boost\":\"refused\",";
-  return st->prio > st->req ? "\"boost\":\"interactive\"," : "";
-}
-
-static void emit_hold(wr_t *w, uint32_t b, st_t *st, const char *why) {
-  size_t k = st->k;
-  uint64_t end = w->acq_end[k];
-  char args[192];
-  int o = snprintf(args, sizeof args,
-                   "\"prio\":%d,\"req_prio\":%d,%s\"reason\":\"%s\",\"cpu\":%d",
-                   st->prio, st->req, boost_arg(st), why, st->cpu);
-  if (w->acq_waited[k] && k > 0 && w->acq[k - 1].b != b)
-    o += snprintf(args + o, sizeof args - (size_t)o, ",\"from\":%d",
-                  w->tids[w->acq[k - 1].b]);
-  bool to = k + 1 < w->nacq && w->acq_waited[k + 1] && w->acq[k + 1].b != b;
-  if (to)
-    snprintf(args + o, sizeof args - (size_t)o, ",\"handoff_to\":%d",
-             w->tids[w->acq[k + 1].b]);
-  emit_span(w, b, st->prio > 0 ? "hold boosted" : "hold", st->since, end, args);
-  st->handed_at = end;
-  if (to) {            /* the arrow leaves from the end of this hold */
-    uint64_t at = end > st->since ? end - 1 : end;
-    ev_open(w, "s", "gvl", "handoff", w->pid_gvl, b, at);
-    fprintf(w->f, ",\"id\":%zu}", k + 1);
-  }
-}
-
-static void emit_flow_in(wr_t *w, uint32_t b, size_t k) {
-  if (!w->acq_waited[k] || k == 0 || w->acq[k - 1].b == b) return;
-  ev_open(w, "f", "gvl", "handoff", w->pid_gvl, b, w->acq[k].ns);
-  fprintf(w->f, ",\"bp\":\"e\",\"id\":%zu}", k);
-}
-
-/* Close whatever non-hold state is open at ns. */
-/* The start of the wake-up that ends a wait with acquisition k: the end of
- * the previous holder's hold when it handed the GVL over, or 0 if k was not
- * a handoff.  From then on nobody runs with the GVL until k's RESUMED. */
-static uint64_t wake_start(const wr_t *w, uint32_t b, long k, uint64_t since,
-                           uint64_t ns) {
-  if (k <= 0 || !w->acq_waited[k] || w->acq[k - 1].b == b) return 0;
-  uint64_t at = w->acq_end[k - 1];
-  return at > since && at < ns ? at : 0;
-}
-
-/* Close whatever non-hold state is open at ns; k: the acquisition at ns
- * (-1 if none). */
-static void close_gap(wr_t *w, uint32_t b, st_t *st, uint64_t ns, long k) {
-  char args[112];
-  if (st->kind == ST_WAIT) {
-    uint64_t wake = wake_start(w, b, k, st->since, ns);
-    snprintf(args, sizeof args, "\"prio\":%d,\"req_prio\":%d,%s\"cpu\":%d",
-             st->prio, st->req, boost_arg(st), st->cpu);
-    emit_span(w, b, st->prio > 0 ? "wait boosted" : "wait", st->since,
-              wake ? wake : ns, args);
-    if (wake) {
-      snprintf(args, sizeof args, "\"from\":%d", w->tids[w->acq[k - 1].b]);
-      emit_span(w, b, "wake-up", wake, ns, args);
-    }
-  } else if (st->kind == ST_BLOCK) {
-    emit_span(w, b, "blocking", st->since, ns, NULL);
-  } else if (st->kind == ST_COND) {
-    emit_span(w, b, "cond wait", st->since, ns, NULL);
-  }
-  if (st->kind != ST_HOLD) st->kind = ST_NONE;
-}
-
-static void on_preempt(wr_t *w, uint32_t b, const rec_t *r) {
-  int tb = preempt_target(w, r->p, r->ns);
-  ev_open(w, "i", "gvl", "preempt request", w->pid_gvl, tb >= 0 ? (uint32_t)tb : b,
-          r->ns);
-  fprintf(w->f, ",\"s\":\"t\",\"args\":{\"by\":%d,\"target_known\":%s}}",
-          w->tids[b], tb >= 0 ? "true" : "false");
-}
-
-/* The thread's first GVL record is a SUSPENDED: it was holding when the
- * trace started (or, in ring mode, when its kept window starts).  The hold
- * is drawn from then, up to the first acquisition by another thread. */
-static void emit_early_hold(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
-                            uint64_t i) {
-  uint64_t from = w->s->t0, end = r->ns, n = rec_count(w, b);
-  const char *why = why_name[r->why];
-  char args[96];
-  /* Without the counters of an acquisition seen earlier, a yield or a
-   * preemption looks like a release; the READY right after tells. */
-  while (++i < n && (rec_at(w, b, i)->kind == GVL_EV_PREEMPT_REQ ||
-                     rec_at(w, b, i)->kind >= K_BEGIN)) {
-  }
-  if (r->why == W_RELEASE && i < n && rec_at(w, b, i)->kind == GVL_EV_READY)
-    why = "yield or preempted";
-  if (w->s->flags & GVL_TRACE_RING) from = rec_at(w, b, 0)->ns;
-  for (size_t k = 0; k < w->nacq; k++)
-    if (w->acq[k].b != b) {
-      if (w->acq[k].ns < end) end = w->acq[k].ns;
-      break;
-    }
-  if (end < from) return;
-  snprintf(args, sizeof args, "\"reason\":\"%s\",\"held_before_trace\":true", why);
-  emit_span(w, b, "hold", from, end, args);
-  st->handed_at = end;
-}
-
-static void on_gvl_rec(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
-                       uint64_t i) {
-  bool first = !st->seen && r->kind != GVL_EV_PREEMPT_REQ;
-  if (r->kind != GVL_EV_PREEMPT_REQ) st->seen = true;
-  switch (r->kind) {
-  case GVL_EV_READY: {
-    /* A thread that yields or is preempted queues again at once, but its
-     * READY is reported only after the handoff: its wait starts when its
-     * hold ended. */
-    uint64_t since = st->handed_at && st->handed_at < r->ns ? st->handed_at : r->ns;
-    if (st->kind == ST_HOLD) emit_hold(w, b, st, "release");
-    close_gap(w, b, st, r->ns, -1);
-    *st = (st_t){ST_WAIT, since, r->prio, r->req, r->cpu, 0, st->depth, 0, true};
-    break;
-  }
-  case GVL_EV_RESUMED:
-    if (st->kind == ST_HOLD) emit_hold(w, b, st, "release");
-    close_gap(w, b, st, r->ns, w->rk[b][i]);
-    *st = (st_t){ST_HOLD, r->ns, r->prio, r->req, r->cpu, (size_t)w->rk[b][i],
-                 st->depth, 0, true};
-    emit_flow_in(w, b, st->k);
-    break;
-  case GVL_EV_SUSPENDED: {
-    bool handed = r->why == W_YIELD || r->why == W_PREEMPT;
-    if (first) emit_early_hold(w, b, st, r, i);
-    if (st->kind == ST_HOLD) emit_hold(w, b, st, why_name[r->why]);
-    close_gap(w, b, st, r->ns, -1);
-    if (!handed) st->handed_at = 0;
-    st->kind = r->why == W_BLOCK ? ST_BLOCK : r->why == W_COND ? ST_COND : ST_NONE;
-    st->since = r->ns;
-    break;
-  }
-  case GVL_EV_OWNER_DIED:
-    if (st->kind == ST_HOLD) emit_hold(w, b, st, "died");
-    st->kind = ST_NONE;
-    ev_open(w, "i", "gvl", "owner died", w->pid_gvl, b, r->ns);
-    fputs(",\"s\":\"t\"}", w->f);
-    break;
-  case GVL_EV_PREEMPT_REQ:
-    on_preempt(w, b, r);
-    break;
-  default:
-    break;
-  }
-}
-
-static void on_user_rec(wr_t *w, uint32_t b, st_t *st, const rec_t *r) {
-  switch (r->kind) {
-  case K_BEGIN:
-    ev_open(w, "B", r->cat, (const char *)r->p, w->pid_layers, b, r->ns);
-    fputc('}', w->f);
-    st->depth++;
-    break;
-  case K_END:
-    if (!st->depth) {        /* an end with nothing open: dropped */
-      w->mismatched++;
-      break;
-    }
-    ev_open(w, "E", r->cat, (const char *)r->p, w->pid_layers, b, r->ns);
-    fputc('}', w->f);
-    st->depth--;
-    break;
-  case K_INSTANT:
-    ev_open(w, "i", r->cat, (const char *)r->p, w->pid_layers, b, r->ns);
-    fprintf(w->f, ",\"s\":\"t\",\"args\":{\"arg\":%" PRIu64 "}}", r->arg);
-    break;
-  case K_SPAN:
-    ev_open(w, "X", r->cat, (const char *)r->p, w->pid_layers, b, r->ns);
-    put_dur(w, r->ns, r->arg);
-    fputc('}', w->f);
-    break;
-  case K_COUNTER:
-    ev_open(w, "C", r->cat, (const char *)r->p, w->pid_layers, b, r->ns);
-    fprintf(w->f, ",\"args\":{\"value\":%" PRId64 "}}", (int64_t)r->arg);
-    break;
-  default:
-    break;
-  }
-}
-
-static void write_thread(wr_t *w, uint32_t b) {
-  st_t st = {ST_NONE, 0, 0, 0, -1, 0, 0, 0, false};
-  uint64_t n = rec_count(w, b), end = w->s->t_end;
-  if (truncated(w, b) && n) end = rec_at(w, b, n - 1)->ns;   /* nothing known after the last one */
-  for (uint64_t i = 0; i < n; i++) {
-    const rec_t *r = rec_at(w, b, i);
-    if (r->kind >= K_BEGIN) on_user_rec(w, b, &st, r);
-    else on_gvl_rec(w, b, &st, r, i);
-  }
-  if (st.kind == ST_HOLD) emit_hold(w, b, &st, "trace stopped");
-  else close_gap(w, b, &st, end, -1);
-  while (st.depth--) {
-    ev_open(w, "E", "", "", w->pid_layers, b, w->s->t_end);
-    fputc('}', w->f);
-  }
-}
-
-/* ---- the file --------------------------------------------------------------- */
-
-static void write_meta(wr_t *w) {
-  fprintf(w->f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,"
-          "\"args\":{\"name\":\"GVL %" PRIu64 "\"}}", w->pid_gvl, w->s->g->uid);
-  fprintf(w->f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,"
-          "\"args\":{\"name\":\"layers\"}}", w->pid_layers);
-  for (uint32_t b = 0; b < w->nb; b++) {
-    char name[NAME_MAX_];
-    pthread_mutex_lock(&w->s->mu);      /* names can change meanwhile */
-    memcpy(name, w->bufs[b]->name, NAME_MAX_);
-    pthread_mutex_unlock(&w->s->mu);
-    name[NAME_MAX_ - 1] = '\0';
-    for (int pid = w->pid_gvl; pid <= w->pid_layers; pid++) {
-      fprintf(w->f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,"
-              "\"tid\":%d,\"args\":{\"name\":", pid, w->tids[b]);
-      put_str(w->f, name);
-      fputs("}}", w->f);
-    }
-  }
-}
-
-static void write_tail(wr_t *w) {
-  uint64_t kept = 0, lost = atomic_load(&w->s->lost_nobuf);
-  for (uint32_t b = 0; b < w->nb; b++) {
-    uint64_t k, l;
-    buf_counts(w->s, w->bufs[b], &k, &l);
-    kept += k;
-    lost += l;
-  }
-  fprintf(w->f, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{"
-          "\"generator\":\"gvloop\",\"gvl\":%" PRIu64 ",\"clock\":\"CLOCK_MONOTONIC\","
-          "\"t0_ns\":%" PRIu64 ",\"duration_ns\":%" PRIu64 ",\"threads\":%u,"
-          "\"recorded_events\":%" PRIu64 ",\"lost_events\":%" PRIu64 ","
-          "\"acquisitions\":%zu,\"unmatched_ends\":%" PRIu64 ",\"mode\":\"%s\"}}\n",
-          w->s->g->uid, w->s->t0, w->s->t_end - w->s->t0, w->nb, kept, lost,
-          w->nacq, w->mismatched,
-          (w->s->flags & GVL_TRACE_RING) ? "ring"
-          : (w->s->flags & GVL_TRACE_STOP_FULL) ? "stop when full" : "drop when full");
-}
-
-/* Kernel thread ids can be reused by threads that come and go during one
- * run; a repeat gets a made-up id so that two threads never share a track. */
-static void assign_tids(wr_t *w) {
-  for (uint32_t b = 0; b < w->nb; b++) {
-    w->tids[b] = w->bufs[b]->tid;
-    for (uint32_t o = 0; o < b; o++)
-      if (w->tids[o] == w->tids[b]) {
-        w->tids[b] = 1000000000 + (int)b;
-        break;
-      }
-  }
-}
-
-static void wr_free(wr_t *w) {
-  if (w->rk)
-    for (uint32_t b = 0; b < w->nb; b++) free(w->rk[b]);
-  free(w->rk);
-  free(w->acq);
-  free(w->acq_end);
-  free(w->acq_waited);
-  free(w->tids);
-  free(w->bufs);
-}
-
-/* Write the JSON file of the run that just stopped.  Called with recording
- * drained and s->stopping set, so the buffers do not change.  On ENOMEM the
- * file still parses, with the GVL states left out (otherData.error). */
-static void write_trace(session_t *s) {
-  wr_t w;
-  memset(&w, 0, sizeof w);
-  w.s = s;
-  w.f = s->out;
-  w.pid_gvl = 1;
-  w.pid_layers = 2;
-  uint64_t run = atomic_load(&s->run);
-  w.bufs = malloc((s->nbufs + 1) * sizeof *w.bufs);
-  w.tids = malloc((s->nbufs + 1) * sizeof *w.tids);
-  if (w.bufs && w.tids)
-    for (uint32_t i = 0; i < s->nbufs; i++)
-      if (atomic_load(&s->bufs[i]->run) == run && s->bufs[i]->ev)
-        w.bufs[w.nb++] = s->bufs[i];
-  fputs("{\"traceEvents\":[\n", w.f);
-  if (w.bufs && w.tids && !collect_acq(&w) && !index_acq(&w)) {
-    assign_tids(&w);
-    write_meta(&w);
-    for (uint32_t b = 0; b < w.nb; b++) write_thread(&w, b);
-    write_tail(&w);
+static void put_rec(FILE *f, const rec_t *r, strtab_t *st) {
+  gvl__tf_rec_t o;
+  memset(&o, 0, sizeof o);
+  o.ns = r->ns;
+  o.arg = r->arg;
+  o.prio = r->prio;
+  o.req = r->req;
+  o.cpu = r->cpu;
+  o.kind = r->kind;
+  o.why = r->why;
+  if (r->kind >= GVL__TK_BEGIN) {
+    o.name = str_id(st, r->p);
+    o.cat = str_id(st, r->cat);
   } else {
-    fputs("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,"
-          "\"args\":{\"name\":\"GVL\"}}\n],\"otherData\":{\"error\":"
-          "\"out of memory while writing\"}}\n", w.f);
+    o.id = (uint64_t)(uintptr_t)r->p;
   }
-  wr_free(&w);
+  put(f, &o, sizeof o);
+}
+
+/* One thread: its header, then its kept records, oldest first (in ring
+ * mode the oldest is the slot after the newest). */
+static void put_thread(session_t *s, tbuf_t *b, strtab_t *st) {
+  gvl__tf_thread_t th;
+  uint64_t n = atomic_load_explicit(&b->n, memory_order_relaxed);
+  uint64_t kept = n < b->cap ? n : b->cap;
+  uint64_t first = n > b->cap && (s->flags & GVL_TRACE_RING) ? n % b->cap : 0;
+  memset(&th, 0, sizeof th);
+  th.offered = n;
+  th.kept = (uint32_t)kept;
+  th.tid = b->tid;
+  pthread_mutex_lock(&s->mu);             /* names can change meanwhile */
+  memcpy(th.name, b->name, sizeof th.name);
+  pthread_mutex_unlock(&s->mu);
+  th.name[sizeof th.name - 1] = '\0';
+  put(s->out, &th, sizeof th);
+  for (uint64_t i = 0; i < kept; i++)
+    put_rec(s->out, &b->ev[(first + i) % b->cap], st);
+}
+
+/* Write the file of the run that just stopped.  Called with recording
+ * drained and s->stopping set, so the buffers do not change.  ENOMEM if a
+ * string could not be numbered (its records then name none). */
+static int write_trace(session_t *s) {
+  gvl__tf_head_t h;
+  strtab_t st;
+  uint64_t run = atomic_load(&s->run);
+  memset(&h, 0, sizeof h);
+  memset(&st, 0, sizeof st);
+  memcpy(h.magic, GVL__TF_MAGIC, sizeof h.magic);
+  h.version = GVL__TF_VERSION;
+  h.order = GVL__TF_ORDER;
+  h.gvl_uid = s->g->uid;
+  h.t0_ns = s->t0;
+  h.t_end_ns = s->t_end;
+  h.lost_nobuf = atomic_load(&s->lost_nobuf);
+  h.flags = s->flags;
+  for (uint32_t i = 0; i < s->nbufs; i++)
+    h.nthreads += atomic_load(&s->bufs[i]->run) == run && s->bufs[i]->ev;
+  put(s->out, &h, sizeof h);
+  for (uint32_t i = 0; i < s->nbufs; i++)
+    if (atomic_load(&s->bufs[i]->run) == run && s->bufs[i]->ev)
+      put_thread(s, s->bufs[i], &st);
+  put(s->out, &st.n, sizeof st.n);
+  for (uint32_t i = 0; i < st.n; i++) {
+    uint32_t len = (uint32_t)strlen(st.list[i]);
+    put(s->out, &len, sizeof len);
+    put(s->out, st.list[i], len);
+  }
+  free(st.slot);
+  free(st.list);
+  return st.oom ? ENOMEM : 0;
 }

@@ -143,12 +143,12 @@ static void test_bad(evl_t *l) {
   CHECK_EQ(evl_fd_watch(l, p[0], EVL_READABLE, 0, rw_cb, NULL, &id), EBADF);
   fd = mkstemp(path);
   CHECK(fd >= 0);
-  CHECK_EQ(evl_fd_watch(l, fd, EVL_READABLE, 0, rw_cb, NULL, &id), EPERM);
+  CHECK_EQ(evl_fd_watch(l, fd, EVL_READABLE, 0, rw_cb, NULL, &id), EVL_ENOTPOLL);
   close(fd);
   unlink(path);
   fd = open("/tmp", O_RDONLY | O_DIRECTORY);
   CHECK(fd >= 0);
-  CHECK_EQ(evl_fd_watch(l, fd, EVL_READABLE, 0, rw_cb, NULL, &id), EPERM);
+  CHECK_EQ(evl_fd_watch(l, fd, EVL_READABLE, 0, rw_cb, NULL, &id), EVL_ENOTPOLL);
   close(fd);
   CHECK_EQ(id, 0);
 }

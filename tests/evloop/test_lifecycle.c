@@ -2,6 +2,7 @@
  * callback, idempotent stop, thread rules and bad arguments. */
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -73,6 +74,18 @@ static void test_null_and_threads(gvl_t *g) {
   CHECK_EQ(evl_stats(NULL, &st), EINVAL);
   CHECK_EQ(evl_stats(l, NULL), EINVAL);
   CHECK(evl_strerror(ENOENT) != NULL);
+  /* evloop's own codes: out of errno's range, with texts and names. */
+  CHECK(EVL_ESTOPPED > 4095 && EVL_ENOREG > 4095 && EVL_ENOTPOLL > 4095);
+  CHECK(strncmp(evl_strerror(EVL_ESTOPPED), "loop stopped", 12) == 0);
+  CHECK(strncmp(evl_strerror(EVL_ENOREG), "no such registration", 20) == 0);
+  CHECK(strcmp(evl_err_name(EVL_ESTOPPED), "EVL_ESTOPPED") == 0);
+  CHECK(strcmp(evl_err_name(EVL_ENOREG), "EVL_ENOREG") == 0);
+  CHECK(strcmp(evl_err_name(EVL_ENOTPOLL), "EVL_ENOTPOLL") == 0);
+  CHECK(strcmp(evl_err_name(EBADF), "EBADF") == 0);
+  CHECK(strcmp(evl_strerror(EBADF), strerror(EBADF)) == 0);
+  CHECK(strstr(evl_strerror(EVL_ENOTPOLL + 1000), "Unknown") == NULL);
+  CHECK_EQ(evl_version(), (unsigned)EVL_VERSION_HEX);
+  CHECK(strcmp(evl_version_string(), EVL_VERSION_STRING) == 0);
   CHECK_EQ(evl_timer(NULL, 1, 0, 0, nop_cb, NULL, &id), EINVAL);
   CHECK_EQ(evl_timer(l, 1, 0, 0, NULL, NULL, &id), EINVAL);
   CHECK_EQ(evl_timer(l, 1, 0, 0x40, nop_cb, NULL, &id), EINVAL);
@@ -92,12 +105,12 @@ static void test_null_and_threads(gvl_t *g) {
   CHECK_EQ(evl_stop(l), 0);  /* idempotent */
   CHECK_EQ(evl_stopping(l), 1);
   /* After stop: registrations are refused and their callbacks never run. */
-  CHECK_EQ(evl_post(l, nop_cb, NULL, &id), ESHUTDOWN);
-  CHECK_EQ(evl_timer(l, 1, 0, 0, nop_cb, NULL, &id), ESHUTDOWN);
-  CHECK_EQ(evl_signal_watch(l, SIGUSR1, 0, nop_cb, NULL, &id), ESHUTDOWN);
-  CHECK_EQ(evl_work(l, nop_work, 0, nop_cb, NULL, &id), ESHUTDOWN);
-  CHECK_EQ(evl_read_file(l, "/dev/null", 0, 0, nop_rd, NULL, &id), ESHUTDOWN);
-  CHECK_EQ(evl_wakeup(l), ESHUTDOWN);
+  CHECK_EQ(evl_post(l, nop_cb, NULL, &id), EVL_ESTOPPED);
+  CHECK_EQ(evl_timer(l, 1, 0, 0, nop_cb, NULL, &id), EVL_ESTOPPED);
+  CHECK_EQ(evl_signal_watch(l, SIGUSR1, 0, nop_cb, NULL, &id), EVL_ESTOPPED);
+  CHECK_EQ(evl_work(l, nop_work, 0, nop_cb, NULL, &id), EVL_ESTOPPED);
+  CHECK_EQ(evl_read_file(l, "/dev/null", 0, 0, nop_rd, NULL, &id), EVL_ESTOPPED);
+  CHECK_EQ(evl_wakeup(l), EVL_ESTOPPED);
   CHECK_EQ(id, 0);
   CHECK_EQ(evl_destroy(l), 0);
 }
@@ -116,7 +129,7 @@ static void in_cb(evl_t *l, void *arg, int status) {
   CHECK_EQ(evl_stop(l), 0);  /* from a callback: does not wait */
   CHECK_EQ(evl_stop(l), 0);
   CHECK_EQ(evl_stopping(l), 1);
-  CHECK_EQ(evl_post(l, nop_cb, NULL, NULL), ESHUTDOWN);
+  CHECK_EQ(evl_post(l, nop_cb, NULL, NULL), EVL_ESTOPPED);
   atomic_store(&in_cb_done, 1);
 }
 
@@ -241,8 +254,39 @@ static void test_driver(gvl_t *g) {
   CHECK_EQ(evl_destroy(l), 0);
 }
 
+static void count_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  if (status == 0) atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+/* A zeroed config (and NULL) dispatches at normal priority; a boost is asked
+ * for with EVL_PRIO_BOOST.  Seen in the GVL's boost counter. */
+static uint64_t boosts_for(const evl_config_t *cfg) {
+  gvl_t *g = t_gvl();
+  gvl_stats_t st;
+  atomic_int n = 0;
+  evl_t *l = evl_start(g, cfg);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_post(l, count_cb, &n, NULL), 0);
+  t_wait_ge(&n, 1);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(gvl_stats(g, &st), 0);
+  CHECK_EQ(gvl_destroy(g), 0);
+  return st.boosts;
+}
+
+static void test_default_prio(void) {
+  evl_config_t cfg = {0};
+  CHECK_EQ(EVL_PRIO_NORMAL, 0);
+  CHECK_EQ(boosts_for(NULL), 0);
+  CHECK_EQ(boosts_for(&cfg), 0);
+  cfg.prio = EVL_PRIO_BOOST;
+  CHECK(boosts_for(&cfg) >= 1);
+}
+
 int main(void) {
   gvl_t *g = t_gvl();
+  test_default_prio();
   test_bad_start(g);
   test_null_and_threads(g);
   test_stop_from_callback(g);

@@ -112,7 +112,7 @@ static void test_cancel(gvl_t *g) {
     CHECK_EQ(evl_post(l, status_cb, (void *)(intptr_t)i, &ids[i]), 0);
   for (i = 0; i < 200; i++) CHECK(ids[i] != 0);
   for (i = 0; i < 200; i += 2) CHECK_EQ(evl_cancel(l, ids[i]), 0);
-  for (i = 0; i < 200; i += 2) CHECK_EQ(evl_cancel(l, ids[i]), ENOENT);
+  for (i = 0; i < 200; i += 2) CHECK_EQ(evl_cancel(l, ids[i]), EVL_ENOREG);
   CHECK_EQ(gvl_release(me), 0);
   /* Stop from a thread that holds the GVL: it is released while waiting. */
   CHECK_EQ(gvl_acquire(me), 0);
@@ -124,9 +124,9 @@ static void test_cancel(gvl_t *g) {
     if (i % 2 == 0) CHECK_EQ(atomic_load(&st_cancel[i]), 1);
   }
   CHECK_EQ(atomic_load(&st_other), 0);
-  for (i = 1; i < 200; i += 2) CHECK_EQ(evl_cancel(l, ids[i]), ENOENT);
+  for (i = 1; i < 200; i += 2) CHECK_EQ(evl_cancel(l, ids[i]), EVL_ENOREG);
   CHECK_EQ(evl_cancel(l, 0), EINVAL);
-  CHECK_EQ(evl_cancel(l, 999999), ENOENT);
+  CHECK_EQ(evl_cancel(l, 999999), EVL_ENOREG);
   CHECK_EQ(evl_stats(l, &st), 0);
   CHECK_EQ(st.live, 0);
   CHECK_EQ(evl_destroy(l), 0);

@@ -1,5 +1,5 @@
 /* Stop while 8 threads keep registering: every accepted registration gets
- * exactly one last call, every refused one (ESHUTDOWN) none.  Also stop
+ * exactly one last call, every refused one (EVL_ESTOPPED) none.  Also stop
  * with pending posts, armed timers, watches and queued work all at once. */
 #include <pthread.h>
 #include <unistd.h>
@@ -41,7 +41,7 @@ static void *sub_main(void *p) {
     case 2: r = evl_work(s->l, work_fn, 0, final_cb, &s->calls[i], NULL); break;
     default: r = evl_post_flags(s->l, final_cb, &s->calls[i], EVL_F_NOGVL, NULL); break;
     }
-    if (r == ESHUTDOWN) break;
+    if (r == EVL_ESTOPPED) break;
     CHECK_EQ(r, 0);
     s->accepted++;
   }

@@ -41,7 +41,7 @@ static void test_repeat_and_cancel(gvl_t *g) {
   t_wait_ge(&fired, 5);
   CHECK_EQ(evl_cancel(l, id), 0);
   CHECK_EQ(evl_cancel(l, far), 0);
-  CHECK_EQ(evl_cancel(l, id), ENOENT);
+  CHECK_EQ(evl_cancel(l, id), EVL_ENOREG);
   t_wait_ge(&cancelled, 2);
   after = atomic_load(&fired);
   t_sleep_ms(20);
@@ -66,7 +66,7 @@ static void self_cb(evl_t *l, void *arg, int status) {
   CHECK_EQ(atomic_load(&self_final), 0);
   if (atomic_fetch_add(&self_ticks, 1) + 1 == 3) {
     CHECK_EQ(evl_cancel(l, self_id), 0);
-    CHECK_EQ(evl_cancel(l, self_id), ENOENT);
+    CHECK_EQ(evl_cancel(l, self_id), EVL_ENOREG);
   }
 }
 

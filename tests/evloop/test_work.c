@@ -84,7 +84,7 @@ static void test_cancel(void) {
   set_release(1);
   t_wait_ge(&done_ok, 4 + 5);
   CHECK_EQ(atomic_load(&ran), 5);
-  for (i = 0; i < 4; i++) CHECK_EQ(evl_cancel(l, blk[i]), ENOENT);
+  for (i = 0; i < 4; i++) CHECK_EQ(evl_cancel(l, blk[i]), EVL_ENOREG);
   CHECK_EQ(evl_destroy(l), 0);
   CHECK_EQ(atomic_load(&done_cancel), 5);
   CHECK_EQ(atomic_load(&bad), 0);

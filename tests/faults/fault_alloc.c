@@ -292,7 +292,7 @@ static void script_loop(gvl_t *g, gvl_thread_t *me) {
   }
   for (i = 0; i < nids; i++) {
     int r = evl_cancel(l, ids[i]);
-    CHECK(r == 0 || r == ENOENT || r == EBUSY);
+    CHECK(r == 0 || r == EVL_ENOREG || r == EBUSY);
   }
   CHECK_OK(evl_destroy(l));
   close(p[0]);

@@ -188,9 +188,9 @@ static void stopping_cb(evl_t *l, void *arg, int status) {
   CHECK_EQ(evl_destroy(l), EBUSY);     /* not from the loop thread */
   /* From the moment stop is requested, new registrations are refused and
    * their callbacks are never called. */
-  if (evl_post(l, tally_cb, &tally[K_POST], NULL) == ESHUTDOWN)
+  if (evl_post(l, tally_cb, &tally[K_POST], NULL) == EVL_ESTOPPED)
     atomic_fetch_add(&shutdown_refused, 1);
-  if (evl_timer(l, 0, 0, 0, tally_cb, &tally[K_TIMER], NULL) == ESHUTDOWN)
+  if (evl_timer(l, 0, 0, 0, tally_cb, &tally[K_TIMER], NULL) == EVL_ESTOPPED)
     atomic_fetch_add(&shutdown_refused, 1);
   atomic_store(&stop_cb_done, 1);
 }
@@ -218,8 +218,8 @@ static void test_stop_from_callback(gvl_t *g) {
     CHECK_OK(evl_post(l, tally_cb, &tally[K_POST], NULL));
   flt_wait_ge(&stop_cb_done, 1);
   CHECK_OK(evl_stop(l));   /* waits for the loop thread to finish */
-  CHECK_EQ(evl_post(l, nop_cb, NULL, NULL), ESHUTDOWN);
-  CHECK_EQ(evl_wakeup(l), ESHUTDOWN);
+  CHECK_EQ(evl_post(l, nop_cb, NULL, NULL), EVL_ESTOPPED);
+  CHECK_EQ(evl_wakeup(l), EVL_ESTOPPED);
   CHECK_OK(evl_stats(l, &st));
   CHECK_EQ(st.live, 0);
   CHECK_EQ(atomic_load(&shutdown_refused), 2);

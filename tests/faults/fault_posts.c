@@ -4,7 +4,7 @@
  * of their own posts.
  *
  * Checked: every post gets exactly one call; a post whose evl_cancel
- * returned 0 gets ECANCELED, one whose cancel said ENOENT ran with 0 (or was
+ * returned 0 gets ECANCELED, one whose cancel said EVL_ENOREG ran with 0 (or was
  * never cancelled); the posts of one thread run in the order posted; every
  * callback with status 0 runs holding the GVL on the loop thread; the
  * loop's counters add up exactly; ids are unique and never 0.
@@ -69,16 +69,16 @@ static void *poster_main(void *arg) {
     prev = id;
     if (i % 16 == 7) {
       /* Cancel our own post: either it had not run (0: it gets ECANCELED)
-       * or it had (ENOENT).  want_cancel is read only after the joins. */
+       * or it had (EVL_ENOREG).  want_cancel is read only after the joins. */
       int r = evl_cancel(p->l, id);
       if (r == 0) {
         want_cancel[n] = 1;
         p->cancel_ok++;
       } else {
-        CHECK_EQ(r, ENOENT);
+        CHECK_EQ(r, EVL_ENOREG);
         p->cancel_enoent++;
       }
-      CHECK_EQ(evl_cancel(p->l, id), ENOENT);
+      CHECK_EQ(evl_cancel(p->l, id), EVL_ENOREG);
     }
   }
   return NULL;

@@ -67,7 +67,7 @@ static void *armer(void *arg) {
     if (i % 10 == 3) {
       int r = evl_cancel(a->l, id);
       if (r == 0) s->want_cancel = 1;
-      else CHECK_EQ(r, ENOENT);
+      else CHECK_EQ(r, EVL_ENOREG);
     }
   }
   return NULL;
@@ -107,7 +107,7 @@ static void phase_flood(gvl_t *g) {
   for (i = 0; i < NREPEAT; i++) {
     while (!atomic_load(&rep_tick_seen[i])) flt_sleep_us(500);
     CHECK_OK(evl_cancel(l, rep_ids[i]));
-    CHECK_EQ(evl_cancel(l, rep_ids[i]), ENOENT);
+    CHECK_EQ(evl_cancel(l, rep_ids[i]), EVL_ENOREG);
   }
   for (i = 0; i < NTHREADS; i++) flt_join(th[i]);
   while (atomic_load(&done) < NFLOOD) flt_sleep_us(1000);

@@ -88,7 +88,7 @@ static void slot_done(slot_t *s, int err, evl_id_t id) {
     atomic_store(&s->id, id);
     atomic_store(&s->accepted, 1);
   } else {
-    FZ_CHECK(err == ESHUTDOWN || err == EEXIST);
+    FZ_CHECK(err == EVL_ESTOPPED || err == EEXIST);
     atomic_store(&s->rejected, 1);
   }
 }
@@ -196,7 +196,7 @@ static void cancel_slot(int idx) {
   id = atomic_load(&s->id);
   if (id == 0) return;
   r = evl_cancel(l, id);
-  FZ_CHECK(r == 0 || r == ENOENT || r == EBUSY);
+  FZ_CHECK(r == 0 || r == EVL_ENOREG || r == EBUSY);
   if (r == EBUSY) FZ_CHECK(s->kind == K_WORK || s->kind == K_READ);
   if (r == 0) atomic_store(&s->cancel_ok, 1);
 }
@@ -280,7 +280,7 @@ static void submit(int op, int arg, int from_loop) {
       FZ_CHECK(kill(getpid(), arg & 2 ? SIGURG : SIGWINCH) == 0);
     } else {
       r = evl_wakeup(l);
-      FZ_CHECK(r == 0 || r == ESHUTDOWN);
+      FZ_CHECK(r == 0 || r == EVL_ESTOPPED);
     }
     break;
   case 14:

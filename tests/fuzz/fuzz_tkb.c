@@ -138,7 +138,7 @@ static void do_op(const fz_op_t *o) {
     break;
   case 6:
     r = tkb_command_delete(tk, o->arg & 1 ? "host2" : "ns2::host");
-    FZ_CHECK(r == 0 || r == ENOENT || r == ECANCELED);
+    FZ_CHECK(r == 0 || r == TKB_ENOCMD || r == ECANCELED);
     break;
   case 7:
     if (o->arg > 250) {

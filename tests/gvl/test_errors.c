@@ -322,13 +322,29 @@ int main(void) {
   sync_errors(me);
   cond_busy(me);
 
+  /* Every documented code has a text of its own and its name; the texts
+   * are constant strings (the same pointer on every call). */
   const int codes[] = {EINVAL, EPERM, EDEADLK, EBUSY, EEXIST,
                        ENOMEM, EINTR, ETIMEDOUT};
+  const char *const names[] = {"EINVAL", "EPERM", "EDEADLK", "EBUSY", "EEXIST",
+                               "ENOMEM", "EINTR", "ETIMEDOUT"};
   for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
     const char *m = gvl_strerror(codes[i]);
-    CHECK(m != NULL);
-    CHECK(strcmp(m, strerror(codes[i])) == 0);
+    CHECK(m != NULL && m[0] != '\0');
+    CHECK(strstr(m, "Unknown") == NULL);
+    CHECK(gvl_strerror(codes[i]) == m);
+    CHECK(strcmp(gvl_err_name(codes[i]), names[i]) == 0);
   }
+  CHECK(strcmp(gvl_strerror(EDEADLK), "the GVL is already held by this thread") == 0);
+  CHECK(strcmp(gvl_strerror(ENOENT), strerror(ENOENT)) == 0);
+  CHECK(strcmp(gvl_strerror(12345), "unknown error code 12345") == 0);
+  CHECK(strcmp(gvl_err_name(12345), "UNKNOWN") == 0);
+  CHECK(strcmp(gvl_err_name(0), "OK") == 0);
+  CHECK(strcmp(gvl_strerror(0), "success") == 0);
+
+  /* The library is the version its header says. */
+  CHECK_EQ(gvl_version(), (unsigned)GVL_VERSION_HEX);
+  CHECK(strcmp(gvl_version_string(), GVL_VERSION_STRING) == 0);
 
   CHECK_OK(gvl_thread_detach(me));
   CHECK(gvl_thread_self(g) == NULL);

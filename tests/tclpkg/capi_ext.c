@@ -129,7 +129,7 @@ static int cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
 }
 
 /* Our own interp-deletion callback: Tcl runs these in no set order, so the
- * loop may already have stopped (and ended the timer: ENOENT) or not (0,
+ * loop may already have stopped (and ended the timer: EVL_ENOREG) or not (0,
  * and the timer's last call comes with ECANCELED).  Either way the evl_t
  * must still be valid memory here. */
 static void capi_gone(ClientData cd, Tcl_Interp *ip) {

@@ -383,7 +383,7 @@ static void t_vwait_in_cb(void) {
   CHECK_RC(gvl_release(me), 0);
   CHECK_RC(gvl_thread_detach(me), 0);
   CHECK_RC(tkb_command_delete(f.tk, "leaf"), 0);
-  CHECK_RC(tkb_command_delete(f.tk, "leaf"), ENOENT);
+  CHECK_RC(tkb_command_delete(f.tk, "leaf"), TKB_ENOCMD);
   fx_stop(&f);
 }
 
@@ -412,6 +412,13 @@ static int fail_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
   (void)arg;
   if (argc > 1) tkb_result_set(res, argv[1]);
   return EIO;
+}
+
+/* A host command that fails with a code of its own (not an errno value). */
+static int oddfail_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                      tkb_result_t *res) {
+  (void)tk, (void)arg, (void)argc, (void)argv, (void)res;
+  return 12345;
 }
 
 typedef struct {
@@ -448,6 +455,23 @@ static void t_errors(void) {
   CHECK_RC(tkb_eval(f.tk, "hostfail", &r), TKB_ETCL);
   CHECK(strcmp(r, tkb_strerror(EIO)) == 0);
   free(r);
+  /* The errorCode names the code: POSIX for errno values, GVLOOP HOST for
+   * a host's own code (never "Unknown error" with errorCode NONE). */
+  CHECK_RC(tkb_eval(f.tk, "catch hostfail; lrange $::errorCode 0 1", &r), 0);
+  CHECK(strcmp(r, "POSIX EIO") == 0);
+  free(r);
+  CHECK_RC(tkb_command_create(f.tk, "oddfail", oddfail_cb, NULL), 0);
+  CHECK_RC(tkb_eval(f.tk, "oddfail", &r), TKB_ETCL);
+  CHECK(strcmp(r, "oddfail: host command failed with code 12345") == 0);
+  free(r);
+  CHECK_RC(tkb_eval(f.tk, "catch oddfail; lrange $::errorCode 0 2", &r), 0);
+  CHECK(strcmp(r, "GVLOOP HOST 12345") == 0);
+  free(r);
+  CHECK(strcmp(tkb_err_name(TKB_ETCL), "TKB_ETCL") == 0);
+  CHECK(strcmp(tkb_err_name(TKB_ENOCMD), "TKB_ENOCMD") == 0);
+  CHECK(strcmp(tkb_err_name(EVL_ESTOPPED), "EVL_ESTOPPED") == 0);
+  CHECK(tkb_version() == (unsigned)TKB_VERSION_HEX);
+  CHECK(strcmp(tkb_version_string(), TKB_VERSION_STRING) == 0);
   CHECK_RC(tkb_eval(f.tk, "catch {hostfail caught} m; set m", &r), 0);
   CHECK(strcmp(r, "caught") == 0);
   free(r);
@@ -473,7 +497,7 @@ static void t_errors(void) {
   CHECK(atomic_load(&errs.on_error) == 2);
   tkb_stats_t st;
   CHECK_RC(tkb_stats(f.tk, &st), 0);
-  CHECK(st.cmd_errors == 4);
+  CHECK(st.cmd_errors == 7);
   CHECK(st.bg_errors == 2);
   fx_stop(&f);
 }
@@ -925,8 +949,8 @@ static void t_bad_args(void) {
   CHECK_RC(tkb_command_create(f.tk, "", noop_cb, NULL), EINVAL);
   CHECK_RC(tkb_command_create(f.tk, "x", NULL, NULL), EINVAL);
   CHECK_RC(tkb_command_delete(f.tk, NULL), EINVAL);
-  CHECK_RC(tkb_command_delete(f.tk, "set"), ENOENT); /* not ours */
-  CHECK_RC(tkb_command_delete(f.tk, "nosuch"), ENOENT);
+  CHECK_RC(tkb_command_delete(f.tk, "set"), TKB_ENOCMD); /* not ours */
+  CHECK_RC(tkb_command_delete(f.tk, "nosuch"), TKB_ENOCMD);
   CHECK_RC(tkb_stats(f.tk, NULL), EINVAL);
   CHECK_RC(tkb_command_create(f.tk, "ns1::ns2::noop", noop_cb, NULL), 0);
   CHECK_RC(tkb_eval(f.tk, "ns1::ns2::noop", NULL), 0);

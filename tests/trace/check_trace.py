@@ -8,7 +8,11 @@ Always checked:
     nest or follow each other; B/E pairs match;
   - per thread, the GVL state spans never overlap;
   - across threads, no two holds overlap (one holder at a time);
-  - every flow start has its finish and the reverse.
+  - every flow start has its finish and the reverse;
+  - no GVL state starts at the trace's origin (ts 0) unless it is a hold
+    held before the trace: an event older than the trace would show there.
+
+Several files may be given; each gets the same checks.
 
 Options add checks of a known scenario:
   --holders A,B,A      the thread names of the holds, in time order
@@ -133,6 +137,13 @@ def check_states(events):
     return holds
 
 
+def check_origin(events):
+    for e in gvl_spans(events):
+        if e["ts"] == 0 and not e.get("args", {}).get("held_before_trace"):
+            fail(f"{e['name']} of tid {e['tid']} starts at the origin: "
+                 f"an event older than the trace was recorded in it")
+
+
 def check_flows(events):
     starts = {e["id"]: e for e in events if e.get("ph") == "s"}
     ends = {e["id"]: e for e in events if e.get("ph") == "f"}
@@ -145,7 +156,7 @@ def check_flows(events):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("file")
+    ap.add_argument("files", nargs="+")
     ap.add_argument("--holders")
     ap.add_argument("--lost", type=int)
     ap.add_argument("--holds", type=int)
@@ -155,15 +166,23 @@ def main():
     ap.add_argument("--handoff", action="append", default=[])
     ap.add_argument("--preempt", action="append", default=[])
     ap.add_argument("--arg", action="append", default=[])
-    a = ap.parse_args()
+    a = ap.parse_intermixed_args()
+    bad = 0
+    for path in a.files:
+        bad |= check_file(a, path)
+    return bad
 
-    doc = load(a.file)
+
+def check_file(a, path):
+    failures.clear()
+    doc = load(path)
     events = doc["traceEvents"]
     other = doc.get("otherData", {})
     names = thread_names(events)
     check_fields(events)
     check_tracks(events)
     holds = check_states(events)
+    check_origin(events)
     starts, ends = check_flows(events)
 
     def name_of(tid):
@@ -215,7 +234,7 @@ def main():
 
     if failures:
         for f in failures:
-            print(f"{a.file}: {f}", file=sys.stderr)
+            print(f"{path}: {f}", file=sys.stderr)
         return 1
     return 0
 

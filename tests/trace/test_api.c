@@ -1,6 +1,7 @@
 /*
  * test_api.c -- argument checks, error codes, start/stop cycles, spans of
- * other layers, GVLOOP_TRACE, and a trace written by gvl_destroy().
+ * other layers, GVLOOP_TRACE, a trace written by gvl_destroy(), and
+ * gvl_thread_set_name().
  */
 #include "ttrace.h"
 
@@ -98,6 +99,43 @@ static void cycles(const ttrace_env_t *e, gvl_t *g) {
 
 static void *noop(void *arg) { return arg; }
 
+static void *rename_other(void *arg) {
+  CHECK_EQ(gvl_thread_set_name(arg, "x"), EPERM);   /* not its handle */
+  return NULL;
+}
+
+/* gvl_thread_set_name: its errors, and the name on the thread's tracks,
+ * also when set while the trace runs. */
+static void named(const ttrace_env_t *e) {
+  char path[512], name[40];
+  pthread_t th;
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  memset(name, 'n', 32);
+  name[32] = '\0';
+  CHECK_EQ(gvl_thread_set_name(NULL, "x"), EINVAL);
+  CHECK_EQ(gvl_thread_set_name(t, NULL), EINVAL);
+  CHECK_EQ(gvl_thread_set_name(t, ""), EINVAL);
+  CHECK_EQ(gvl_thread_set_name(t, name), ERANGE);
+  name[31] = '\0';
+  CHECK_OK(gvl_thread_set_name(t, name));           /* 31 bytes: kept */
+  tgvl_spawn(&th, rename_other, t);
+  tgvl_join(th);
+  ttrace_path(e, "named", path, sizeof path);
+  CHECK_OK(gvl_trace_start(g, path, NULL));
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_set_name(t, "interp 1"));
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_trace_stop(g));
+  CHECK_OK(gvl_thread_detach(t));
+  CHECK_OK(gvl_destroy(g));
+  TTRACE_CHECK(e, path, "--holders", "interp 1,interp 1");
+}
+
 /* gvl_destroy() writes a trace that is still running. */
 static void destroy_writes(const ttrace_env_t *e) {
   char path[512];
@@ -110,8 +148,23 @@ static void destroy_writes(const ttrace_env_t *e) {
   TTRACE_CHECK(e, path, "--holds", "1");
 }
 
+/* A raw trace under a .json name (GVLOOP_TRACE=trace.json): gvl-trace
+ * with only that name replaces the file with its JSON. */
+static void json_named(const ttrace_env_t *e) {
+  char path[512];
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  snprintf(path, sizeof path, "%s/inplace.json", e->dir);
+  CHECK_OK(gvl_trace_start(g, path, NULL));
+  CHECK(gvl_call_with(g, 0, noop, g) == g);
+  CHECK_OK(gvl_destroy(g));
+  const char *argv[] = {e->conv, path, NULL};
+  CHECK_EQ(ttrace_run(argv), 0);
+  TTRACE_CHECK(e, path, "--holds", "1");
+}
+
 /* GVLOOP_TRACE: the first GVL writes to the path, the second to
- * path.<n>.json. */
+ * path.<n>.gvlt. */
 static void from_env(const ttrace_env_t *e) {
   char path[512], pattern[600];
   ttrace_path(e, "env", path, sizeof path);
@@ -129,11 +182,11 @@ static void from_env(const ttrace_env_t *e) {
   CHECK_OK(gvl_destroy(g1));
   CHECK_OK(gvl_destroy(g2));
   TTRACE_CHECK(e, path, "--holds", "0");
-  /* The second file: find it by listing env.*.json. */
+  /* The second file: find it by listing env.*.gvlt. */
   snprintf(pattern, sizeof pattern, "%s/env.", e->dir);
   FILE *p;
   char cmd[700], second[600] = "";
-  snprintf(cmd, sizeof cmd, "ls %s*.json", pattern);
+  snprintf(cmd, sizeof cmd, "ls %s*.gvlt", pattern);
   CHECK((p = popen(cmd, "r")) != NULL);
   CHECK(fgets(second, sizeof second, p) != NULL);
   pclose(p);
@@ -211,6 +264,8 @@ int main(int argc, char **argv) {
   cycles(&e, g);
   CHECK_OK(gvl_destroy(g));
   destroy_writes(&e);
+  named(&e);
+  json_named(&e);
   from_env(&e);
   forked(&e);
   exit_writes(&e);

@@ -5,7 +5,8 @@
  * event loop is the evloop's driver: Tcl waits in libuv (through a Tcl
  * notifier built on libuv) without the GVL, so Tk repaints and runs its own
  * Tcl scripts while other threads hold the GVL.  Host code runs only under
- * the GVL, taken with a priority boost:
+ * the GVL, taken at cfg.prio (TKB_PRIO_BOOST to cut in ahead of CPU-bound
+ * threads, as gvwish does):
  *   - host commands (tkb_command_create) called from Tcl;
  *   - completion callbacks of tkb_eval_async;
  *   - the error callback.
@@ -25,16 +26,19 @@
  * Tcl_Main on tkb_notifier_bind, not bridges).
  *
  * Setup:
- *     evl_config_t ec = {0};
+ *     evl_config_t ec = {.prio = EVL_PRIO_BOOST};
  *     tkb_evl_config(&ec);              // Tcl's event loop drives the evloop
  *     evl_t *l = evl_start(gvl, &ec);
  *     tkb_t *tk;
- *     tkb_start(l, NULL, &tk);          // interp + Tk on the loop thread
+ *     tkb_config_t tc = {.prio = TKB_PRIO_BOOST};
+ *     tkb_start(l, &tc, &tk);           // interp + Tk on the loop thread
  *     ... tkb_eval(tk, "button .b -text hi; pack .b", NULL) ...
  *     tkb_destroy(tk);                  // or evl_stop(l): tears down too
  *
- * Return values: 0 or a positive error code: an errno value, or TKB_ETCL
- * when a Tcl script raised an error (the message is the result).
+ * Return values: 0 or a positive error code: an errno value, TKB_ETCL
+ * when a Tcl script raised an error (the message is the result), TKB_ENOCMD,
+ * or one of evloop's EVL_E* codes passed on.  tkb_strerror() says what a
+ * code means, tkb_err_name() gives its name.
  *   EINVAL     NULL or bad argument
  *   ECANCELED  the bridge stopped before the call ran (pending at stop)
  *   EINTR      the waiting thread was interrupted (gvl_thread_interrupt);
@@ -72,12 +76,22 @@ extern "C" {
 #define TKB_EXPORT
 #endif
 
-/* A Tcl error, as a return code: above every errno value. */
-#define TKB_ETCL 10001
+/* Version of this header (the project's; semantic versioning).
+ * tkb_version() and tkb_version_string() give the library's. */
+#define TKB_VERSION_MAJOR 0
+#define TKB_VERSION_MINOR 1
+#define TKB_VERSION_PATCH 0
+#define TKB_VERSION_STRING "0.1.0"
+#define TKB_VERSION_HEX \
+  ((TKB_VERSION_MAJOR << 16) | (TKB_VERSION_MINOR << 8) | TKB_VERSION_PATCH)
 
-/* tkb_config_t.prio: run host callbacks at GVL_PRIO_NORMAL (no boost);
- * 0 there means the default, GVL_PRIO_BOOST. */
-#define TKB_PRIO_NORMAL INT32_MIN
+/* tkbridge's own error codes: out of errno's range (evloop's are 10100+). */
+#define TKB_ETCL   10001  /* a Tcl script raised an error                  */
+#define TKB_ENOCMD 10002  /* tkb_command_delete: no such host command       */
+
+/* Values for tkb_config_t.prio (0..GVL_PRIO_MAX). */
+#define TKB_PRIO_NORMAL GVL_PRIO_NORMAL   /* 0: the default               */
+#define TKB_PRIO_BOOST  GVL_PRIO_BOOST    /* host callbacks cut in        */
 
 typedef struct tkb_s tkb_t;
 typedef struct tkb_result_s tkb_result_t;
@@ -86,7 +100,9 @@ struct Tcl_Interp;
 /* [loop thread, GVL held] A Tcl command implemented by the host.  argv[0]
  * is the command name.  Return 0 for success; anything else makes the Tcl
  * command fail (the message is what tkb_result_set stored, else the
- * tkb_strerror of the code), so errors in event bindings reach bgerror. */
+ * tkb_strerror of the code; errorCode {POSIX ENAME msg} for an errno value,
+ * {GVLOOP NAME code msg} for gvloop's codes, {GVLOOP HOST code msg} for any
+ * other), so errors in event bindings reach bgerror. */
 typedef int (*tkb_cmd_cb)(tkb_t *tk, void *arg, int argc,
                           const char *const *argv, tkb_result_t *res);
 
@@ -112,8 +128,9 @@ typedef struct {
                               -display; DISPLAY in the process environment
                               is left as it was (Tk would set it)          */
   int         no_tk;       /* 1: Tcl only (no Tk package loaded)            */
-  int         prio;        /* GVL priority of host callbacks: 0 = boost,
-                              1..GVL_PRIO_MAX, or TKB_PRIO_NORMAL           */
+  int         prio;        /* GVL priority of host callbacks, 0..GVL_PRIO_MAX:
+                              0 (TKB_PRIO_NORMAL) is the default;
+                              TKB_PRIO_BOOST preempts CPU-bound holders     */
   tkb_error_cb on_error;   /* optional, see tkb_error_cb                    */
   void       *on_error_arg;
 } tkb_config_t;
@@ -190,7 +207,8 @@ TKB_EXPORT int tkb_run(tkb_t *tk, tkb_fn fn, void *arg);
 TKB_EXPORT int tkb_command_create(tkb_t *tk, const char *name, tkb_cmd_cb cb,
                                   void *arg);
 
-/* [any] Delete a command created with tkb_command_create.  ENOENT if none. */
+/* [any] Delete a command created with tkb_command_create.  TKB_ENOCMD if
+ * none. */
 TKB_EXPORT int tkb_command_delete(tkb_t *tk, const char *name);
 
 /* [loop thread, inside a tkb_cmd_cb] Set the command's result (copied). */
@@ -229,15 +247,21 @@ TKB_EXPORT int tkb_notifier_bind(evl_t *l);
 /* [a thread bound to l by tkb_notifier_bind] Create gvloop::ping and
  * gvloop::stats in ip, an interp of the calling thread: the commands every
  * bridge interp has, without the bridge's tkb_* keys.  ping takes the GVL
- * at prio (0: GVL_PRIO_BOOST; or TKB_PRIO_NORMAL, 1..GVL_PRIO_MAX).
+ * at prio (TKB_PRIO_NORMAL, TKB_PRIO_BOOST, or any GVL_PRIO_MIN..GVL_PRIO_MAX).
  * EINVAL, EPERM (not l's loop thread), ENOMEM. */
 TKB_EXPORT int tkb_notifier_commands(struct Tcl_Interp *ip, evl_t *l, int prio);
 
 /* [any] Name of the notifier integration in use ("libuv-notifier"). */
 TKB_EXPORT const char *tkb_notifier_name(void);
 
-/* [any] Message for a return code (errno values and TKB_ETCL). */
+/* [any] What a code means to the bridge (TKB_ETCL, TKB_ENOCMD, its reading
+ * of EPERM/ENOTSUP/ECANCELED), else evl_strerror.  Reentrant. */
 TKB_EXPORT const char *tkb_strerror(int err);
+/* [any] The code's name ("TKB_ETCL", "ECANCELED"; "UNKNOWN" if none). */
+TKB_EXPORT const char *tkb_err_name(int err);
+/* [any] The library's version (TKB_VERSION_HEX / _STRING it was built with). */
+TKB_EXPORT unsigned tkb_version(void);
+TKB_EXPORT const char *tkb_version_string(void);
 
 #ifdef __cplusplus
 }

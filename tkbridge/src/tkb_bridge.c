@@ -357,8 +357,7 @@ static int copy_cfg(tkb_t *tk, const tkb_config_t *cfg) {
 
 static int check_cfg(const tkb_config_t *cfg) {
   if (cfg->argc < 0 || (cfg->argc > 0 && cfg->argv == NULL)) return EINVAL;
-  if (cfg->prio != TKB_PRIO_NORMAL && (cfg->prio < 0 || cfg->prio > GVL_PRIO_MAX))
-    return EINVAL;
+  if (cfg->prio < 0 || cfg->prio > GVL_PRIO_MAX) return EINVAL;
   return 0;
 }
 
@@ -373,8 +372,7 @@ static tkb_t *tk_alloc(evl_t *l, const tkb_config_t *cfg, int *err) {
   pthread_cond_init(&tk->cv, NULL);
   tk->l = l;
   tk->state = TKB_ST_RUNNING;
-  tk->prio = cfg->prio == TKB_PRIO_NORMAL ? GVL_PRIO_NORMAL
-             : cfg->prio ? cfg->prio : GVL_PRIO_BOOST;
+  tk->prio = cfg->prio;
   tk->on_error = cfg->on_error;
   tk->on_error_arg = cfg->on_error_arg;
   *err = copy_cfg(tk, cfg);
@@ -558,6 +556,24 @@ const char *tkb_notifier_name(void) {
 }
 
 const char *tkb_strerror(int err) {
-  if (err == TKB_ETCL) return "Tcl error";
-  return evl_strerror(err);
+  switch (err) {
+    case TKB_ETCL: return "Tcl error (the message is the script's result)";
+    case TKB_ENOCMD: return "no such host command (not created with tkb_command_create)";
+    case EPERM: return "the evloop was not set up with tkb_evl_config";
+    case ENOTSUP: return "Tk could not be initialised (no display?)";
+    case ECANCELED: return "cancelled: the bridge stopped before the call ran";
+    default: return evl_strerror(err);
+  }
 }
+
+const char *tkb_err_name(int err) {
+  switch (err) {
+    case TKB_ETCL: return "TKB_ETCL";
+    case TKB_ENOCMD: return "TKB_ENOCMD";
+    default: return evl_err_name(err);
+  }
+}
+
+unsigned tkb_version(void) { return TKB_VERSION_HEX; }
+
+const char *tkb_version_string(void) { return TKB_VERSION_STRING; }

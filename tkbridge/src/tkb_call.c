@@ -261,7 +261,7 @@ int tkb__call_submit(tkb__call_t *c) {
     atomic_fetch_sub(&c->refs, 1);
     if (c->counted) tkb__inflight_done(tk);
     c->counted = 0;
-    return rc == ESHUTDOWN ? ECANCELED : rc;
+    return rc == EVL_ESTOPPED ? ECANCELED : rc;
   }
   return c->sync ? call_wait(c) : 0;
 }

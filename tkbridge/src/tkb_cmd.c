@@ -47,8 +47,23 @@ static void host_tramp(void *arg) {
   hcall->rc = hc->cb(hc->tk, hc->arg, hcall->argc, hcall->argv, &hcall->res);
 }
 
-static void set_error(Tcl_Interp *ip, int rc, const char *msg) {
-  Tcl_SetObjResult(ip, Tcl_NewStringObj(msg ? msg : tkb_strerror(rc), -1));
+/* The message is the host's (tkb_result_set) or the code's meaning; the
+ * errorCode says which code it was: {POSIX ENAME msg} for an errno value
+ * (as Tcl's own commands), {GVLOOP NAME code msg} for gvloop's codes and
+ * {GVLOOP HOST code msg} for a code that is neither. */
+static void set_error(Tcl_Interp *ip, const char *cmd, int rc, const char *msg) {
+  const char *name = tkb_err_name(rc);
+  Tcl_Obj *m;
+  if (msg != NULL) m = Tcl_NewStringObj(msg, -1);
+  else if (strcmp(name, "UNKNOWN") == 0)
+    m = Tcl_ObjPrintf("%s: host command failed with code %d", cmd, rc);
+  else m = Tcl_NewStringObj(tkb_strerror(rc), -1);
+  Tcl_SetObjResult(ip, m);
+  if (rc > 0 && rc < 4096 && strcmp(name, "UNKNOWN") != 0)
+    Tcl_SetErrorCode(ip, "POSIX", name, tkb_strerror(rc), NULL);
+  else
+    Tcl_SetObjErrorCode(ip, Tcl_ObjPrintf("GVLOOP %s %d {%s}",
+        strcmp(name, "UNKNOWN") == 0 ? "HOST" : name, rc, Tcl_GetString(m)));
 }
 
 static int host_cmd_proc(ClientData cd, Tcl_Interp *ip, int objc,
@@ -65,7 +80,7 @@ static int host_cmd_proc(ClientData cd, Tcl_Interp *ip, int objc,
   if (rc == 0) rc = hcall.rc;
   if (rc != 0) {
     atomic_fetch_add(&hc->tk->cmd_errors, 1);
-    set_error(ip, rc, hcall.res.s);
+    set_error(ip, argv[0], rc, hcall.res.s);
   } else {
     Tcl_SetObjResult(ip, Tcl_NewStringObj(hcall.res.s ? hcall.res.s : "", -1));
   }
@@ -96,8 +111,8 @@ int tkb__cmd_create(tkb_t *tk, const char *name, tkb_cmd_cb cb, void *arg) {
 int tkb__cmd_delete(tkb_t *tk, const char *name) {
   Tcl_CmdInfo info;
   if (!Tcl_GetCommandInfo(tk->interp, name, &info) || info.objProc != host_cmd_proc)
-    return ENOENT;
-  return Tcl_DeleteCommand(tk->interp, name) == 0 ? 0 : ENOENT;
+    return TKB_ENOCMD;
+  return Tcl_DeleteCommand(tk->interp, name) == 0 ? 0 : TKB_ENOCMD;
 }
 
 /* ---- gvloop::ping, gvloop::stats, the bgerror hook ------------------------------ */

@@ -51,7 +51,7 @@ static int host_stats_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *cons
 
 int tkb_notifier_commands(struct Tcl_Interp *ip, evl_t *l, int prio) {
   if (ip == NULL || l == NULL) return EINVAL;
-  if (prio != TKB_PRIO_NORMAL && (prio < 0 || prio > GVL_PRIO_MAX)) return EINVAL;
+  if (prio < GVL_PRIO_MIN || prio > GVL_PRIO_MAX) return EINVAL;
   if (!evl_in_loop_thread(l)) return EPERM;
   /* A second call updates the state of the first (Tcl_SetAssocData would
    * drop it without its delete proc). */
@@ -61,7 +61,7 @@ int tkb_notifier_commands(struct Tcl_Interp *ip, evl_t *l, int prio) {
     Tcl_SetAssocData(ip, HOST_ASSOC, host_cmds_free, hc);
   }
   hc->l = l;
-  hc->prio = prio == TKB_PRIO_NORMAL ? GVL_PRIO_NORMAL : prio ? prio : GVL_PRIO_BOOST;
+  hc->prio = prio;
   Tcl_CreateObjCommand(ip, "::gvloop::ping", host_ping_cmd, hc, NULL);
   Tcl_CreateObjCommand(ip, "::gvloop::stats", host_stats_cmd, hc, NULL);
   return 0;

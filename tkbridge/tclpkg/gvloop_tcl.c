@@ -65,7 +65,7 @@ static _Thread_local gvt_thread_t *t_self;
 /* Loops of this thread that have stopped but whose memory (evl_t, and the
  * GVL reference) is kept until Tcl is next idle: Tcl deletes an interp's
  * assoc data in no set order, so another extension's deletion callback may
- * still call evl_cancel on it after ours stopped the loop (ENOENT then). */
+ * still call evl_cancel on it after ours stopped the loop (EVL_ENOREG then). */
 static _Thread_local gvt_thread_t *t_dead;
 
 typedef struct gvt_reg gvt_reg_t;
@@ -133,6 +133,7 @@ static int thread_ref(gvt_thread_t **out) {
     return ENOMEM;
   }
   evl_config_t ec = {0};
+  ec.prio = EVL_PRIO_BOOST;   /* the package's callbacks cut in */
   ec.no_thread = 1;
   if ((t->l = evl_start(g, &ec)) == NULL) {
     err = errno ? errno : ENOMEM;
@@ -292,9 +293,17 @@ static gvt_reg_t *reg_new(gvt_interp_t *gi, Tcl_Obj *script) {
 
 /* ---- commands ------------------------------------------------------------------ */
 
+/* errorCode {POSIX ENAME msg} for errno values, as Tcl's own commands;
+ * {GVLOOP EVL_ENAME code msg} for evloop's own codes. */
 static int posix_error(Tcl_Interp *ip, const char *what, int err) {
-  Tcl_SetObjResult(ip, Tcl_ObjPrintf("%s: %s", what, strerror(err)));
-  Tcl_SetErrorCode(ip, "POSIX", Tcl_ErrnoId(), Tcl_ErrnoMsg(err), NULL);
+  Tcl_SetObjResult(ip, Tcl_ObjPrintf("%s: %s", what, evl_strerror(err)));
+  if (err >= EVL_ESTOPPED)
+    Tcl_SetObjErrorCode(ip, Tcl_ObjPrintf("GVLOOP %s %d {%s}", evl_err_name(err), err,
+                                          evl_strerror(err)));
+  else {
+    Tcl_SetErrno(err);    /* Tcl_ErrnoId() names errno */
+    Tcl_SetErrorCode(ip, "POSIX", Tcl_ErrnoId(), Tcl_ErrnoMsg(err), NULL);
+  }
   return TCL_ERROR;
 }
 

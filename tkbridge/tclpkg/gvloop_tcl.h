@@ -26,7 +26,7 @@
  *    is stopped: pending registrations get their last call with ECANCELED.
  *    The memory stays until Tcl is next idle on that thread, so your own
  *    interp-deletion callback (Tcl runs them in no set order) may still
- *    call evl_cancel: it returns ENOENT if the loop already ended the
+ *    call evl_cancel: it returns EVL_ENOREG if the loop already ended the
  *    registration.  While other gvloop interps of the thread live the loop
  *    runs on, so cancel registrations that belong to the deleted interp.
  *  - The GVL is the process's: threads that run host code attach to it.

@@ -43,7 +43,7 @@
 
 /* Set up in main before the Tcl main runs; only read afterwards. */
 static evl_t *the_loop;
-static int host_prio = 0; /* tkb_notifier_commands: 0 is the boost */
+static int host_prio = TKB_PRIO_BOOST;
 
 /* ---- settings ---------------------------------------------------------------- */
 
@@ -116,6 +116,7 @@ int main(int argc, char **argv) {
   evl_config_t ec;
   memset(&ec, 0, sizeof ec);
   ec.no_thread = 1;
+  ec.prio = EVL_PRIO_BOOST;
   if (env_long("GVLOOP_NO_BOOST", 0, 1, 0)) {
     ec.prio = EVL_PRIO_NORMAL;
     host_prio = TKB_PRIO_NORMAL;

@@ -1,0 +1,57 @@
+# Debian packages, split as Debian splits a library:  cpack -G DEB  (in the
+# build tree; configure with -DCMAKE_INSTALL_PREFIX=/usr for a system
+# package).  One package per install component (cmake/gvloopInstall.cmake):
+#   libgvl0 libevloop0 libtkbridge0   the shared libraries, one per SONAME
+#   libgvloop-dev                     headers, static libraries, .pc files,
+#                                     the CMake package, man(3) pages
+#   tcl-gvloop                        the gvloop Tcl package for tclsh/wish
+#   gvloop-shells                     gvwish and gvtclsh
+# Dependencies on system libraries come from dpkg-shlibdeps; those between
+# gvloop's own packages are exact versions, since the libraries are built
+# and tested together.
+set(CPACK_PACKAGE_NAME gvloop)
+set(CPACK_PACKAGE_VENDOR "The gvloop authors")
+set(CPACK_PACKAGE_CONTACT "The gvloop authors <gvloop@localhost>")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "fair global VM lock, event loop and Tcl/Tk bridge for language runtimes")
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
+set(CPACK_GENERATOR DEB)
+# Package what was configured (the Tcl package directory and the .pc files
+# depend on the prefix): a system package wants -DCMAKE_INSTALL_PREFIX=/usr.
+set(CPACK_PACKAGING_INSTALL_PREFIX "${CMAKE_INSTALL_PREFIX}")
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION libs)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")
+# dpkg-shlibdeps must find gvloop's own libraries in the staging tree.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS
+    "${CMAKE_BINARY_DIR}/gvl_api;${CMAKE_BINARY_DIR}/evloop;${CMAKE_BINARY_DIR}/tkbridge")
+
+set(_v "${PROJECT_VERSION}")
+set(CPACK_DEBIAN_GVL_PACKAGE_NAME libgvl0)
+set(CPACK_DEBIAN_EVLOOP_PACKAGE_NAME libevloop0)
+set(CPACK_DEBIAN_TKBRIDGE_PACKAGE_NAME libtkbridge0)
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME libgvloop-dev)
+set(CPACK_DEBIAN_TCLPKG_PACKAGE_NAME tcl-gvloop)
+set(CPACK_DEBIAN_SHELLS_PACKAGE_NAME gvloop-shells)
+set(CPACK_DEBIAN_EVLOOP_PACKAGE_DEPENDS "libgvl0 (= ${_v})")
+set(CPACK_DEBIAN_TKBRIDGE_PACKAGE_DEPENDS "libevloop0 (= ${_v})")
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
+    "libgvl0 (= ${_v}), libevloop0 (= ${_v}), libtkbridge0 (= ${_v}), libuv1-dev (>= 1.30), tcl8.6-dev, tk8.6-dev, libx11-dev")
+set(CPACK_DEBIAN_TCLPKG_PACKAGE_SECTION interpreters)
+set(CPACK_DEBIAN_TCLPKG_PACKAGE_DEPENDS "libevloop0 (= ${_v}), libgvl0 (= ${_v}), tcl8.6")
+set(CPACK_DEBIAN_TCLPKG_PACKAGE_SUGGESTS "tk8.6")
+set(CPACK_DEBIAN_SHELLS_PACKAGE_SECTION interpreters)
+set(CPACK_DEBIAN_SHELLS_PACKAGE_DEPENDS "libtkbridge0 (= ${_v})")
+set(CPACK_DEBIAN_GVL_DESCRIPTION "gvloop's GVL: a fair global VM lock with priority acquire (libgvl)")
+set(CPACK_DEBIAN_EVLOOP_DESCRIPTION "gvloop's event loop: libuv on its own thread, outside the GVL (libevloop)")
+set(CPACK_DEBIAN_TKBRIDGE_DESCRIPTION "gvloop's Tcl/Tk bridge: Tk on the evloop's loop thread (libtkbridge)")
+set(CPACK_DEBIAN_DEV_DESCRIPTION "gvloop: headers, static libraries, pkg-config files, CMake package and man pages")
+set(CPACK_DEBIAN_TCLPKG_DESCRIPTION "gvloop Tcl package: gvloop's event loop under stock tclsh and wish")
+set(CPACK_DEBIAN_SHELLS_DESCRIPTION "gvwish and gvtclsh: wish and tclsh on gvloop's Tcl/Tk bridge")
+unset(_v)
+include(CPack)

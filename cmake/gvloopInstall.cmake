@@ -1,0 +1,76 @@
+# Install helpers shared by the layers' CMakeLists.txt.
+#
+# Components (CPack turns each into one .deb, see cmake/gvloopCPack.cmake):
+#   gvl, evloop, tkbridge   the shared libraries (libgvl0, libevloop0, libtkbridge0)
+#   dev                     headers, static libraries, .so links, .pc files,
+#                           the CMake package, man(3) pages (libgvloop-dev)
+#   tclpkg                  the gvloop Tcl package (tcl-gvloop)
+#   shells                  gvwish and gvtclsh (gvloop-shells)
+#
+# Everything is installed relative to the prefix, so `cmake --install build
+# --prefix P` gives a working tree at any P: the .pc files find their prefix
+# from their own place (${pcfiledir}) and the executables and the Tcl package
+# find the libraries through a $ORIGIN-relative RUNPATH.
+include_guard(GLOBAL)
+include(GNUInstallDirs)
+
+# gvloop_rpath_to_libdir(<target> <install dir of target, relative to prefix>)
+# RUNPATH $ORIGIN/<path to the libdir>, unless the libdir is one the
+# dynamic linker searches anyway (Debian's /usr/lib/<triplet>: no RUNPATH
+# in a distribution package).
+function(gvloop_rpath_to_libdir tgt dir)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+    set(libdir "${CMAKE_INSTALL_LIBDIR}")
+  else()
+    set(libdir "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}")
+  endif()
+  if(libdir IN_LIST CMAKE_C_IMPLICIT_LINK_DIRECTORIES)
+    return()
+  endif()
+  if(IS_ABSOLUTE "${dir}" OR IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+    set_target_properties(${tgt} PROPERTIES INSTALL_RPATH "${libdir}")
+  else()
+    file(RELATIVE_PATH rel "/p/${dir}" "/p/${CMAKE_INSTALL_LIBDIR}")
+    set_target_properties(${tgt} PROPERTIES INSTALL_RPATH "\$ORIGIN/${rel}")
+  endif()
+endfunction()
+
+# gvloop_install_pc(<name>): configure cmake/<name>.pc.in and install it.
+# The template uses @GVLOOP_PC_PREFIX@, @GVLOOP_PC_LIBDIR@ and
+# @GVLOOP_PC_INCLUDEDIR@ (plus any variable of the caller).  The prefix is
+# ${pcfiledir}/../.. (relocatable), except for the system prefix /usr: there
+# the paths are written out, as Debian's own .pc files do, so that pkg-config
+# recognises /usr/include as a system directory and drops it from --cflags
+# (an explicit -I/usr/include breaks #include_next in C++).
+function(gvloop_install_pc name)
+  set(pcdir "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}"
+     OR CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+    set(GVLOOP_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+    set(GVLOOP_PC_LIBDIR "${CMAKE_INSTALL_FULL_LIBDIR}")
+    set(GVLOOP_PC_INCLUDEDIR "${CMAKE_INSTALL_FULL_INCLUDEDIR}")
+  else()
+    file(RELATIVE_PATH up "/p/${pcdir}" "/p")
+    string(REGEX REPLACE "/$" "" up "${up}")
+    set(GVLOOP_PC_PREFIX "\${pcfiledir}/${up}")
+    set(GVLOOP_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+    set(GVLOOP_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+  endif()
+  configure_file("${PROJECT_SOURCE_DIR}/cmake/${name}.pc.in"
+                 "${CMAKE_CURRENT_BINARY_DIR}/${name}.pc" @ONLY)
+  install(FILES "${CMAKE_CURRENT_BINARY_DIR}/${name}.pc" DESTINATION "${pcdir}"
+          COMPONENT dev)
+endfunction()
+
+# gvloop_install_library(<component> <shared target> <static target> <headers...>)
+function(gvloop_install_library comp shared static)
+  install(TARGETS ${shared} ${static} EXPORT gvloop-${comp}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT ${comp}
+            NAMELINK_COMPONENT dev
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+  install(FILES ${ARGN} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+  install(EXPORT gvloop-${comp} FILE gvloop-${comp}-targets.cmake
+    NAMESPACE gvloop:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/gvloop
+    COMPONENT dev)
+  set_property(GLOBAL APPEND PROPERTY GVLOOP_INSTALLED_COMPONENTS ${comp})
+endfunction()

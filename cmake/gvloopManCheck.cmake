@@ -1,0 +1,16 @@
+# cmake -DDIR=<man3 dir> -DPAGES="gvl;evloop;tkbridge" -P gvloopManCheck.cmake:
+# render each page with man-db, failing on any warning.
+find_program(MAN man)
+if(NOT MAN)
+  message("man not installed (apt-get install man-db): skipped")
+  return()
+endif()
+foreach(p IN LISTS PAGES)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env MANWIDTH=80 LC_ALL=C.UTF-8
+                          ${MAN} --warnings -l ${DIR}/${p}.3
+    OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR NOT err STREQUAL "" OR NOT out MATCHES "FUNCTIONS")
+    message(FATAL_ERROR "${p}.3: rc=${rc}\n${err}")
+  endif()
+  message("${p}.3 ok")
+endforeach()

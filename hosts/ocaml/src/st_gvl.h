@@ -1,0 +1,221 @@
+/*
+ * st_gvl.h -- OCaml 4.13 systhreads' "st" interface with libgvl as the
+ * master lock.
+ *
+ * OCaml's st_stubs.c (extracted from the installed ocaml-source into the
+ * build tree, never copied into this repository) includes "st_posix.h";
+ * gvloop's st_posix.h includes this file.  It takes every part of the stock
+ * st_posix.h that is not the master lock as it is (threads, TLS, mutexes,
+ * condition variables, events, signal masks: OCaml's header, included under
+ * renamed names as st_posix_stock.h), and replaces the lock:
+ *
+ *  - st_masterlock_acquire/release/st_thread_yield are gvl_acquire,
+ *    gvl_release and gvl_yield on the calling thread's gvl_thread_t,
+ *    attached on first use, detached when the OCaml thread ends.  So the
+ *    master lock is fair (no barging back in after a release), and
+ *    Thread.yield with a waiter is always a real handoff.
+ *  - No tick thread.  st_stubs.c still asks for one (st_thread_create with
+ *    caml_thread_tick); that request creates nothing.  Preemption comes from
+ *    the GVL: when its slice timer or a boosted acquire asks the holder to
+ *    give way (GVL_EV_PREEMPT_REQ), the hook records OCaml's preemption
+ *    signal, exactly what the tick thread did every 50 ms, so the holder
+ *    runs Thread.yield at its next poll point.
+ *  - Blocking sections (caml_enter/leave_blocking_section) release and
+ *    reacquire like gvl_call_without: a thread whose stretch under the lock
+ *    before the section was short (under a tenth of a slice) reacquires one
+ *    level above normal, which preempts a CPU-bound holder at its next poll
+ *    point (the interactivity policy; a boost, charged to the GVL's cap).
+ *    gvl.h has no split begin/end form of gvl_call_without, so the rule is
+ *    applied here with gvl_acquire_prio; the GVL's hold-share delay for
+ *    interactive waiters does not apply to these acquires.
+ *  - gvloop_caml_boost_next(prio): the next acquire of the calling thread
+ *    asks for prio (the labltk glue uses it so Tk callbacks enter OCaml
+ *    boosted).
+ *  - fork: libgvl's atfork keeps the forking thread's attachment and hold in
+ *    the child; st_stubs.c's child handler calls st_masterlock_init again,
+ *    which then finds the lock already held.
+ *
+ * Only the public API of gvl.h is used.
+ */
+#ifndef ST_GVL_H
+#define ST_GVL_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <stdatomic.h>
+
+#include <gvl.h>
+
+/* The stock definitions that are replaced below get other names. */
+#define st_masterlock        st_stock_masterlock
+#define st_masterlock_init   st_stock_masterlock_init
+#define st_masterlock_acquire st_stock_masterlock_acquire
+#define st_masterlock_release st_stock_masterlock_release
+#define st_masterlock_waiters st_stock_masterlock_waiters
+#define st_thread_yield      st_stock_thread_yield
+#define st_thread_create     st_stock_thread_create
+#define st_thread_join       st_stock_thread_join
+#define st_thread_cleanup    st_stock_thread_cleanup
+#include "st_posix_stock.h"
+#undef st_masterlock
+#undef st_masterlock_init
+#undef st_masterlock_acquire
+#undef st_masterlock_release
+#undef st_masterlock_waiters
+#undef st_thread_yield
+#undef st_thread_create
+#undef st_thread_join
+#undef st_thread_cleanup
+
+#if defined(__GNUC__)
+#define ST_GVL_EXPORT __attribute__((visibility("default")))
+#define ST_GVL_UNUSED __attribute__((unused))
+#else
+#define ST_GVL_EXPORT
+#define ST_GVL_UNUSED
+#endif
+
+/* The master lock: one GVL per process, created by the first init. */
+typedef struct {
+  gvl_t *g;
+  uint64_t slice_ns;            /* the GVL's slice, for the interactivity rule */
+} st_masterlock;
+
+static gvl_t *st_gvl_global;    /* written once, by the first init */
+
+/* Per OS thread (each field is touched only by its own thread, except as
+ * noted). */
+static _Thread_local gvl_thread_t *st_gvl_self;   /* this thread's handle */
+static _Thread_local uint64_t st_gvl_hold_t0;     /* when it last got the lock */
+static _Thread_local int st_gvl_short;            /* last stretch was short */
+static _Thread_local int st_gvl_next_prio;        /* see gvloop_caml_boost_next */
+static _Thread_local int st_gvl_detach;           /* detach after the release */
+static _Thread_local int st_gvl_gave_way;         /* set by the SUSPENDED hook */
+
+static void st_gvl_fatal(const char *what, int err) ST_GVL_UNUSED;
+static void st_gvl_fatal(const char *what, int err) {
+  fprintf(stderr, "gvloop threads: %s: %s\n", what, gvl_strerror(err));
+  abort();
+}
+
+/* The GVL's hook.  A preempt request on the holder becomes OCaml's
+ * preemption signal (the tick thread's caml_record_signal, called from the
+ * thread that asked: the slice timer or a boosted acquirer).  A thread
+ * giving the lock up notes it, so that st_thread_yield does not hand over
+ * twice. */
+static void st_gvl_hook(void *arg, gvl_thread_t *t, gvl_event_t ev,
+                        uint64_t now_ns) {
+  (void)arg; (void)now_ns;
+  if (ev == GVL_EV_PREEMPT_REQ) caml_record_signal(SIGPREEMPTION);
+  else if (ev == GVL_EV_SUSPENDED && t == st_gvl_self) st_gvl_gave_way = 1;
+}
+
+static uint64_t st_gvl_env_us(const char *name) {
+  const char *s = getenv(name);
+  return s && *s ? (uint64_t)strtoull(s, NULL, 10) * 1000u : 0;
+}
+
+static gvl_thread_t *st_gvl_thread(void) {
+  if (st_gvl_self == NULL) {
+    st_gvl_self = gvl_thread_attach(st_gvl_global, GVL_PRIO_NORMAL);
+    if (st_gvl_self == NULL) st_gvl_fatal("attach", errno);
+  }
+  return st_gvl_self;
+}
+
+/* Called by caml_thread_initialize (the lock starts held by the caller) and
+ * by the fork child handler (the lock is already held: libgvl's atfork). */
+static void st_masterlock_init(st_masterlock *m) {
+  if (st_gvl_global == NULL) {
+    gvl_config_t cfg = {0};
+    cfg.slice_ns = st_gvl_env_us("GVLOOP_OCAML_SLICE_US");
+    cfg.hook = st_gvl_hook;
+    st_gvl_global = gvl_create(&cfg);
+    if (st_gvl_global == NULL) st_gvl_fatal("gvl_create", errno);
+    m->slice_ns = cfg.slice_ns ? cfg.slice_ns : 10000000u;
+  }
+  m->g = st_gvl_global;
+  gvl_thread_t *t = st_gvl_thread();
+  if (!gvl_thread_holds(t)) {
+    int rc = gvl_acquire(t);
+    if (rc) st_gvl_fatal("acquire", rc);
+  }
+  st_gvl_hold_t0 = gvl_now_ns();
+}
+
+static void st_masterlock_acquire(st_masterlock *m) {
+  gvl_thread_t *t = st_gvl_thread();
+  int prio = st_gvl_next_prio;
+  st_gvl_next_prio = 0;
+  if (prio <= 0 && st_gvl_short) prio = 1;  /* interactive: one level up */
+  int rc = prio > 0 ? gvl_acquire_prio(t, prio) : gvl_acquire(t);
+  if (rc) st_gvl_fatal("acquire", rc);
+  (void)m;
+  st_gvl_hold_t0 = gvl_now_ns();
+}
+
+static void st_masterlock_release(st_masterlock *m) {
+  gvl_thread_t *t = st_gvl_self;
+  st_gvl_short = gvl_now_ns() - st_gvl_hold_t0 < m->slice_ns / 10;
+  int rc = gvl_release(t);
+  if (rc) st_gvl_fatal("release", rc);
+  if (st_gvl_detach) {          /* the OCaml thread has ended */
+    st_gvl_detach = 0;
+    st_gvl_self = NULL;
+    (void)gvl_thread_detach(t);
+  }
+}
+
+/* Thread.yield asks only when someone may wait; gvl_yield itself returns at
+ * once (a load and a branch) when nobody does, so "maybe" is always. */
+Caml_inline int st_masterlock_waiters(st_masterlock *m) {
+  (void)m;
+  return 1;
+}
+
+/* Thread.yield and the preemption signal's handler.  A pending preempt
+ * request is served first by the safe point (it hands the lock to the
+ * waiter that asked); otherwise a plain yield, a real handoff whenever
+ * someone waits. */
+Caml_inline void st_thread_yield(st_masterlock *m) {
+  gvl_thread_t *t = st_gvl_self;
+  (void)m;
+  st_gvl_gave_way = 0;
+  (void)gvl_check_ints(t);
+  if (!st_gvl_gave_way) (void)gvl_yield(t);
+  st_gvl_hold_t0 = gvl_now_ns();
+}
+
+/* caml_thread_stop calls this just before its last release. */
+Caml_inline void st_thread_cleanup(void) {
+  st_gvl_detach = 1;
+}
+
+/* No tick thread: the request for one creates nothing, and the id it gets
+ * is one no real thread has, so that st_thread_join skips it. */
+#define ST_GVL_NO_THREAD ((st_thread_id)0)
+
+static int st_thread_create(st_thread_id *res, void *(*fn)(void *), void *arg) {
+  if (fn == caml_thread_tick) {
+    if (res != NULL) *res = ST_GVL_NO_THREAD;
+    return 0;
+  }
+  return st_stock_thread_create(res, fn, arg);
+}
+
+static void st_thread_join(st_thread_id thr) {
+  if (thr != ST_GVL_NO_THREAD) st_stock_thread_join(thr);
+}
+
+/* [OCaml thread] The next acquire of the calling thread (the end of its
+ * current blocking section) asks for prio instead of its normal priority.
+ * For glue that knows the thread is about to run urgent OCaml code. */
+ST_GVL_EXPORT void gvloop_caml_boost_next(int prio);
+void gvloop_caml_boost_next(int prio) { st_gvl_next_prio = prio; }
+
+/* [any] The GVL that is OCaml's master lock (NULL before Thread starts). */
+ST_GVL_EXPORT gvl_t *gvloop_caml_gvl(void);
+gvl_t *gvloop_caml_gvl(void) { return st_gvl_global; }
+
+#endif /* ST_GVL_H */

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# check_deb.sh SRC_DIR BUILD_DIR: build gvloop's .deb packages in BUILD_DIR
+# (configured with -DCMAKE_INSTALL_PREFIX=/usr), install them with dpkg -i,
+# use them with an empty environment (use_install.sh --system: no
+# PKG_CONFIG_PATH, CMAKE_PREFIX_PATH, TCLLIBPATH or LD_LIBRARY_PATH), check
+# the man pages, and remove them again.  Needs root (or sudo) and the build
+# dependencies (scripts/deps.sh test).  CI runs it; it leaves nothing installed.
+set -euo pipefail
+src=$(cd "$1" && pwd) build=$(cd "$2" && pwd)
+SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+pkgs=(libgvl0 libevloop0 libtkbridge0 libgvloop-dev tcl-gvloop gvloop-shells)
+for p in "${pkgs[@]}"; do
+  if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+    echo "check_deb.sh: $p is installed already; remove it first" >&2
+    exit 1
+  fi
+done
+rm -f "$build"/*.deb
+(cd "$build" && cpack -G DEB >/dev/null)
+debs=("$build"/*.deb)
+[ ${#debs[@]} = ${#pkgs[@]} ] || { echo "check_deb.sh: expected ${#pkgs[@]} packages: ${debs[*]}" >&2; exit 1; }
+for d in "${debs[@]}"; do
+  printf '%s: %s\n' "$(dpkg-deb -f "$d" Package)" "$(dpkg-deb -f "$d" Depends)"
+done
+cleanup() { $SUDO dpkg -r "${pkgs[@]}" >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+$SUDO dpkg -i "${debs[@]}" >/dev/null
+tmp=$(mktemp -d)
+cp -r "$src/tests" "$tmp/"          # readable without the caller's environment
+env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$tmp" ${DISPLAY:+DISPLAY=$DISPLAY} \
+  "$tmp/tests/install/use_install.sh" "$tmp" cc --system
+for page in gvl evloop tkbridge gvl_acquire evl_strerror tkb_eval; do
+  env -i PATH=/usr/bin:/bin man -w 3 "$page" >/dev/null || { echo "man 3 $page: not installed" >&2; exit 1; }
+done
+echo "ok   man 3 gvl, evloop, tkbridge and a page per call"
+[ -f /usr/share/doc/gvloop/LICENSE ] || { echo "no /usr/share/doc/gvloop/LICENSE" >&2; exit 1; }
+echo "ok   /usr/share/doc/gvloop/LICENSE"
+trap - EXIT
+$SUDO dpkg -r "${pkgs[@]}" >/dev/null
+for p in "${pkgs[@]}"; do
+  if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+    echo "check_deb.sh: $p still installed after dpkg -r" >&2; exit 1
+  fi
+done
+rm -rf "$tmp"
+echo "deb ok"
