@@ -22,7 +22,7 @@ debs=("$build"/*.deb)
 for d in "${debs[@]}"; do
   printf '%s: %s\n' "$(dpkg-deb -f "$d" Package)" "$(dpkg-deb -f "$d" Depends)"
 done
-cleanup() { $SUDO dpkg -r "${pkgs[@]}" >/dev/null 2>&1 || true; }
+cleanup() { $SUDO dpkg -P "${pkgs[@]}" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 $SUDO dpkg -i "${debs[@]}" >/dev/null
 tmp=$(mktemp -d)
@@ -33,10 +33,12 @@ for page in gvl evloop tkbridge gvl_acquire evl_strerror tkb_eval; do
   env -i PATH=/usr/bin:/bin man -w 3 "$page" >/dev/null || { echo "man 3 $page: not installed" >&2; exit 1; }
 done
 echo "ok   man 3 gvl, evloop, tkbridge and a page per call"
-[ -f /usr/share/doc/gvloop/LICENSE ] || { echo "no /usr/share/doc/gvloop/LICENSE" >&2; exit 1; }
-echo "ok   /usr/share/doc/gvloop/LICENSE"
+for p in "${pkgs[@]}"; do
+  [ -f "/usr/share/doc/$p/copyright" ] || { echo "no /usr/share/doc/$p/copyright" >&2; exit 1; }
+done
+echo "ok   the licence in /usr/share/doc/<package>/copyright of each package"
 trap - EXIT
-$SUDO dpkg -r "${pkgs[@]}" >/dev/null
+$SUDO dpkg -P "${pkgs[@]}" >/dev/null
 for p in "${pkgs[@]}"; do
   if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
     echo "check_deb.sh: $p still installed after dpkg -r" >&2; exit 1
