@@ -195,15 +195,15 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  *  - whenever the GVL is handed on (release, yield, safe point), a waiter
  *    whose hold would be boosted is served only while the holds charged
  *    over the last cap_window_ns are below boost_cap_pct of it.  Otherwise
- *    it is held back: a release serves it only if nobody else waits, a
- *    yield or safe point never; the slice timer looks again as the window
- *    drains.  A boost that queues while the cap is exceeded is also
- *    demoted to GVL_PRIO_NORMAL (counted in boosts_refused) and so asks no
- *    holder to yield.
- * Bound: over any interval of cap_window_ns, boosted holds handed over in
- * it take less than boost_cap_pct of it plus the last such hold, which the
- * slice ends after one slice (at its next safe point) while another thread
- * waits.  A boosted acquire that finds the GVL free takes it (nobody
+ *    it is held back: served only if nobody else waits (by a release, or
+ *    by a boosted holder's yield or safe point), and the slice timer looks
+ *    again as the window drains.  A boost that queues while the cap is
+ *    exceeded is also demoted to GVL_PRIO_NORMAL (counted in
+ *    boosts_refused) and so asks no holder to yield.
+ * Bound: over any interval of cap_window_ns during which an unboosted
+ * thread waits for the GVL, boosted holds take less than boost_cap_pct of
+ * it plus the last one granted in it, which the slice ends after one slice
+ * (at its next safe point).  A boosted acquire that finds the GVL free takes it (nobody
  * waits); its hold is charged all the same. */
 GVL_EXPORT int gvl_acquire_prio(gvl_thread_t *t, int prio);
 
