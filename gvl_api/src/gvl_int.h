@@ -121,8 +121,9 @@ struct gvl_thread_s {
 
   /* What a waiter spins or sleeps on: written once per handoff. */
   _Atomic uint32_t granted;     /* set to 1 by the handoff under g->mu;
-                                   cleared by t (or whoever queues it for
-                                   it, under g->mu) before it is queued     */
+                                   cleared by t before it queues itself or
+                                   drops the GVL for a gvl_mutex/gvl_cond
+                                   wait (then another thread queues it)    */
   gvl__park_t park;
   GVL__PAD(2);
 
