@@ -135,8 +135,8 @@ typedef struct {
   uint64_t preempt_reqs;    /* preempt flags set (slice or boost)          */
   uint64_t preemptions;     /* safe points that gave the GVL up            */
   uint64_t boosts;          /* boosted acquisitions                        */
-  uint64_t boosts_refused;  /* boosted acquisitions the cap held back as
-                               they queued (see gvl_acquire_prio)          */
+  uint64_t boosts_refused;  /* boosted acquisitions demoted by the cap
+                               as they queued (see gvl_acquire_prio)       */
   uint64_t interactive;     /* acquisitions promoted by the interactivity
                                policy                                       */
   uint64_t owner_died;      /* threads that exited holding the GVL         */
@@ -205,20 +205,22 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
 /* [not held] Acquire at prio.  If prio is above the holder's, the holder is
  * asked to give the GVL up at its next safe point and this thread is served
  * ahead of lower priorities.  prio > 0 is a boosted acquisition, subject to
- * the cap:
+ * the cap; its holds (also after a safe point handed the GVL on and back)
+ * and those of the interactive promotion are boosted holds:
  *  - each boosted hold is charged once, for the time it held (from getting
  *    the GVL to giving it up);
- *  - whenever the GVL is handed on (release, yield, safe point), a boosted
- *    waiter is served only while the holds charged over the last
- *    cap_window_ns are below boost_cap_pct of it.  Otherwise it is held
- *    back: a release serves it only if nobody else waits, a yield or safe
- *    point never, and it asks no holder to yield (counted in
- *    boosts_refused when it queues so); the slice timer looks again as the
- *    window drains.
- * Bound: over any interval of cap_window_ns, boosted holds handed over in
- * it take less than boost_cap_pct of it plus the last such hold, which the
- * slice ends after one slice (at its next safe point) while another thread
- * waits.  A boosted acquire that finds the GVL free takes it (nobody
+ *  - whenever the GVL is handed on (release, yield, safe point), a waiter
+ *    whose hold would be boosted is served only while the holds charged
+ *    over the last cap_window_ns are below boost_cap_pct of it.  Otherwise
+ *    it is held back: served only if nobody else waits (by a release, or
+ *    by a boosted holder's yield or safe point), and the slice timer looks
+ *    again as the window drains.  A boost that queues while the cap is
+ *    exceeded is also demoted to GVL_PRIO_NORMAL (counted in
+ *    boosts_refused) and so asks no holder to yield.
+ * Bound: over any interval of cap_window_ns during which an unboosted
+ * thread waits for the GVL, boosted holds take less than boost_cap_pct of
+ * it plus the last one granted in it, which the slice ends after one slice
+ * (at its next safe point).  A boosted acquire that finds the GVL free takes it (nobody
  * waits); its hold is charged all the same. */
 GVL_EXPORT int gvl_acquire_prio(gvl_thread_t *t, int prio);
 

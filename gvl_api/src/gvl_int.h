@@ -99,7 +99,7 @@ struct gvl_thread_s {
                                    by the handoff under g->mu before it
                                    grants; read by others under g->mu       */
   bool boosted;                 /* current hold is charged to the cap
-                                   (hold_prio > 0); t only                 */
+                                   (gvl__boosted); t only                  */
   bool interactive_off;         /* t only                                  */
   uint64_t hold_t0;             /* start of the current hold (and of its
                                    charge), 0 = not timed; t only          */
@@ -121,8 +121,9 @@ struct gvl_thread_s {
 
   /* What a waiter spins or sleeps on: written once per handoff. */
   _Atomic uint32_t granted;     /* set to 1 by the handoff under g->mu;
-                                   cleared by t (or whoever queues it for
-                                   it, under g->mu) before it is queued     */
+                                   cleared by t before it queues itself or
+                                   drops the GVL for a gvl_mutex/gvl_cond
+                                   wait (then another thread queues it)    */
   gvl__park_t park;
   GVL__PAD(2);
 
@@ -212,12 +213,13 @@ void gvl__clear_ints(gvl_thread_t *t, uint32_t bit);
 /* gvl_policy.c: the policy, called by the mechanism with g->mu held except
  * where noted. */
 void gvl__pol_reset(gvl_t *g);          /* creation and the fork child */
-/* The next owner among the waiters, or NULL.  strict (yield, preemption):
- * NULL rather than a waiter the cap holds back. */
+/* The next owner among the waiters, or NULL.  strict (yield, preemption or
+ * timer of an unboosted holder): NULL rather than a waiter the cap holds
+ * back. */
 gvl_thread_t *gvl__pol_pick(gvl_t *g, uint64_t now, bool strict);
-/* A waiter queueing at prio: 1 asks owner to yield now, 0 does not, -1
- * does not because the cap holds the boost back. */
-int  gvl__pol_ask(gvl_t *g, gvl_thread_t *owner, int prio, uint64_t now);
+/* The priority a waiter that asked for prio queues at: normal, with
+ * *refused set, for a boost while the cap is exceeded. */
+int  gvl__pol_queue_prio(gvl_t *g, int prio, uint64_t now, bool *refused);
 /* The priority a holder at mine yielding to a waiter at theirs requeues at. */
 int  gvl__pol_requeue_prio(int mine, int theirs);
 void gvl__pol_hold_start(gvl_t *g, uint64_t now);   /* a slice starts */
@@ -257,6 +259,10 @@ static inline uint64_t gvl__ctr_get(gvl_thread_t *t, int c) {
   return atomic_load_explicit(c == C_PREEMPT_REQS ? &t->preempt_reqs : &t->ctr[c],
                               memory_order_relaxed);
 }
+
+/* A hold at prio, by an acquire that asked for req, is boosted: charged
+ * to the cap, and held back by it. */
+static inline bool gvl__boosted(int prio, int req) { return prio > 0 || req > 0; }
 
 static inline gvl_thread_t *gvl__owner(uintptr_t w) {
   return (gvl_thread_t *)(w & ~GVL__CONTENDED);

@@ -83,13 +83,17 @@ static void q_remove(gvl_t *g, gvl_thread_t *t) {
 }
 
 /* Queue t (the caller, or a thread blocked in a gvl_mutex) behind the
- * holder; the caller has set GVL__CONTENDED.  Returns the holder if the
- * policy has t ask it to give the GVL up now. */
+ * holder, at the priority the policy gives it; the caller has set
+ * GVL__CONTENDED.  Returns the holder if t outranks it and so asked it to
+ * give the GVL up now. */
 static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
                              uint64_t now) {
   gvl_thread_t *owner =
       gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
-  int ask = owner && owner != t ? gvl__pol_ask(g, owner, prio, now) : 0;
+  bool refused;
+  prio = gvl__pol_queue_prio(g, prio, now, &refused);
+  bool ask = owner && owner != t &&
+      prio > atomic_load_explicit(&owner->hold_prio, memory_order_relaxed);
   t->qprio = prio;
   t->qtime = now;
   t->queued = true;
@@ -97,15 +101,15 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
   t->qprev = g->qtail;
   if (g->qtail) g->qtail->qnext = t; else g->qhead = t;
   g->qtail = t;
-  atomic_store_explicit(&t->spin_hint, ask > 0, memory_order_relaxed);
-  if (ask < 0) gvl__ctr_add(t, C_BOOSTS_REFUSED, 1);
-  if (ask > 0) gvl__request_preempt(owner);
+  atomic_store_explicit(&t->spin_hint, ask, memory_order_relaxed);
+  if (refused) gvl__ctr_add(t, C_BOOSTS_REFUSED, 1);
+  if (ask) gvl__request_preempt(owner);
   if (!g->timer) {
     g->timer = t;
     atomic_store_explicit(&t->is_timer, 1, memory_order_relaxed);
     if (!pthread_equal(t->tid, pthread_self())) gvl__park_wake(&t->park);
   }
-  return ask > 0 ? owner : NULL;
+  return ask ? owner : NULL;
 }
 
 /* Give the GVL to w (queued). */
@@ -193,21 +197,22 @@ void gvl__wait_granted(gvl_t *g, gvl_thread_t *t) {
 
 /* ---- acquire ------------------------------------------------------------- */
 
-/* t was handed the GVL: start the hold.  It is charged to the cap, if its
- * priority is above 0, from here to its end: once, for the time it held. */
+/* t was handed the GVL: start the hold.  A boosted one (gvl__boosted) is
+ * charged to the cap from here to its end: once, for the time it held. */
 void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
   uint64_t now = gvl__now();
   gvl__assert(gvl__owner(atomic_load(&t->g->word)) == t);
   gvl__assert(!atomic_load_explicit(&t->holding, memory_order_relaxed));
   atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
   t->hold_t0 = now;
-  t->boosted = atomic_load_explicit(&t->hold_prio, memory_order_relaxed) > 0;
+  int prio = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
+  t->boosted = gvl__boosted(prio, t->req_prio);
   ctr_own_inc(t, C_ACQUIRES);
   ctr_own_inc(t, C_HANDOFFS);  /* every wait ends in a handoff */
   gvl__ctr_add(t, C_CONTENDED, 1);
   gvl__ctr_add(t, C_WAIT_NS, now - wait_t0);
   t->last_wait_ns = now - wait_t0;
-  if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
+  if (prio > 0) gvl__ctr_add(t, C_BOOSTS, 1);
   gvl__hook(t->g, t, GVL_EV_RESUMED);
 }
 
@@ -374,7 +379,7 @@ static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired) {
   gvl_t *g = t->g;
   uint64_t now = gvl__now();
   charge_hold(g, t, now);
-  gvl_thread_t *w = gvl__pol_pick(g, now, true);
+  gvl_thread_t *w = gvl__pol_pick(g, now, !t->boosted);
   *fired = false;
   if (!w || !hooked(g)) return w;
   gvl__ctr_add(t, ctr, 1);      /* before SUSPENDED: the tracer reads it */
@@ -384,7 +389,7 @@ static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired) {
   now = gvl__now();
   charge_hold(g, t, now);
   *fired = true;
-  return gvl__pol_pick(g, now, true);
+  return gvl__pol_pick(g, now, !t->boosted);
 }
 
 /* Hand the GVL to the best waiter and queue behind it, at no higher a

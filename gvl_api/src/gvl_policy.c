@@ -17,13 +17,15 @@
 void gvl__pol_reset(gvl_t *g) { memset(&g->pol, 0, sizeof g->pol); }
 
 /* ---- the boost cap ------------------------------------------------------------
- * Each boosted hold is charged once, for the time it held, booked when it
+ * A hold is boosted, and charged, when its priority is above 0 or its
+ * acquire asked for more than 0 (gvl__boosted).  Each is charged once, for
+ * the time it held, booked when it
  * ends (or passes a safe point that keeps the GVL) in the bucket of that
  * moment.  The window is GVL__CAP_BUCKETS buckets; the sum over the
  * GVL__CAP_SLOTS most recent ones covers at least the last window_ns, so
- * every hold that overlapped the last window is counted in full.  A boosted
- * waiter is served only while that sum is below cap% of the window, and
- * this is decided at every pick, not when it queued.  Hence over any
+ * every hold that overlapped the last window is counted in full.  A waiter
+ * whose hold would be charged is served only while that sum is below cap%
+ * of the window, and this is decided at every pick, not when it queued.  Hence over any
  * window, boosted holds granted in it take less than cap% of it plus the
  * last one (gvl.h states the bound). */
 
@@ -62,16 +64,18 @@ static int64_t eff_prio(const gvl_t *g, const gvl_thread_t *t, uint64_t now) {
 
 /* Highest effective priority, the earliest arrival among equals (the queue
  * is in arrival order, so strict '>' keeps FIFO).  While the cap is
- * exceeded, boosted waiters are held back: served by a release only when
- * nobody else waits, and never by a yield or safe point (strict), where the
- * holder keeps the GVL rather than feed the flood.  O(waiters). */
+ * exceeded, waiters whose hold would be charged are held back: served only
+ * when nobody else waits, and then not by a yield or safe point of an
+ * unboosted holder (strict), which keeps the GVL rather than feed the
+ * flood.  (A boosted holder passes them the GVL: its own time is boosted
+ * too, and boosted threads take turns as usual.)  O(waiters). */
 gvl_thread_t *gvl__pol_pick(gvl_t *g, uint64_t now, bool strict) {
   gvl_thread_t *best = NULL, *held = NULL;
   int64_t bp = 0, hp = 0;
   int capx = -1;                 /* cap_exceeded, computed on first need */
   for (gvl_thread_t *w = g->qhead; w; w = w->qnext) {
     int64_t p = eff_prio(g, w, now);
-    if (w->qprio > 0) {
+    if (gvl__boosted(w->qprio, w->req_prio)) {
       if (capx < 0) capx = cap_exceeded(g, now);
       if (capx) {
         if (!held || p > hp) held = w, hp = p;
@@ -83,14 +87,12 @@ gvl_thread_t *gvl__pol_pick(gvl_t *g, uint64_t now, bool strict) {
   return best ? best : strict ? NULL : held;
 }
 
-/* A waiter queueing at prio asks owner to yield at once when it outranks
- * owner's hold: 1.  A boost held back by the cap does not ask (-1, counted
- * as refused): it is served at a release, or at the end of the slice once
- * the window has drained. */
-int gvl__pol_ask(gvl_t *g, gvl_thread_t *owner, int prio, uint64_t now) {
-  if (prio <= atomic_load_explicit(&owner->hold_prio, memory_order_relaxed))
-    return 0;
-  return prio > 0 && cap_exceeded(g, now) ? -1 : 1;
+/* The priority a waiter queues at.  A boost that comes while the cap is
+ * exceeded is refused: it queues at normal priority (and stays held back
+ * at every pick while the cap is exceeded, see above); *refused is set. */
+int gvl__pol_queue_prio(gvl_t *g, int prio, uint64_t now, bool *refused) {
+  *refused = prio > 0 && cap_exceeded(g, now);
+  return *refused ? GVL_PRIO_NORMAL : prio;
 }
 
 int gvl__pol_requeue_prio(int mine, int theirs) {
@@ -110,9 +112,11 @@ void gvl__pol_hold_start(gvl_t *g, uint64_t now) { g->pol.hold_since = now; }
 uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target) {
   uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
   if (now < g->pol.hold_since + slice) return g->pol.hold_since + slice;
-  if (!gvl__pol_pick(g, now, true)) return now + cap_width(g);
   gvl_thread_t *o =
       gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
+  bool strict =
+      !o || atomic_load_explicit(&o->hold_prio, memory_order_relaxed) <= 0;
+  if (!gvl__pol_pick(g, now, strict)) return now + cap_width(g);
   if (o && !(__atomic_load_n(&o->head.ints, __ATOMIC_RELAXED) &
              GVL__INT_PREEMPT)) {
     gvl__request_preempt(o);

@@ -8,7 +8,7 @@
 
 static gvl_t *g;
 static int pipefd[2];
-static atomic_uint ready_waiters;
+static atomic_uint ready_waiters, in_read;
 static atomic_int order[2], norder;
 
 static void count_ready(void *arg, gvl_thread_t *t, gvl_event_t ev,
@@ -22,6 +22,7 @@ static void *noop(void *arg) { return arg; }
 static void *read_pipe(void *arg) {
   char c;
   (void)arg;
+  atomic_store(&in_read, 1);
   CHECK_EQ(read(pipefd[0], &c, 1), 1);
   return NULL;
 }
@@ -59,13 +60,14 @@ static int run_order(unsigned flags, gvl_stats_t *io_stats) {
   c.flags = flags;
   c.hook = count_ready;
   atomic_store(&ready_waiters, 0);
+  atomic_store(&in_read, 0);
   atomic_store(&norder, 0);
   CHECK_OK(pipe(pipefd));
   CHECK(g = gvl_create(&c));
   gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(me);
   tgvl_spawn(&io, io_thread, io_stats);
-  tgvl_sleep_us(20000);          /* the I/O thread is now blocked in read */
+  while (!atomic_load(&in_read)) tgvl_sleep_us(100); /* blocked in read */
   CHECK_OK(gvl_acquire(me));
   tgvl_spawn(&cpu, cpu_thread, NULL);
   tgvl_wait_ge(&ready_waiters, 1);   /* the CPU thread queued first */

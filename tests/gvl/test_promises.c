@@ -251,29 +251,18 @@ static void cap_charge(void) {
 
 /* ---- the cap's bound --------------------------------------------------------- */
 
-/* A boosted hold is one at a priority above 0: from the boosted acquire
- * to its release, or to a safe point where the slice handed the GVL to
- * the background thread (the hold then goes on at normal priority).  The
- * hooks run on the thread itself and tell the two apart by its preemption
- * count; a boosted hold that goes on boosted after a preemption is not
- * counted, which only makes the check weaker. */
+/* Every hold of a thread that acquires with a boost is boosted (charged),
+ * also after a safe point handed the GVL on and back.  The hooks run on
+ * the thread itself, which is how they tell a booster. */
 #define CB_MAX 4096
 static atomic_uint cb_n;
 static struct { gvl_thread_t *t; gvl_event_t ev; uint64_t ns; } cb_log[CB_MAX];
 static _Atomic uint64_t cb_hog_end;   /* the background thread let go */
-static _Thread_local int tl_booster, tl_in_boost;
-static _Thread_local uint64_t tl_preempts;
+static _Thread_local int tl_booster;
 
 static void cb_hook(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
   (void)arg;
   if (!tl_booster || (ev != GVL_EV_RESUMED && ev != GVL_EV_SUSPENDED)) return;
-  if (ev == GVL_EV_RESUMED)
-    tl_in_boost = tgvl_tstats(t).preemptions == tl_preempts;
-  else if (!tl_in_boost)
-    return;
-  else
-    tl_in_boost = 0;
-  if (ev == GVL_EV_RESUMED && !tl_in_boost) return;
   unsigned i = atomic_fetch_add(&cb_n, 1);
   if (i < CB_MAX) {
     cb_log[i].t = t;
@@ -288,7 +277,6 @@ static void *long_booster(void *arg) {
   CHECK(t);
   tl_booster = 1;
   while (!atomic_load(&stop)) {
-    tl_preempts = tgvl_tstats(t).preemptions;
     CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
     for (int i = 0; i < 9000; i++) {
       tgvl_work(1);

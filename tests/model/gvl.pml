@@ -42,9 +42,10 @@
  * boosted hold's charge (at its release, or at a safe point before the
  * pick) sets it, and the sliding window clears it at any moment after
  * (process `window`, made to happen eventually by weak fairness).  While
- * it is set a boosted waiter is held back, decided at every pick: it asks
- * no holder to yield when it queues, preemption and yield pass it over,
- * and release serves it only when nobody else waits.  Aging is not
+ * it is set a boost that queues is demoted to normal priority, and every
+ * waiter whose hold would be charged (thread 2's) is held back, decided at
+ * every pick: preemption and yield pass it over, and release serves it
+ * only when nobody else waits.  Aging is not
  * modelled; with a single boosted thread handoff must serve everyone
  * without it, and that is checked.
  * Wait-queue cancellation (gvl_cond_timedwait), gvl_mutex/gvl_cond,
@@ -153,14 +154,16 @@ inline unlock_mu() {
   fi
 }
 
-/* enqueue() in gvl.c, with mu held and CONTENDED set: append x, ask the
- * owner to give way if x outranks it, take the timer role if it is free. */
+/* enqueue() in gvl_lock.c, with mu held and CONTENDED set: append x at
+ * the priority the policy gives it (a boost while the cap is exceeded is
+ * demoted to 0), ask the owner to give way if x outranks it, take the
+ * timer role if it is free. */
 inline enqueue(x, p) {
-  qprio[x] = p;
+  qprio[x] = (p && capx -> 0 : p);
   q[qlen] = x;
   qlen++;
   if
-  :: OWNER(word) != x && p > hold_prio[OWNER(word)] && !(p && capx) ->
+  :: OWNER(word) != x && qprio[x] > hold_prio[OWNER(word)] ->
      preempt[OWNER(word)] = 1
   :: else -> skip
   fi;
@@ -174,9 +177,10 @@ inline enqueue(x, p) {
   fi
 }
 
-/* Is x not held back by the cap?  (gvl__pol_pick: a boosted waiter while
- * the cap is exceeded is, decided at every pick.) */
-#define ELIG(x) (!qprio[x] || !capx)
+/* Is x not held back by the cap?  (gvl__pol_pick: a waiter whose hold
+ * would be charged -- at a priority above 0, or by a thread that asked for
+ * one -- is, while the cap is exceeded, decided at every pick.) */
+#define ELIG(x) (!(qprio[x] || BASEPRIO(x)) || !capx)
 #define EXISTS_ELIG ((qlen > 0 && ELIG(q[0])) || (qlen > 1 && ELIG(q[1])) || \
                      (qlen > 2 && ELIG(q[2])))
 
@@ -265,7 +269,7 @@ inline handoff() {
   assert(OWNER(word) == me); \
   incs++; \
   waiting[me] = 0; \
-  boosted = hold_prio[me]  /* hold_prio > 0: charged to the cap */
+  boosted = (hold_prio[me] || BASEPRIO(me))  /* gvl__boosted: charged */
 
 active [N] proctype T()
 {
@@ -351,7 +355,8 @@ wait_check:
           if
           :: true ->                               /* past the slice */
              if
-             :: !EXISTS_ELIG -> skip    /* only held-back boosts: later */
+             :: !EXISTS_ELIG && !hold_prio[OWNER(word)] ->
+                skip                    /* only held-back boosts: later */
              :: else ->
              /* ask whenever the holder's flag is clear (a safe point
               * that found nobody to serve cleared it) */
@@ -449,9 +454,10 @@ hand_over:
     :: boosted -> capx = 1
     :: else -> skip
     fi;
-    take_best(1);
-    /* a yield or safe point never serves a boost the cap holds back */
-    assert(W == NONE || !qprio[W] || !capx);
+    take_best(!boosted);
+    /* a yield or safe point of an unboosted holder never serves a waiter
+     * the cap holds back */
+    assert(W == NONE || ELIG(W) || boosted);
     if
     :: W != NONE ->
        /* queue behind W, at the lower of the two priorities */
