@@ -1,9 +1,13 @@
 /* Tk on the evloop's loop thread; a host command called from a button.
  * cc ex.c $(pkg-config --cflags --libs tkbridge) */
 #include <errno.h>
-#include <tkbridge.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <tkbridge.h>
+#include <unistd.h>
+
+static atomic_int async_done;
 
 static int hello(tkb_t *tk, void *arg, int argc, const char *const *argv,
                  tkb_result_t *res) {       /* loop thread, GVL held */
@@ -16,10 +20,17 @@ static int hello(tkb_t *tk, void *arg, int argc, const char *const *argv,
   return 0;
 }
 
+static void on_done(tkb_t *tk, int status, const char *result, void *arg) {
+  (void)tk, (void)arg;                      /* loop thread, GVL held */
+  printf("async: %s -> %s\n", tkb_err_name(status), result);
+  atomic_store(&async_done, 1);
+}
+
 int main(void) {
   gvl_t *g = gvl_create(NULL);
   evl_config_t ec = {.prio = EVL_PRIO_BOOST};
   tkb_config_t tc = {.prio = TKB_PRIO_BOOST};
+  tkb_stats_t st;
   tkb_t *tk;
   char *res = NULL;
   int rc;
@@ -30,10 +41,16 @@ int main(void) {
     return 1;
   }
   tkb_command_create(tk, "hello", hello, NULL);
+  tkb_eval_async(tk, "expr {6 * 7}", on_done, NULL);
   rc = tkb_eval(tk, "button .b -text Hi -command {hello world}; pack .b;"
                     " after 500 {.b invoke; destroy .}; tkwait window .", &res);
   if (rc == TKB_ETCL) fprintf(stderr, "Tcl error: %s\n", res);
   free(res);
+  for (int i = 0; i < 5000 && !atomic_load(&async_done); i++) usleep(1000);
+  rc = tkb_command_delete(tk, "nosuch");    /* TKB_ENOCMD */
+  tkb_stats(tk, &st);
+  printf("%llu host command calls; deleting nosuch: %s\n",
+         (unsigned long long)st.cmd_calls, tkb_strerror(rc));
   tkb_destroy(tk);
   evl_destroy(l);
   return gvl_destroy(g);

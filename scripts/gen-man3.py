@@ -132,6 +132,7 @@ def thread_rule(comment):
 
 def page(name, header, intro, types, calls, example, section_title):
     names = [n for c in calls for n in c["names"]]
+    example_text = open(example).read()
     first, _, rest = intro.partition("\n\n")
     summary = " ".join(first.split()).split(" -- ", 1)[-1].rstrip(".")
     out = [f'.TH {name.upper()} 3 "" "gvloop {VERSION}" "{section_title}"',
@@ -169,11 +170,15 @@ def page(name, header, intro, types, calls, example, section_title):
         out.append(".PP\n.B Errors:\n" +
                    (", ".join(f"\\fB{e}\\fP" for e in errs) + "."
                     if errs else "none of its own (see RETURN VALUE)."))
+        used = [n for n in c["names"] if re.search(r"\b" + n + r"\s*\(", example_text)]
+        if used:
+            out.append(".PP\n.B Example:\n" + ", ".join(f"\\fB{n}\\fP" for n in used) +
+                       " in the program under EXAMPLE.")
     out += [".SH RETURN VALUE",
             "Every call that returns \\fBint\\fP returns 0 or a positive error code; "
             "the introduction above lists them, the \\fIstrerror\\fP and \\fIerr_name\\fP "
             "calls of the library give a code's meaning and name.",
-            ".SH EXAMPLE", ".PP", ".nf", ".in +4n", esc(open(example).read().rstrip()),
+            ".SH EXAMPLE", ".PP", ".nf", ".in +4n", esc(example_text.rstrip()),
             ".in", ".fi",
             ".SH SEE ALSO",
             ", ".join(f"\\fB{p}\\fP(3)" for p in ("gvl", "evloop", "tkbridge") if p != name) +
