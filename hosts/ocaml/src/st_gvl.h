@@ -169,6 +169,8 @@ static void st_masterlock_init(st_masterlock *m) {
   if (st_gvl_global == NULL) {
     gvl_config_t cfg = {0};
     cfg.slice_ns = st_gvl_env_us("GVLOOP_OCAML_SLICE_US");
+    const char *cap = getenv("GVLOOP_OCAML_BOOST_CAP");  /* percent */
+    if (cap && *cap) cfg.boost_cap_pct = (unsigned)strtoul(cap, NULL, 10);
     cfg.hook = st_gvl_hook;
     st_gvl_global = gvl_create(&cfg);
     if (st_gvl_global == NULL) st_gvl_fatal("gvl_create", errno);
