@@ -26,8 +26,8 @@
  *    level above normal, which preempts a CPU-bound holder at its next poll
  *    point (the interactivity policy; a boost, charged to the GVL's cap).
  *    gvl.h has no split begin/end form of gvl_call_without, so the rule is
- *    applied here with gvl_acquire_prio; the GVL's hold-share delay for
- *    interactive waiters does not apply to these acquires.
+ *    applied here with gvl_acquire_prio, paced here the way the GVL paces
+ *    its own interactive waiters (st_gvl_pace).
  *  - gvloop_caml_boost_next(prio): the next acquire of the calling thread
  *    asks for prio (the labltk glue uses it so Tk callbacks enter OCaml
  *    boosted).
@@ -83,6 +83,9 @@ typedef struct {
 } st_masterlock;
 
 static gvl_t *st_gvl_global;    /* written once, by the first init */
+/* OCaml threads holding or asking for the lock (not in a blocking
+ * section): the interactivity rule applies only against another one. */
+static atomic_int st_gvl_active;
 
 /* Per OS thread (each field is touched only by its own thread, except as
  * noted). */
@@ -124,16 +127,59 @@ static gvl_thread_t *st_gvl_thread(void) {
   return st_gvl_self;
 }
 
+/* GVLOOP_OCAML_STATS=1: the GVL's counters on stderr at exit. */
+static void st_gvl_print_stats(void) {
+  gvl_stats_t s;
+  if (st_gvl_global == NULL || gvl_stats(st_gvl_global, &s) != 0) return;
+  fprintf(stderr,
+          "gvloop threads: acquires %llu contended %llu handoffs %llu yields %llu "
+          "preempt_reqs %llu preemptions %llu boosts %llu refused %llu "
+          "interactive %llu wait_ms %.1f\n",
+          (unsigned long long)s.acquires, (unsigned long long)s.contended,
+          (unsigned long long)s.handoffs, (unsigned long long)s.yields,
+          (unsigned long long)s.preempt_reqs, (unsigned long long)s.preemptions,
+          (unsigned long long)s.boosts, (unsigned long long)s.boosts_refused,
+          (unsigned long long)s.interactive, (double)s.wait_ns / 1e6);
+}
+
+/* A preempt request reaches OCaml as one recorded signal.  If it is spent
+ * without a handoff (the waiter it was for could not be served yet, e.g. a
+ * boost deferred by the cap), the GVL does not ask again during the same
+ * hold.  So at the end of every minor collection (a poll point that an
+ * allocating thread reaches every few milliseconds; no thread ticks), a
+ * holder that has run a whole slice while other OCaml threads want the
+ * lock records the signal again, at most once a slice. */
+static caml_timing_hook st_gvl_prev_gc_hook;
+static uint64_t st_gvl_slice_ns;               /* the GVL's slice */
+static _Thread_local uint64_t st_gvl_retry_at;
+
+static void st_gvl_gc_hook(void) {
+  if (st_gvl_prev_gc_hook) st_gvl_prev_gc_hook();
+  if (st_gvl_self == NULL || atomic_load(&st_gvl_active) < 2) return;
+  uint64_t now = gvl_now_ns(), slice = st_gvl_slice_ns;
+  if (now - st_gvl_hold_t0 >= slice && now >= st_gvl_retry_at) {
+    st_gvl_retry_at = now + slice;
+    caml_record_signal(SIGPREEMPTION);
+  }
+}
+
 /* Called by caml_thread_initialize (the lock starts held by the caller) and
  * by the fork child handler (the lock is already held: libgvl's atfork). */
 static void st_masterlock_init(st_masterlock *m) {
   if (st_gvl_global == NULL) {
     gvl_config_t cfg = {0};
     cfg.slice_ns = st_gvl_env_us("GVLOOP_OCAML_SLICE_US");
+    const char *cap = getenv("GVLOOP_OCAML_BOOST_CAP");  /* percent */
+    if (cap && *cap) cfg.boost_cap_pct = (unsigned)strtoul(cap, NULL, 10);
     cfg.hook = st_gvl_hook;
     st_gvl_global = gvl_create(&cfg);
     if (st_gvl_global == NULL) st_gvl_fatal("gvl_create", errno);
     m->slice_ns = cfg.slice_ns ? cfg.slice_ns : 10000000u;
+    st_gvl_slice_ns = m->slice_ns;
+    st_gvl_prev_gc_hook = caml_minor_gc_end_hook;
+    caml_minor_gc_end_hook = st_gvl_gc_hook;
+    const char *st = getenv("GVLOOP_OCAML_STATS");
+    if (st && *st && *st != '0') atexit(st_gvl_print_stats);
   }
   m->g = st_gvl_global;
   gvl_thread_t *t = st_gvl_thread();
@@ -142,22 +188,69 @@ static void st_masterlock_init(st_masterlock *m) {
     if (rc) st_gvl_fatal("acquire", rc);
   }
   st_gvl_hold_t0 = gvl_now_ns();
+  atomic_store(&st_gvl_active, 1);  /* this thread (in a fork child: alone) */
+}
+
+/* The interactivity rule's pacing.  A promoted reacquire preempts the
+ * CPU-bound holder, which costs it about what our last promoted acquires
+ * took from asking to holding, plus our hold (st_gvl_ia_cost, a moving
+ * average).  So that the holder keeps hold_share of the lock (90%, the
+ * GVL's default), we ask only once it has run 9 times that since we last
+ * gave the lock up, and never later than a tenth of a slice; until then we
+ * spin (the wait is tens of microseconds; a timed sleep would oversleep).
+ * This is what the GVL does for gvl_call_without's interactive waiters, and
+ * it keeps these boosts well under the cap, so they are not refused. */
+#define ST_GVL_SHARE 9u
+static _Thread_local uint64_t st_gvl_rel_t;      /* our last release      */
+static _Thread_local uint64_t st_gvl_ia_cost;    /* see above, ns         */
+static _Thread_local uint64_t st_gvl_ia_wait;    /* this hold's ask-to-hold */
+static _Thread_local int st_gvl_ia;              /* this hold was promoted */
+
+static inline void st_gvl_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static void st_gvl_pace(const st_masterlock *m) {
+  uint64_t need = ST_GVL_SHARE * st_gvl_ia_cost, cap = m->slice_ns / 10;
+  uint64_t due = st_gvl_rel_t + (need < cap ? need : cap);
+  while (gvl_now_ns() < due && atomic_load(&st_gvl_active) > 1)
+    st_gvl_cpu_relax();
+}
+
+static void st_gvl_note_cost(uint64_t hold) {
+  uint64_t x = st_gvl_ia_wait + hold, lim = 2 * st_gvl_ia_cost + 2000;
+  if (x > lim) x = lim;  /* a descheduled thread must not swing it */
+  st_gvl_ia_cost += ((int64_t)x - (int64_t)st_gvl_ia_cost) / 8;
 }
 
 static void st_masterlock_acquire(st_masterlock *m) {
   gvl_thread_t *t = st_gvl_thread();
   int prio = st_gvl_next_prio;
   st_gvl_next_prio = 0;
-  if (prio <= 0 && st_gvl_short) prio = 1;  /* interactive: one level up */
+  st_gvl_ia = 0;
+  /* Interactive: one level up, but only against another OCaml thread. */
+  if (atomic_fetch_add(&st_gvl_active, 1) > 0 && prio <= 0 && st_gvl_short) {
+    st_gvl_pace(m);
+    prio = 1;
+    st_gvl_ia = 1;
+  }
+  uint64_t ask = st_gvl_ia ? gvl_now_ns() : 0;
   int rc = prio > 0 ? gvl_acquire_prio(t, prio) : gvl_acquire(t);
   if (rc) st_gvl_fatal("acquire", rc);
   (void)m;
   st_gvl_hold_t0 = gvl_now_ns();
+  if (st_gvl_ia) st_gvl_ia_wait = st_gvl_hold_t0 - ask;
 }
 
 static void st_masterlock_release(st_masterlock *m) {
   gvl_thread_t *t = st_gvl_self;
-  st_gvl_short = gvl_now_ns() - st_gvl_hold_t0 < m->slice_ns / 10;
+  uint64_t now = gvl_now_ns();
+  st_gvl_short = now - st_gvl_hold_t0 < m->slice_ns / 10;
+  if (st_gvl_ia) st_gvl_note_cost(now - st_gvl_hold_t0);
+  st_gvl_rel_t = now;
+  atomic_fetch_sub(&st_gvl_active, 1);
   int rc = gvl_release(t);
   if (rc) st_gvl_fatal("release", rc);
   if (st_gvl_detach) {          /* the OCaml thread has ended */

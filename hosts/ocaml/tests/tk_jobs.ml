@@ -39,16 +39,22 @@ let () =
   while !fired < 5 do Condition.wait c m done;
   Mutex.unlock m;
   check "Tk timers called OCaml" (!fired = 5);
-  (* While Tk waits, another thread computes; jobs still get through. *)
+  (* Beside a CPU-bound thread, jobs still get through, and it still runs. *)
   let stop = ref false and work = ref 0 in
   let hog = Thread.create (fun () ->
     while not !stop do incr work; ignore (Sys.opaque_identity (ref !work)) done) () in
+  let waited = ref 0 in
+  while !work = 0 && !waited < 5000 do Thread.delay 0.001; incr waited done;
+  check "a CPU-bound thread runs beside the GUI thread" (!work > 0);
   for i = 1 to 50 do
     if Tkthread.sync (fun x -> x + 1) i <> i + 1 then fail "sync %d" i
   done;
-  stop := true; Thread.join hog;
-  check "a CPU-bound thread ran beside the GUI thread" (!work > 0);
   check "sync jobs answered beside a CPU-bound thread" true;
+  let w1 = !work in
+  waited := 0;
+  while !work = w1 && !waited < 5000 do Thread.delay 0.001; incr waited done;
+  check "the CPU-bound thread goes on" (!work > w1);
+  stop := true; Thread.join hog;
   Printf.printf "ok boosted=%b\n%!" (Tkthread.boosted ());
   Tkthread.sync (fun () -> Tk.closeTk ()) ();
   Thread.join gui;
