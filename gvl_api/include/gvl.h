@@ -15,8 +15,11 @@
  *    nobody waits.
  *  - Priority boost: a waiter whose priority is above the holder's sets the
  *    holder's flag at once.  Boosted holds are capped to a share of GVL time
- *    over a sliding window (the starvation guard); past the cap a boosted
- *    acquire queues at normal priority.
+ *    over a sliding window (the starvation guard; see gvl_acquire_prio for
+ *    the exact bound); past the cap boosted waiters are served last.
+ *  - No spinning on one CPU: a waiter spins (bounded by spin_ns, yielding
+ *    the CPU after 2 us) only with two or more CPUs online and in its
+ *    affinity mask, and never with GVL_F_NOSPIN.
  *
  * Return values: every int-returning call returns 0 or a positive errno code.
  *   EINVAL   NULL or out-of-range argument
@@ -63,6 +66,9 @@ typedef struct gvl_thread_s gvl_thread_t;
 
 /* ---- configuration ------------------------------------------------------ */
 
+/* Every duration setting must be at most this (a day); larger: EINVAL. */
+#define GVL_MAX_NS (86400ull * 1000000000ull)
+
 /* Events passed to the instrumentation hook. */
 typedef enum {
   GVL_EV_READY = 1,       /* thread starts waiting for the GVL            */
@@ -99,13 +105,12 @@ typedef struct {
                              expects a quick handoff (it asked a holder to
                              yield, was preempted by a boost, or its last
                              wait was this short); 0 = default (50 us);
-                             never on 1 CPU or with GVL_F_NOSPIN           */
+                             never on 1 CPU (online, or in the creating
+                             thread's affinity mask) or with GVL_F_NOSPIN */
   unsigned flags;         /* GVL_F_*                                        */
   gvl_hook_cb hook;       /* optional instrumentation hook                 */
   void *hook_arg;
-  unsigned hold_share_pct; /* share of the GVL a CPU-bound holder keeps
-                             while interactive threads preempt it, 1..99;
-                             0 = default (90).  See gvl_call_without.      */
+  unsigned hold_share_pct; /* obsolete: validated (0..99) and ignored     */
 } gvl_config_t;
 
 /* Counters.  Per-GVL totals, and per-thread figures (gvl_thread_stats). */
@@ -117,15 +122,14 @@ typedef struct {
   uint64_t preempt_reqs;    /* preempt flags set (slice or boost)          */
   uint64_t preemptions;     /* safe points that gave the GVL up            */
   uint64_t boosts;          /* boosted acquisitions                        */
-  uint64_t boosts_refused;  /* boosted acquisitions demoted by the cap     */
+  uint64_t boosts_refused;  /* boosted acquisitions demoted by the cap
+                               as they queued (see gvl_acquire_prio)       */
   uint64_t interactive;     /* acquisitions promoted by the interactivity
                                policy                                       */
   uint64_t owner_died;      /* threads that exited holding the GVL         */
   uint64_t wait_ns;         /* total time spent waiting                    */
   uint64_t hold_ns;         /* total time held (see GVL_F_TIMING)          */
-  uint64_t ia_cost_ns;      /* gvl_stats only: the current estimate of what
-                               one interactive preemption costs the thread
-                               preempted (see gvl_call_without)            */
+  uint64_t ia_cost_ns;      /* obsolete: always 0                          */
 } gvl_stats_t;
 
 /* ---- lifecycle ------------------------------------------------------------ */
@@ -139,12 +143,11 @@ GVL_EXPORT gvl_t *gvl_create(const gvl_config_t *cfg);
  * do not count; they are reclaimed). */
 GVL_EXPORT int gvl_destroy(gvl_t *g);
 
-/* [any] Change the slice at run time (ns, > 0). */
+/* [any] Change the slice at run time (ns, 1..GVL_MAX_NS). */
 GVL_EXPORT int gvl_set_slice(gvl_t *g, uint64_t slice_ns);
 /* [any] Change the boost cap at run time (1..100). */
 GVL_EXPORT int gvl_set_boost_cap(gvl_t *g, unsigned pct);
-/* [any] Change the holder's share against interactive preemption at run
- * time (1..99; see gvl_config_t.hold_share_pct). */
+/* [any] Obsolete: validates pct (1..99) and changes nothing. */
 GVL_EXPORT int gvl_set_hold_share(gvl_t *g, unsigned pct);
 /* [any] Install or remove (cb NULL) the hook.  Threads may see the old hook
  * for a short while after this returns. */
@@ -189,11 +192,23 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
 /* [not held] Acquire at prio.  If prio is above the holder's, the holder is
  * asked to give the GVL up at its next safe point and this thread is served
  * ahead of lower priorities.  prio > 0 is a boosted acquisition, subject to
- * the cap: boosted holds (from the moment a boost forced the holder out, to
- * release) may use at most boost_cap_pct of the cap window.  Past it, the
- * call is deferred: it queues at GVL_PRIO_NORMAL, other waiters go first,
- * and neither the slice nor a yield hands the GVL to it until the window
- * has drained below the cap.  Its hold is still charged to the cap. */
+ * the cap; its holds (also after a safe point handed the GVL on and back)
+ * and those of the interactive promotion are boosted holds:
+ *  - each boosted hold is charged once, for the time it held (from getting
+ *    the GVL to giving it up);
+ *  - whenever the GVL is handed on (release, yield, safe point), a waiter
+ *    whose hold would be boosted is served only while the holds charged
+ *    over the last cap_window_ns are below boost_cap_pct of it.  Otherwise
+ *    it is held back: served only if nobody else waits (by a release, or
+ *    by a boosted holder's yield or safe point), and the slice timer looks
+ *    again as the window drains.  A boost that queues while the cap is
+ *    exceeded is also demoted to GVL_PRIO_NORMAL (counted in
+ *    boosts_refused) and so asks no holder to yield.
+ * Bound: over any interval of cap_window_ns during which an unboosted
+ * thread waits for the GVL, boosted holds take less than boost_cap_pct of
+ * it plus the last one granted in it, which the slice ends after one slice
+ * (at its next safe point).  A boosted acquire that finds the GVL free takes it (nobody
+ * waits); its hold is charged all the same. */
 GVL_EXPORT int gvl_acquire_prio(gvl_thread_t *t, int prio);
 
 /* [held] Release; hands the GVL directly to the best waiter, if any. */
@@ -234,15 +249,13 @@ GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
 
 /* [held] Release the GVL, call fn(arg), reacquire, return fn's result.
  * Interactivity policy (on unless GVL_F_NOINTERACTIVE or
- * gvl_thread_set_interactive(t, 0)): if t held the GVL for less than a
- * tenth of a slice before this call, it reacquires at priority 1 (when its
- * own is lower), preempting a normal CPU-bound holder; that promotion is a
- * boost and is charged to the cap.  The preemption waits until the holder
- * has run, since it last got the GVL, long enough to keep hold_share_pct of
- * the GVL: the GVL measures what each interactive preemption costs the
- * preempted thread (its switch and the interactive thread's hold) and asks
- * for share/(100-share) times that (9x at the default 90%), at most a tenth
- * of a slice.
+ * gvl_thread_set_interactive(t, 0)): if less than a tenth of a slice has
+ * passed since t's previous gvl_call_without returned, t reacquires at
+ * priority 1 (when its own is lower), preempting a normal CPU-bound holder
+ * at its next safe point; that promotion is a boost and is charged to the
+ * cap.  A thread that computes longer between blocking calls, however often
+ * it was preempted meanwhile, is never promoted; nor is the first call
+ * after a gvl_acquire.
  * ubf(ubf_arg) is called from another thread by gvl_thread_interrupt() to
  * make fn return early; it may be NULL.  On error returns NULL and sets
  * errno: EINVAL (NULL t or fn), EPERM (not holding), EINTR (an interrupt

@@ -1,12 +1,24 @@
 /*
  * gvl_int.h -- private state of libgvl.
  *
+ * Two layers (ARCHITECTURE.md, "The GVL"):
+ *   mechanism  gvl_lock.c: the lock word, the wait queue, handoff, parking
+ *              (gvl_wait_*.c) and the timer role; modelled in tests/model.
+ *   policy     gvl_policy.c: which waiter is next (priority, aging, the boost
+ *              cap), when the holder is asked to yield (slice, boost), the
+ *              cap's charges and the interactivity rule.  The mechanism calls
+ *              it at fixed points, all under g->mu; its per-GVL state is one
+ *              struct, g->pol, re-initialised at once by gvl__pol_reset.
+ *
  * Locking, in the order they may nest:
- *   gvl__registry_mu  process-wide list of GVLs (for fork) -- gvl_thread.c
- *   g->mu             wait queue, timer role, cap window, thread list
- *   t->ilock          t's blocking-region state (ubf), never held with g->mu
- * The lock word g->word is atomic and is touched without g->mu only by
- * the fast paths (CAS 0 -> t, CAS t -> 0).
+ *   registry_mu  process-wide list of GVLs (for fork) -- gvl_thread.c
+ *   g->mu        wait queue, timer role, policy state, thread list
+ *   t->ilock     t's blocking-region state (ubf), never held with g->mu
+ * Outside g->mu the lock word changes only by the fast paths' CAS 0 -> t and
+ * CAS t -> 0; setting CONTENDED, taking a GVL found free in acquire_slow and
+ * every handoff happen under g->mu.  A thread's ints word is set by anyone
+ * and cleared by its owner; holding, the counters it owns and hold_t0 are
+ * written by the thread itself only.  ARCHITECTURE.md has the whole table.
  */
 #ifndef GVL_INT_H
 #define GVL_INT_H
@@ -26,19 +38,15 @@
 #define gvl__assert(x) ((void)0)
 #endif
 
-#define GVL__CONTENDED ((uintptr_t)1)   /* lock-word bit: queue may be non-empty */
+#define GVL__CONTENDED ((uintptr_t)1)   /* lock-word bit: queue non-empty */
 #define GVL__DEF_SLICE_NS   (10u * 1000000u)
 #define GVL__DEF_CAP_PCT    50u
 #define GVL__DEF_WINDOW_NS  (100u * 1000000u)
 #define GVL__DEF_AGE_NS     (100u * 1000000u)
 #define GVL__DEF_SPIN_NS    (50u * 1000u)
-#define GVL__DEF_HOLD_SHARE 90u
-#define GVL__IA_COST_FLOOR_NS 1000   /* see note_ia_cost                   */
-#define GVL__GRANT_BUSY 2u           /* granted, the giver still waking it  */
-#define GVL__CAP_BUCKETS    8
-/* Interactivity policy: a thread back from a blocking region that held the
- * GVL for less than this share of its recent time is served ahead. */
-#define GVL__IA_BLOCK_MAX_NS (5u * 1000000u)   /* "short" blocking region   */
+#define GVL__MAX_NS         (86400ull * 1000000000u)  /* GVL_MAX_NS: a day */
+#define GVL__CAP_BUCKETS    8   /* the window is 8 buckets; one more is kept */
+#define GVL__CAP_SLOTS      (GVL__CAP_BUCKETS + 1)
 
 /* Per-GVL and per-thread counters; indices match gvl_stats_t order. */
 enum {
@@ -50,7 +58,8 @@ enum {
 /* Platform parking: each thread sleeps on its own word (futex on Linux). */
 typedef struct {
   _Atomic uint32_t seq;   /* bumped by every wake                          */
-  _Atomic uint32_t sleepers; /* 1 while the owner may be in the kernel     */
+  _Atomic uint32_t sleepers; /* 1 while the owner may be in the kernel
+                             (futex only)                             */
 #ifndef GVL__PARK_FUTEX
   pthread_mutex_t mu;     /* portable fallback only                        */
   pthread_cond_t cv;
@@ -59,17 +68,10 @@ typedef struct {
 
 int  gvl__park_init(gvl__park_t *p);
 void gvl__park_fini(gvl__park_t *p);
-/* Sleep while p->seq == seq, at most until deadline_ns (0: no deadline).
- * With done non-NULL, do not sleep if *done is already non-zero once the
- * sleep is announced: that is what lets gvl__park_wake_done skip the wake
- * of a waiter that is still spinning. */
-void gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns,
-                    const _Atomic uint32_t *done);
+/* Sleep while p->seq == seq, at most until deadline_ns (0: no deadline). */
+void gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns);
+/* Bump seq and wake the sleeper, if it announced itself (sleepers). */
 void gvl__park_wake(gvl__park_t *p);
-/* Wake after the caller has set *done (the word the sleeper passed to
- * gvl__park_wait) with a seq_cst store.  A waiter not yet announced as
- * sleeping is left alone: it will see *done by itself. */
-void gvl__park_wake_done(gvl__park_t *p);
 void gvl__park_after_fork(gvl__park_t *p);
 
 /* Padding between groups of fields written by different threads, so that
@@ -80,56 +82,48 @@ void gvl__park_after_fork(gvl__park_t *p);
 #define GVL__PAD(n) char pad_##n[GVL__LINE]
 
 struct gvl_thread_s {
-  /* Read by the owner at every safe point; others only post an
-   * interrupt (ints). */
-  struct gvl__thread_head head; /* ints: must stay first (gvl_check_ints) */
-  _Atomic uint64_t preempt_reqs; /* C_PREEMPT_REQS, kept beside ints: whoever
-                                   sets PREEMPT counts it on the same line */
-  gvl_thread_t *_Atomic succ;   /* the waiter that asked (under g->mu) to be
-                                   handed the GVL directly at the next safe
-                                   point; cleared by every handoff t makes  */
-  gvl_t *g;                     /* dangling once orphan is set             */
+  /* Read by the owner at every safe point; others only post an interrupt. */
+  struct gvl__thread_head head; /* ints: must stay first (gvl_check_ints);
+                                   set by anyone, cleared by t             */
+  _Atomic uint64_t preempt_reqs; /* C_PREEMPT_REQS, beside ints: bumped by
+                                   whoever sets PREEMPT, under g->mu        */
+  gvl_t *g;                     /* set at attach; dangling once orphan     */
   pthread_t tid;                /* owning OS thread                        */
   const char *self_key;         /* &gvl__self_key of that thread           */
-  int prio;                     /* base priority; owner thread only        */
-  int req_prio;                 /* priority asked for by the current hold  */
-  _Atomic int holding;          /* 1 while t owns the GVL                  */
-  int boosted;                  /* current hold is charged to the cap: it
-                                   asked for, or got, a priority above 0    */
-  int interactive_off;          /* owner thread only                       */
-  uint64_t hold_t0;             /* start of the current hold, 0 = unknown  */
-  uint64_t charge_t0;           /* start of its charge to the boost cap    */
-  uint64_t last_wait_ns;        /* length of the last wait for the GVL     */
+  int prio;                     /* base priority; t only                   */
+  int req_prio;                 /* priority the current acquire asked for;
+                                   t only                                  */
+  _Atomic int holding;          /* 1 while t owns the GVL; t only          */
+  _Atomic int hold_prio;        /* priority of the current hold: stored by t
+                                   before it queues or takes a free GVL, or
+                                   by the handoff under g->mu before it
+                                   grants; read by others under g->mu       */
+  bool boosted;                 /* current hold is charged to the cap
+                                   (gvl__boosted); t only                  */
+  bool interactive_off;         /* t only                                  */
+  uint64_t hold_t0;             /* start of the current hold (and of its
+                                   charge), 0 = not timed; t only          */
+  uint64_t ia_t0;               /* when t last came back from
+                                   gvl_call_without, 0 = unknown; t only    */
+  uint64_t last_wait_ns;        /* length of t's last wait; t only         */
   GVL__PAD(0);
 
-  /* Wait queue node; all guarded by g->mu, written by whoever holds it. */
-  _Atomic int hold_prio;        /* prio of the current hold: set by t or by
-                                   the handoff, read by waiters under g->mu */
+  /* Wait queue node; guarded by g->mu, written by whoever holds it. */
   gvl_thread_t *qnext, *qprev;
-  int qprio;                    /* priority the thread queued with         */
+  int qprio;                    /* priority t queued with                  */
   uint64_t qtime;               /* when it queued (for aging)              */
   bool queued;
-  bool deferred;                /* refused by the boost cap while queued   */
-  _Atomic bool spin_hint;       /* a quick handoff is expected; set under
-                                   g->mu, read by the waiter without it     */
-  bool qia;                     /* queued by the interactivity policy      */
-  int cpu;                      /* CPU it queued on, -1 unknown            */
-  uint64_t forced_at;           /* when it asked the holder to yield, 0 if
-                                   it did not (the cap charges from there)  */
-  _Atomic uint64_t preempt_at;  /* ask the holder to yield at this time
-                                   (its hold share), 0 = nothing pending;
-                                   written under g->mu, read by t           */
-  _Atomic int is_timer;         /* this waiter times the holder's slice    */
+  _Atomic bool spin_hint;       /* a quick handoff is expected; written
+                                   under g->mu, read by t without it        */
+  _Atomic int is_timer;         /* t times the holder's slice; written
+                                   under g->mu, read by t without it        */
   GVL__PAD(1);
 
   /* What a waiter spins or sleeps on: written once per handoff. */
-  _Atomic uint32_t granted;     /* set by the releaser, under g->mu        */
-  bool lent_back;               /* that handoff was an interactive borrower
-                                   giving the GVL straight back; g->mu     */
-  gvl_thread_t *direct_from;    /* a direct handoff's giver, for t to queue
-                                   on its behalf (set before granted)       */
-  uint64_t direct_at;           /* when it handed over                     */
-  int direct_prio;              /* the priority it held at                 */
+  _Atomic uint32_t granted;     /* set to 1 by the handoff under g->mu;
+                                   cleared by t before it queues itself or
+                                   drops the GVL for a gvl_mutex/gvl_cond
+                                   wait (then another thread queues it)    */
   gvl__park_t park;
   GVL__PAD(2);
 
@@ -141,68 +135,59 @@ struct gvl_thread_s {
 
   /* gvl_mutex/gvl_cond wait node; guarded by the GVL. */
   gvl_thread_t *mnext, *mprev;
-  _Atomic int cstate;           /* GVL__CW_*                                */
+  _Atomic int cstate;           /* GVL__CW_*: the CAS decides signal vs
+                                   timeout                                 */
   gvl_cond_t *cwait;            /* condition waited on, if linked          */
   gvl_mutex_t *cmutex;          /* its mutex, retaken when signalled       */
 
   /* Registry. */
   gvl_thread_t *gnext, *gprev;  /* g's attached threads; g->mu            */
-  gvl_thread_t *tls_next;       /* this OS thread's attachments; own thread */
-  bool foreign;                 /* cached by gvl_call_with                 */
+  gvl_thread_t *tls_next;       /* this OS thread's attachments; t only    */
+  bool foreign;                 /* cached by gvl_call_with; g->mu          */
   _Atomic bool orphan;          /* its GVL was destroyed; free on sight    */
-  int call_depth;               /* gvl_call_with nesting; own thread       */
+  int call_depth;               /* gvl_call_with nesting; t only           */
   GVL__PAD(3);
 
-  /* Mostly written by t itself; others add to a few under g->mu. */
+  /* Written by t itself, except C_PREEMPT_REQS (see preempt_reqs). */
   _Atomic uint64_t ctr[C__COUNT];
 };
 
 enum { GVL__CW_NONE, GVL__CW_WAITING, GVL__CW_SIGNALED, GVL__CW_TIMEDOUT };
 
+/* The policy's per-GVL state: all guarded by g->mu, all reset at once. */
+typedef struct {
+  uint64_t hold_since;          /* slice start of the current holder (its
+                                   handoff, or when the first waiter came) */
+  uint64_t cap_ns[GVL__CAP_SLOTS];    /* boosted ns booked per bucket      */
+  uint64_t cap_epoch[GVL__CAP_SLOTS]; /* which bucket of time each holds   */
+} gvl__policy_t;
+
 struct gvl_s {
-  /* Written at every handoff, under mu (word also by the fast paths). */
-  _Atomic uintptr_t word;       /* 0 free, else owner | GVL__CONTENDED     */
+  /* Written at every handoff. */
+  _Atomic uintptr_t word;       /* 0 free, else owner | GVL__CONTENDED: see
+                                   the locking note above                  */
   pthread_mutex_t mu;
   gvl_thread_t *qhead, *qtail;  /* waiters in arrival order; mu            */
-  gvl_thread_t *timer;          /* waiter timing the slice; mu             */
-  uint64_t hold_since;          /* slice start of the current holder; mu
-                                   (set when a waiter first appears or at
-                                   handoff)                               */
-  bool preempt_sent;            /* preempt already requested for this hold */
-  _Atomic int owner_cpu;        /* CPU the holder got the GVL on, -1 unknown */
-  uint64_t run_since;           /* when run_owner last got the GVL by a
-                                   handoff; older if it since took it free */
-  gvl_thread_t *run_owner;      /* mu                                      */
-  gvl_thread_t *lender;         /* preempted by borrower, an interactive   */
-  gvl_thread_t *borrower;       /*  thread, which gives the GVL back; mu   */
-  uint64_t lender_since;        /* lender's slice start                    */
+  gvl_thread_t *timer;          /* the queued waiter timing the slice; mu  */
+  gvl__policy_t pol;            /* mu                                      */
   GVL__PAD(0);
 
-  /* Read on every wait; written only by the setters. */
+  /* Read on every wait; written only by the setters (validated there). */
   _Atomic uint64_t slice_ns;
   _Atomic unsigned cap_pct;
-  uint64_t window_ns, age_ns, spin_ns;
-  unsigned flags;
+  uint64_t window_ns, age_ns, spin_ns; /* fixed at creation               */
+  unsigned flags;               /* fixed at creation                       */
   _Atomic(gvl_hook_cb) hook;
   void *_Atomic hook_arg;
   void *_Atomic trace;          /* tracer state when tracing, else NULL    */
   uint64_t uid;                 /* never reused, to tell GVLs apart        */
-  _Atomic unsigned hold_share;  /* hold_share_pct                          */
   GVL__PAD(1);
 
-  /* What an interactive preemption costs the preempted holder (its time
-   * from safe point to resuming), a moving average kept by the preempted
-   * threads themselves; a hint, so plain loads and stores. */
-  _Atomic uint64_t ia_cost_ns;
-  GVL__PAD(2);
-
-  uint64_t cap_bucket[GVL__CAP_BUCKETS]; /* boosted ns per bucket; mu      */
-  uint64_t cap_epoch[GVL__CAP_BUCKETS];  /* bucket's window index; mu      */
   gvl_thread_t *threads;        /* attached threads; mu                    */
   int nthreads;                 /* explicit (non-foreign) attached; mu     */
   _Atomic int in_call;          /* gvl_call_with calls in progress         */
   uint64_t retired[C__COUNT];   /* counters of detached threads; mu       */
-  gvl_t *rnext, *rprev;         /* registry; gvl__registry_mu              */
+  gvl_t *rnext, *rprev;         /* registry; registry_mu                   */
 };
 
 /* g->mu.  Its critical sections are a few dozen instructions, and the
@@ -211,17 +196,39 @@ struct gvl_s {
  * gvl_misc.c */
 int gvl__mu_init(pthread_mutex_t *mu);
 
-/* gvl.c */
+/* gvl_lock.c: the mechanism */
 uint64_t gvl__now(void);
 void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev);
 int  gvl__acquire(gvl_thread_t *t, int prio, bool interactive);
 int  gvl__release(gvl_thread_t *t);
-void gvl__force_release(gvl_thread_t *t);
 void gvl__enqueue_other(gvl_t *g, gvl_thread_t *t, int prio);
 void gvl__wait_granted(gvl_t *g, gvl_thread_t *t);
 void gvl__drop_for_wait(gvl_thread_t *t);
 bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t, uint64_t deadline);
 void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0);
+void gvl__request_preempt(gvl_thread_t *owner);
+void gvl__set_ints(gvl_thread_t *t, uint32_t bit);
+void gvl__clear_ints(gvl_thread_t *t, uint32_t bit);
+
+/* gvl_policy.c: the policy, called by the mechanism with g->mu held except
+ * where noted. */
+void gvl__pol_reset(gvl_t *g);          /* creation and the fork child */
+/* The next owner among the waiters, or NULL.  strict (yield, preemption or
+ * timer of an unboosted holder): NULL rather than a waiter the cap holds
+ * back. */
+gvl_thread_t *gvl__pol_pick(gvl_t *g, uint64_t now, bool strict);
+/* The priority a waiter that asked for prio queues at: normal, with
+ * *refused set, for a boost while the cap is exceeded. */
+int  gvl__pol_queue_prio(gvl_t *g, int prio, uint64_t now, bool *refused);
+/* The priority a holder at mine yielding to a waiter at theirs requeues at. */
+int  gvl__pol_requeue_prio(int mine, int theirs);
+void gvl__pol_hold_start(gvl_t *g, uint64_t now);   /* a slice starts */
+void gvl__pol_charge(gvl_t *g, uint64_t now, uint64_t held); /* a boost */
+/* The timer waiter's turn: the time to look again, and in *target the
+ * holder to ask to yield (preempt flag set already), if any. */
+uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target);
+/* gvl_call_without: is t back from a short stretch (any lock, t only)? */
+bool gvl__pol_interactive(gvl_thread_t *t, uint64_t now);
 
 /* gvl_trace.c */
 void gvl__trace_event(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now);
@@ -252,6 +259,10 @@ static inline uint64_t gvl__ctr_get(gvl_thread_t *t, int c) {
   return atomic_load_explicit(c == C_PREEMPT_REQS ? &t->preempt_reqs : &t->ctr[c],
                               memory_order_relaxed);
 }
+
+/* A hold at prio, by an acquire that asked for req, is boosted: charged
+ * to the cap, and held back by it. */
+static inline bool gvl__boosted(int prio, int req) { return prio > 0 || req > 0; }
 
 static inline gvl_thread_t *gvl__owner(uintptr_t w) {
   return (gvl_thread_t *)(w & ~GVL__CONTENDED);

@@ -3,17 +3,31 @@
  */
 #include "gvl_int.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define KNOWN_FLAGS (GVL_F_TIMING | GVL_F_NOSPIN | GVL_F_NOINTERACTIVE)
 
+/* Durations up to GVL__MAX_NS keep every sum and product of the GVL's
+ * clocks inside 64 bits (deadlines, the cap's pct * window). */
 static int check_config(const gvl_config_t *c) {
   if (c->boost_cap_pct > 100 || (c->flags & ~KNOWN_FLAGS)) return EINVAL;
   if (c->cap_window_ns && c->cap_window_ns < GVL__CAP_BUCKETS) return EINVAL;
+  if (c->slice_ns > GVL__MAX_NS || c->cap_window_ns > GVL__MAX_NS ||
+      c->age_ns > GVL__MAX_NS || c->spin_ns > GVL__MAX_NS)
+    return EINVAL;
   if (c->hold_share_pct > 99) return EINVAL;
   return 0;
+}
+
+/* Spinning only pays when the thread we wait for can run meanwhile: never
+ * with one CPU online or one CPU in our affinity mask (taskset -c 0). */
+static int one_cpu(void) {
+  cpu_set_t set;
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) return 1;
+  return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < 2;
 }
 
 int gvl__mu_init(pthread_mutex_t *mu) {
@@ -47,17 +61,14 @@ gvl_t *gvl_create(const gvl_config_t *cfg) {
     return NULL;
   }
   atomic_init(&g->word, 0);
-  atomic_init(&g->owner_cpu, -1);
+  gvl__pol_reset(g);
   atomic_init(&g->slice_ns, c->slice_ns ? c->slice_ns : GVL__DEF_SLICE_NS);
   atomic_init(&g->cap_pct, c->boost_cap_pct ? c->boost_cap_pct : GVL__DEF_CAP_PCT);
   g->window_ns = c->cap_window_ns ? c->cap_window_ns : GVL__DEF_WINDOW_NS;
   g->age_ns = c->age_ns ? c->age_ns : GVL__DEF_AGE_NS;
-  /* Spinning only pays when the thread we wait for runs on another CPU. */
   g->spin_ns = c->spin_ns ? c->spin_ns : GVL__DEF_SPIN_NS;
-  if ((c->flags & GVL_F_NOSPIN) || sysconf(_SC_NPROCESSORS_ONLN) < 2)
-    g->spin_ns = 0;
+  if ((c->flags & GVL_F_NOSPIN) || one_cpu()) g->spin_ns = 0;
   g->flags = c->flags;
-  atomic_init(&g->hold_share, c->hold_share_pct ? c->hold_share_pct : GVL__DEF_HOLD_SHARE);
   atomic_init(&g->hook, c->hook);
   atomic_init(&g->hook_arg, c->hook_arg);
   g->uid = atomic_fetch_add(&next_uid, 1);
@@ -69,7 +80,7 @@ gvl_t *gvl_create(const gvl_config_t *cfg) {
 int gvl_destroy(gvl_t *g) { return g ? gvl__destroy(g) : EINVAL; }
 
 int gvl_set_slice(gvl_t *g, uint64_t slice_ns) {
-  if (!g || !slice_ns) return EINVAL;
+  if (!g || !slice_ns || slice_ns > GVL__MAX_NS) return EINVAL;
   atomic_store_explicit(&g->slice_ns, slice_ns, memory_order_relaxed);
   /* The timer waiter sleeps until the old deadline: wake it to re-arm. */
   pthread_mutex_lock(&g->mu);
@@ -84,9 +95,9 @@ int gvl_set_boost_cap(gvl_t *g, unsigned pct) {
   return 0;
 }
 
+/* Validated and ignored: see gvl_config_t.hold_share_pct. */
 int gvl_set_hold_share(gvl_t *g, unsigned pct) {
   if (!g || pct < 1 || pct > 99) return EINVAL;
-  atomic_store_explicit(&g->hold_share, pct, memory_order_relaxed);
   return 0;
 }
 
@@ -122,7 +133,7 @@ int gvl_stats(gvl_t *g, gvl_stats_t *out) {
       v[i] += gvl__ctr_get(t, i);
   pthread_mutex_unlock(&g->mu);
   to_stats(v, out);
-  out->ia_cost_ns = atomic_load_explicit(&g->ia_cost_ns, memory_order_relaxed);
+  out->ia_cost_ns = 0;
   return 0;
 }
 

@@ -1,6 +1,7 @@
 /*
- * gvl_thread.c -- attaching threads, foreign threads (gvl_call_with),
- * threads that exit holding the GVL, and fork().
+ * gvl_thread.c -- attaching threads, blocking regions (gvl_call_without,
+ * interrupts), foreign threads (gvl_call_with), threads that exit holding
+ * the GVL, and fork().
  *
  * Two pieces of process-wide state, both unavoidable:
  *  - a thread-local list of the calling thread's attachments, with a
@@ -215,6 +216,52 @@ int gvl_thread_set_interactive(gvl_thread_t *t, int on) {
   return 0;
 }
 
+/* ---- blocking regions ---------------------------------------------------- */
+
+int gvl_thread_interrupt(gvl_thread_t *t) {
+  if (!t || !t->g) return EINVAL;
+  gvl__set_ints(t, GVL__INT_HOST);
+  pthread_mutex_lock(&t->ilock);
+  if (t->in_region && t->ubf) t->ubf(t->ubf_arg);
+  pthread_mutex_unlock(&t->ilock);
+  return 0;
+}
+
+void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *), void *arg,
+                       void (*ubf)(void *), void *ubf_arg) {
+  int rc = t && fn ? gvl__check_self(t) : EINVAL;
+  if (!rc && !atomic_load_explicit(&t->holding, memory_order_relaxed)) rc = EPERM;
+  if (rc) {
+    errno = rc;
+    return NULL;
+  }
+  pthread_mutex_lock(&t->ilock);
+  if (__atomic_load_n(&t->head.ints, __ATOMIC_ACQUIRE) & GVL__INT_HOST) {
+    pthread_mutex_unlock(&t->ilock);
+    gvl__clear_ints(t, GVL__INT_HOST);
+    errno = EINTR;
+    return NULL;
+  }
+  t->ubf = ubf;
+  t->ubf_arg = ubf_arg;
+  t->in_region = true;
+  pthread_mutex_unlock(&t->ilock);
+
+  bool ia = gvl__pol_interactive(t, gvl__now());
+  int prio = t->req_prio;      /* not the interactive promotion */
+  (void)gvl__release(t);
+  void *ret = fn(arg);
+  int saved = errno;           /* fn's errno belongs to the caller */
+  pthread_mutex_lock(&t->ilock);
+  t->in_region = false;
+  t->ubf = NULL;
+  pthread_mutex_unlock(&t->ilock);
+  (void)gvl__acquire(t, prio, ia);
+  t->ia_t0 = gvl__now();       /* the next stretch starts here */
+  errno = saved;
+  return ret;
+}
+
 /* ---- foreign threads ------------------------------------------------------ */
 
 void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *), void *arg) {
@@ -293,6 +340,9 @@ static void fork_parent(void) {
   pthread_mutex_unlock(&registry_mu);
 }
 
+/* The child's GVL: the forking thread's attachments only, the queue empty,
+ * the GVL held by the forking thread if it held it, and the policy's state
+ * re-initialised at once (gvl__pol_reset), like a GVL just created. */
 static void fork_child_gvl(gvl_t *g, pthread_t self) {
   gvl_thread_t *t = g->threads, *next, *owner;
   owner = gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
@@ -316,14 +366,13 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
     t->queued = false;
     t->qnext = t->qprev = NULL;
     atomic_store_explicit(&t->is_timer, 0, memory_order_relaxed);
-    atomic_store_explicit(&t->succ, NULL, memory_order_relaxed);
-    t->direct_from = NULL;
     pthread_mutex_init(&t->ilock, NULL);
     gvl__park_after_fork(&t->park);
     glist_add(g, t);
     in_call += t->call_depth;  /* only our own gvl_call_with calls remain */
   }
   atomic_store_explicit(&g->in_call, in_call, memory_order_relaxed);
+  gvl__pol_reset(g);
   atomic_store_explicit(&g->word, mine ? (uintptr_t)owner : 0,
                         memory_order_relaxed);
   gvl__mu_init(&g->mu);

@@ -24,8 +24,7 @@ void gvl__park_fini(gvl__park_t *p) { (void)p; }
 
 void gvl__park_after_fork(gvl__park_t *p) { (void)p; }
 
-void gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns,
-                    const _Atomic uint32_t *done) {
+void gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns) {
   struct timespec ts, *tsp = NULL;
   if (deadline_ns) {
     uint64_t now = gvl__now();
@@ -39,12 +38,6 @@ void gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns,
    * waker's seq bump then sleepers load (both seq_cst): either the waker sees
    * us and issues the wake, or the kernel sees the new seq and returns. */
   atomic_store(&p->sleepers, 1);
-  /* Dekker pair with gvl__park_wake_done (store *done, load sleepers):
-   * either it sees us and bumps seq, or we see *done here. */
-  if (done && atomic_load(done)) {
-    atomic_store_explicit(&p->sleepers, 0, memory_order_relaxed);
-    return;
-  }
   /* EINTR, EAGAIN (seq moved) and ETIMEDOUT all just return: callers loop. */
   syscall(SYS_futex, &p->seq, FUTEX_WAIT_PRIVATE, seq, tsp, NULL, 0);
   atomic_store_explicit(&p->sleepers, 0, memory_order_relaxed);
@@ -56,11 +49,4 @@ void gvl__park_wake(gvl__park_t *p) {
   atomic_fetch_add(&p->seq, 1);
   if (atomic_load(&p->sleepers))
     syscall(SYS_futex, &p->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-/* The common handoff: the waiter is usually spinning on *done and sees it
- * without help.  Bumping seq anyway would be one more write to the line it
- * spins on, pulled back across CPUs while the GVL's lock is held. */
-void gvl__park_wake_done(gvl__park_t *p) {
-  if (atomic_load(&p->sleepers)) gvl__park_wake(p);
 }

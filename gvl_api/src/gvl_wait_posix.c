@@ -30,14 +30,12 @@ void gvl__park_after_fork(gvl__park_t *p) {
   pthread_mutex_init(&p->mu, NULL);
 }
 
-void gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns,
-                    const _Atomic uint32_t *done) {
+void gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns) {
   struct timespec ts;
   ts.tv_sec = (time_t)(deadline_ns / 1000000000u);
   ts.tv_nsec = (long)(deadline_ns % 1000000000u);
   if (pthread_mutex_lock(&p->mu)) abort();
-  while (atomic_load_explicit(&p->seq, memory_order_acquire) == seq &&
-         !(done && atomic_load(done))) {
+  while (atomic_load_explicit(&p->seq, memory_order_acquire) == seq) {
     int rc = deadline_ns ? pthread_cond_timedwait(&p->cv, &p->mu, &ts)
                          : pthread_cond_wait(&p->cv, &p->mu);
     if (rc == ETIMEDOUT) break;
@@ -51,6 +49,3 @@ void gvl__park_wake(gvl__park_t *p) {
   pthread_cond_signal(&p->cv);
   pthread_mutex_unlock(&p->mu);
 }
-
-/* Under the mutex every wake bumps seq, so there is nothing to skip. */
-void gvl__park_wake_done(gvl__park_t *p) { gvl__park_wake(p); }

@@ -76,6 +76,7 @@ static inline void tgvl_fail_eq(const char *file, int line, const char *a,
 #define CHECK_GE(a, b) TGVL_CMP_(a, >=, b)
 #define CHECK_LE(a, b) TGVL_CMP_(a, <=, b)
 #define CHECK_GT(a, b) TGVL_CMP_(a, >, b)
+#define CHECK_LT(a, b) TGVL_CMP_(a, <, b)
 #define CHECK_OK(e) CHECK_EQ((e), 0)
 
 /* A call that returns NULL and sets errno (gvl_thread_attach,

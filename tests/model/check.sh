@@ -1,25 +1,22 @@
 #!/usr/bin/env bash
-# check.sh -- verify the GVL handoff protocol model (gvl.pml) with SPIN.
+# check.sh -- verify the GVL mechanism model (gvl.pml) with SPIN.
 #
-#   tests/model/check.sh [--full]
+#   tests/model/check.sh
 #
 # Runs, each as its own SPIN verifier (spin -a, then pan compiled with cc):
-#   1. safety of the model of gvl.c: assertions (mutual exclusion, the lock
-#      word and queue invariants), invalid end states (deadlock), and no
-#      code left unreached except lines marked [unreached-ok] in gvl.pml;
-#   2. liveness, weak fairness: every queued waiter is eventually served
-#      (LTL `queued`; this also rules out lost wake-ups and a lost timer);
-#   3. the known gap: acquire_slow's CAS loop is lock-free, not wait-free,
-#      so `served` (every acquire completes) must be violated;
-#   4. broken variants that SPIN must reject: barging release, lost
-#      wake-up (seq read late; wake without a seq bump), timer role passed
-#      without a wake, no slice preemption, a preemption request spent on
-#      cap-deferred waiters;
-#   5. the model's limit: with two boosted threads a normal one can starve
+#   1. safety of the model of gvl_lock.c: assertions (mutual exclusion, the
+#      lock word and queue invariants, no held-back boost served by a yield),
+#      invalid end states (deadlock), and no code left unreached except
+#      lines marked [unreached-ok] in gvl.pml;
+#   2. liveness, weak fairness: every acquire completes (LTL `served`; this
+#      also rules out lost wake-ups and a lost timer);
+#   3. broken variants that SPIN must reject, at least one for each way the
+#      GVL changes hands: barging release, lost wake-up (seq read late; wake
+#      without a seq bump), timer role passed without a wake, no slice
+#      preemption, a yield that hands over before queueing itself, a pick
+#      that ignores the cap;
+#   4. the model's limit: with two boosted threads a normal one can starve
 #      (aging and the boost cap are time-based and not modelled).
-# --full also checks the fetch_or entry (-DENTRY_FETCH_OR): safe, and
-# `served` holds.  gvl.c uses fetch_or (the default here); GVL_MODEL_ENTRY=cas
-# checks the older CAS-loop entry.
 #
 # Exits non-zero if any check does not give the expected verdict, or if a
 # search is incomplete (depth or memory bound hit).
@@ -30,9 +27,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 model=$here/gvl.pml
 spin=${SPIN:-spin}
 cc=${PAN_CC:-cc}
-entry=${GVL_MODEL_ENTRY:-fetch_or}
-full=0
-[ "${1:-}" = "--full" ] && full=1
 
 depth=3000000          # -m: the DFS of the liveness run reaches ~1.2M
 memlim=2048            # MB, pan stops (and we fail) beyond this
@@ -164,40 +158,24 @@ expect_fail() {
   echo "ok   $name: rejected as expected: ${first#pan:1: }" | cut -c1-110
 }
 
-case $entry in
-  cas)      edefs=() ;;
-  fetch_or) edefs=(-DENTRY_FETCH_OR) ;;
-  *) echo "check.sh: GVL_MODEL_ENTRY must be cas or fetch_or" >&2; exit 2 ;;
-esac
-
-echo "SPIN model of the GVL protocol ($("$spin" -V | head -1)), entry: $entry"
+echo "SPIN model of the GVL mechanism ($("$spin" -V | head -1))"
 
 lane1() {
-  expect_pass safety   safety   -      "${edefs[@]}"
-  if [ "$entry" = cas ]; then
-    expect_pass queued liveness queued "${edefs[@]}"
-  else
-    expect_pass served liveness served "${edefs[@]}"   # implies queued
-  fi
+  expect_pass safety   safety   -
+  expect_pass served   liveness served   # implies every queued waiter is served
 }
 
 lane2() {
-  if [ "$entry" = cas ]; then
-    expect_fail served-cas-entry liveness served 'acceptance cycle'
-  fi
-  expect_fail bug-barge     safety   -      'assertion violated' -DBUG_BARGE "${edefs[@]}"
-  expect_fail bug-seq       safety   -      'invalid end state'  -DBUG_SEQ "${edefs[@]}"
-  expect_fail bug-timerwake liveness queued 'acceptance cycle'   -DBUG_TIMERWAKE "${edefs[@]}"
-  expect_fail bug-nopreempt liveness queued 'acceptance cycle'   -DBUG_NOPREEMPT "${edefs[@]}"
-  expect_fail bug-noseq     safety   -      'invalid end state'  -DBUG_NOSEQ "${edefs[@]}"
-  expect_fail bug-defertick liveness queued 'acceptance cycle'   -DBUG_DEFERTICK "${edefs[@]}"
+  expect_fail bug-barge      safety   -      'assertion violated' -DBUG_BARGE
+  expect_fail bug-seq        safety   -      'invalid end state'  -DBUG_SEQ
+  expect_fail bug-timerwake  liveness served 'acceptance cycle'   -DBUG_TIMERWAKE
+  expect_fail bug-nopreempt  liveness served 'acceptance cycle'   -DBUG_NOPREEMPT
+  expect_fail bug-noseq      safety   -      'invalid end state'  -DBUG_NOSEQ
+  expect_fail bug-yieldfirst safety   -      'assertion violated' -DBUG_YIELDFIRST
+  expect_fail bug-cappick    safety   -      'assertion violated' -DBUG_CAPPICK
   # Not a bug: two boosted threads starve a normal one unless time-based
   # aging or the boost cap steps in, and neither is in the model.
-  expect_fail two-boosted   liveness queued 'acceptance cycle'   -DTWO_BOOSTED "${edefs[@]}"
-  if [ $full = 1 ] && [ "$entry" = cas ]; then
-    expect_pass fetch_or-safety safety   -      -DENTRY_FETCH_OR
-    expect_pass fetch_or-served liveness served -DENTRY_FETCH_OR
-  fi
+  expect_fail two-boosted    liveness served 'acceptance cycle'   -DTWO_BOOSTED
 }
 
 lane1 >"$work/lane1.out" 2>&1 &

@@ -1,10 +1,12 @@
 /*
- * gvl.pml -- a SPIN model of the GVL handoff protocol in gvl_api/src/gvl.c.
+ * gvl.pml -- a SPIN model of the GVL's mechanism, gvl_api/src/gvl_lock.c,
+ * with the policy's decisions (gvl_policy.c) abstracted as below.
  *
  * Three threads share one GVL.  Threads 0 and 1 acquire at normal priority
  * (0), thread 2 with a boost (1).  Each thread loops forever:
  *
- *   acquire   gvl__acquire: CAS word 0 -> me; else acquire_slow under mu
+ *   acquire   gvl__acquire: CAS word 0 -> me; else acquire_slow under mu,
+ *             which sets CONTENDED with one fetch_or and queues
  *   hold      any number of safe points; at each one the thread may find its
  *             preempt flag set (gvl__check_ints_slow -> hand_over) or call
  *             gvl_yield (hand_over when the CONTENDED bit is set), or keep
@@ -12,11 +14,15 @@
  *   release   gvl__release: unboosted holds try CAS me -> 0, boosted holds
  *             and failed CASes take mu and hand the GVL to the best waiter
  *
+ * These are all the ways the GVL changes hands in gvl_lock.c: the fast
+ * CAS pair, the free-GVL store in acquire_slow, handoff() from a release,
+ * and handoff() from hand_over (yield and safe point).
+ *
  * State, named as in gvl_int.h: the lock word (owner id + CONTENDED), the
  * internal mutex mu, the wait queue in arrival order with each waiter's
- * qprio and deferred flag, every thread's hold_prio, ints (the preempt
- * bit), granted, is_timer and futex sequence word, g->timer,
- * g->preempt_sent, and whether the boost cap is exceeded.
+ * qprio, every thread's hold_prio, ints (the preempt bit), granted,
+ * is_timer and futex sequence word, g->timer, and
+ * whether the boost cap is exceeded.
  *
  * Granularity.  Every access to a variable that other threads read or
  * write without mu (word, ints, granted, seq, is_timer) is its own step,
@@ -29,17 +35,19 @@
  * pthread mutex promises no such thing, but starving on it is not a
  * property of this protocol (with an unfair mu, SPIN finds exactly that).
  *
- * Time is abstracted away.  timer_tick decides "the holder is past its
- * slice" nondeterministically, except after its timed sleep ran out, when
- * it must say yes (the sleep's deadline was the end of the slice).  The
- * timed sleep can run out at any moment.  The boost cap is one bit: the end
- * of a boosted hold (thread 2's, charged even when the cap refused its
- * boost) sets it, and the sliding window clears it at any moment after
- * (process `window`, made to happen eventually by weak fairness).  While it
- * is set a boost queues at normal priority, deferred: preemption and yield
- * pass it over (q_best strict), release does not.  Aging is not modelled;
- * with a single boosted thread direct handoff must serve everyone without
- * it, and that is checked.
+ * Time is abstracted away.  The policy's tick decides "the holder is past
+ * its slice" nondeterministically, except after its timed sleep ran out,
+ * when it must say yes (the sleep's deadline was the end of the slice).
+ * The timed sleep can run out at any moment.  The boost cap is one bit: a
+ * boosted hold's charge (at its release, or at a safe point before the
+ * pick) sets it, and the sliding window clears it at any moment after
+ * (process `window`, made to happen eventually by weak fairness).  While
+ * it is set a boost that queues is demoted to normal priority, and every
+ * waiter whose hold would be charged (thread 2's) is held back, decided at
+ * every pick: preemption and yield pass it over, and release serves it
+ * only when nobody else waits.  Aging is not
+ * modelled; with a single boosted thread handoff must serve everyone
+ * without it, and that is checked.
  * Wait-queue cancellation (gvl_cond_timedwait), gvl_mutex/gvl_cond,
  * blocking regions, the spin-before-sleep hint (a bounded prefix of
  * "granted?" reads, subsumed by the first check of the wait loop) and
@@ -51,38 +59,32 @@
  *     (so word == 0 means nobody waits: no barging); with mu free, a
  *     non-empty queue has exactly one queued timer that knows it; a preempt
  *     flag is only ever set on the owner; granted only on the owner;
- *     deferred only on a queued thread;
+ *   - a yield or safe point never hands the GVL to a held-back boost;
  *   - no deadlock (invalid end states);
- *   - every queued waiter is eventually served, under weak fairness, which
- *     also rules out lost wake-ups and a lost timer role (LTL `queued`);
- *   - "every acquire completes" (LTL `served`) does NOT hold for gvl.c's
- *     acquire_slow: its CAS loop is lock-free, not wait-free, and another
- *     thread cycling through the uncontended fast path can make it lose
- *     every round before it is queued; check.sh expects that
- *     counterexample.  With -DENTRY_FETCH_OR `served` holds.
+ *   - every acquire completes, under weak fairness (LTL `served`), which
+ *     also rules out lost wake-ups and a lost timer role.
  *
- * Broken variants, each of which SPIN must reject (check.sh verifies it):
+ * Broken variants, each of which SPIN must reject (check.sh verifies it),
+ * one or more per way the GVL changes hands:
  *   -DBUG_BARGE      release CASes the word to 0 ignoring CONTENDED, so
  *                    queued waiters are never handed the GVL
  *   -DBUG_SEQ        the waiter reads its sequence word after checking
  *                    granted, not before: the classic lost wake-up
+ *   -DBUG_NOSEQ      wakes do not bump the sequence word, so a wake that
+ *                    lands between "check granted" and "sleep" is lost
  *   -DBUG_TIMERWAKE  handoff passes the timer role on without waking the new
  *                    timer, which keeps sleeping with no deadline, so a
  *                    holder that never releases is never preempted
  *   -DBUG_NOPREEMPT  the timer never sets the holder's preempt flag
- *   -DBUG_NOSEQ      wakes do not bump the sequence word, so a wake that
- *                    lands between "check granted" and "sleep" is lost
- *   -DBUG_DEFERTICK  timer_tick asks for preemption even when every waiter
- *                    is cap-deferred: hand_over declines, preempt_sent is
- *                    spent, and once the cap drains nobody asks again
+ *   -DBUG_YIELDFIRST hand_over hands the GVL on before queueing itself: the
+ *                    word then lacks CONTENDED with the yielder queued
+ *   -DBUG_CAPPICK    the pick ignores the cap, which was only checked when
+ *                    the boost queued
  * -DTWO_BOOSTED boosts threads 1 and 2: they can then hand the GVL back and
- * forth forever past the normal thread 0, so `queued` fails.  In gvl.c the
- * cap bounds their share over real time and aging lifts thread 0; here the
- * window may drain between any two holds and there is no aging, so that
- * guarantee is left to tests/gvl (starvation).
- * And an alternative entry, -DENTRY_FETCH_OR: acquire_slow sets CONTENDED
- * with one fetch_or instead of its CAS loop, which makes every acquire
- * complete (LTL `served`), not only every queued one (LTL `queued`).
+ * forth forever past the normal thread 0, so `served` fails.  In the
+ * library the cap bounds their share over real time and aging lifts thread
+ * 0; here the window may drain between any two holds and there is no
+ * aging, so that guarantee is left to tests/gvl (starvation, promises).
  */
 
 #define N          3
@@ -103,9 +105,7 @@ byte mqlen;
 byte q[N] = NONE;              /* g->qhead..qtail, arrival order; mu         */
 byte qlen;                     /* mu                                         */
 byte timer = NONE;             /* g->timer; mu                               */
-bit  preempt_sent;             /* g->preempt_sent; mu                        */
 bit  capx;                     /* cap_exceeded(): boosted time over the cap  */
-bit  deferred[N];              /* t->deferred: refused by the cap; mu        */
 bit  qprio[N];                 /* t->qprio; mu                               */
 bit  hold_prio[N];             /* t->hold_prio                               */
 bit  preempt[N];               /* GVL__INT_PREEMPT in t->head.ints           */
@@ -154,14 +154,16 @@ inline unlock_mu() {
   fi
 }
 
-/* enqueue() in gvl.c, with mu held and CONTENDED set: append x, ask the
- * owner to give way if x outranks it, take the timer role if it is free. */
+/* enqueue() in gvl_lock.c, with mu held and CONTENDED set: append x at
+ * the priority the policy gives it (a boost while the cap is exceeded is
+ * demoted to 0), ask the owner to give way if x outranks it, take the
+ * timer role if it is free. */
 inline enqueue(x, p) {
-  qprio[x] = p;
+  qprio[x] = (p && capx -> 0 : p);
   q[qlen] = x;
   qlen++;
   if
-  :: OWNER(word) != x && p > hold_prio[OWNER(word)] ->
+  :: OWNER(word) != x && qprio[x] > hold_prio[OWNER(word)] ->
      preempt[OWNER(word)] = 1
   :: else -> skip
   fi;
@@ -175,40 +177,43 @@ inline enqueue(x, p) {
   fi
 }
 
-/* cap_exceeded() for a boost of priority p, into `it` (inside atomic).
- * The window may have drained the cap just before.  The `window` process
- * drains it only while some waiter is deferred; otherwise the cap's value
- * is read by nobody but this check, so draining it here, and only here,
- * gives every behaviour a drain at any other moment would. */
-#define REFUSE(p) \
-  if \
-  :: (p) && capx -> it = 1 \
-  :: (p) && capx -> capx = 0; it = 0 \
-  :: else -> it = 0 \
-  fi
-
-/* May x be chosen by q_best(strict)? */
-#define ELIG(x) (!deferred[x] || !capx)
+/* Is x not held back by the cap?  (gvl__pol_pick: a waiter whose hold
+ * would be charged -- at a priority above 0, or by a thread that asked for
+ * one -- is, while the cap is exceeded, decided at every pick.) */
+#define ELIG(x) (!(qprio[x] || BASEPRIO(x)) || !capx)
 #define EXISTS_ELIG ((qlen > 0 && ELIG(q[0])) || (qlen > 1 && ELIG(q[1])) || \
                      (qlen > 2 && ELIG(q[2])))
 
-/* q_best + q_remove: the highest qprio, the earliest arrival among equals.
- * strict (preemption, yield): waiters the cap deferred are passed over
- * while the cap is exceeded, and W = NONE if nobody else qualifies.  Not
- * strict (release): a free GVL goes to whoever waits.  With mu held. */
+/* gvl__pol_pick + q_remove: the highest qprio, the earliest arrival among
+ * equals, among the waiters the cap does not hold back.  strict
+ * (preemption, yield): W = NONE if there is none.  Not strict (release):
+ * then the best of the held-back ones.  With mu held.
+ * -DBUG_CAPPICK: the pick ignores the cap (decided at queue time only). */
+#ifndef BUG_CAPPICK
+#define PICKABLE(x, pass) (ELIG(x) || (pass) == 1)
+#else
+#define PICKABLE(x, pass) 1
+#endif
 inline take_best(strict) {
   w = NONE;
-  i = 0;
+  ok = 0;
   do
-  :: i < qlen ->
-     if
-     :: (!strict || ELIG(q[i])) &&
-        (w == NONE || qprio[q[i]] > qprio[q[w]]) -> w = i
-     :: else -> skip
-     fi;
-     i++
+  :: w == NONE && ok < 2 && (ok == 0 || !strict) ->
+     i = 0;
+     do
+     :: i < qlen ->
+        if
+        :: PICKABLE(q[i], ok) &&
+           (w == NONE || qprio[q[i]] > qprio[q[w]]) -> w = i
+        :: else -> skip
+        fi;
+        i++
+     :: else -> break
+     od;
+     ok++
   :: else -> break
   od;
+  ok = 0;
   if
   :: w != NONE ->
      W = q[w];
@@ -225,12 +230,10 @@ inline take_best(strict) {
   w = 0
 }
 
-/* handoff() in gvl.c, with mu held: W has been taken off the queue. */
+/* handoff() in gvl_lock.c, with mu held: W has been taken off the queue. */
 inline handoff() {
   hold_prio[W] = qprio[W];
-  deferred[W] = 0;                 /* dead until W queues again */
   word = ID(W) | (qlen > 0 -> CONTENDED : 0);
-  preempt_sent = 0;
   if
   :: timer == W ->
      is_timer[W] = 0;
@@ -266,7 +269,7 @@ inline handoff() {
   assert(OWNER(word) == me); \
   incs++; \
   waiting[me] = 0; \
-  boosted = BASEPRIO(me)   /* hold_prio > 0 || req_prio > 0: charged to the cap */
+  boosted = (hold_prio[me] || BASEPRIO(me))  /* gvl__boosted: charged */
 
 active [N] proctype T()
 {
@@ -293,17 +296,12 @@ acquire:
 
   /* ---- acquire_slow ---- */
   lock_mu();
-#ifdef ENTRY_FETCH_OR
   /* Set CONTENDED with one fetch_or: nobody can win the word from us now.
    * If it was free, take it (the queue is empty whenever word is 0). */
   d_step {
     mu == ID(me) ->
     w = word;
-    word = word | CONTENDED;
-    if
-    :: w != 0 && (w & CONTENDED) == 0 -> preempt_sent = 0
-    :: else -> skip
-    fi
+    word = word | CONTENDED
   };
   if
   :: w == 0 ->
@@ -317,65 +315,12 @@ acquire:
   :: else ->
      atomic {
        granted[me] = 0;
-       REFUSE(hold_prio[me]);
-       enqueue(me, (it -> 0 : hold_prio[me]));
-       deferred[me] = it;
-       it = 0;
+       enqueue(me, hold_prio[me]);
        unlock_mu();
        w = 0
      };
      goto wait
   fi;
-#else
-  d_step { mu == ID(me) -> w = word };
-slow:
-  if
-  :: w == 0 ->
-     /* the holder left meanwhile; the queue is empty whenever word is 0 */
-     d_step {
-       if
-       :: word == 0 ->
-          assert(qlen == 0);
-          word = ID(me);
-          ENTER_HOLD;
-          unlock_mu();
-          ok = 1
-       :: else -> w = word; ok = 0
-       fi
-     };
-     if
-     :: ok -> ok = 0; goto hold
-     :: else -> goto slow
-     fi
-  :: w != 0 ->
-     atomic {
-       if
-       :: (w & CONTENDED) != 0 -> ok = 1
-       :: word == w ->
-          word = w | CONTENDED;
-          preempt_sent = 0;          /* the holder's slice counts from now */
-          ok = 1
-       :: else -> w = word; ok = 0
-       fi;
-       if
-       :: ok ->
-          granted[me] = 0;
-          /* past the cap a boost queues at normal priority, deferred */
-          REFUSE(hold_prio[me]);
-          enqueue(me, (it -> 0 : hold_prio[me]));
-          deferred[me] = it;
-          it = 0;
-          unlock_mu();
-          w = 0
-       :: else -> skip
-       fi
-     };
-     if
-     :: ok -> ok = 0; goto wait
-     :: else -> goto slow
-     fi
-  fi;
-#endif
 
   /* ---- gvl__wait_granted_until ---- */
   /* Read seq, then check granted (and is_timer), then futex_wait(seq).
@@ -410,19 +355,15 @@ wait_check:
           if
           :: true ->                               /* past the slice */
              if
-#ifndef BUG_DEFERTICK
-             :: !EXISTS_ELIG -> skip    /* only deferred waiters: later */
-#endif
+             :: !EXISTS_ELIG && !hold_prio[OWNER(word)] ->
+                skip                    /* only held-back boosts: later */
              :: else ->
+             /* ask whenever the holder's flag is clear (a safe point
+              * that found nobody to serve cleared it) */
              if
-             :: !preempt_sent ->
 #ifndef BUG_NOPREEMPT
-                if
-                :: (word & 3) != 0 -> preempt[OWNER(word)] = 1
-                :: else -> skip   /* [unreached-ok] a timer implies an owner */
-                fi;
+             :: !preempt[OWNER(word)] -> preempt[OWNER(word)] = 1
 #endif
-                preempt_sent = 1
              :: else -> skip
              fi
              fi
@@ -509,34 +450,35 @@ hand_over:
   atomic {
     mu == ID(me) ->
     preempt[me] = 0;
-    take_best(1);
+    if                                     /* charge_hold, before the pick */
+    :: boosted -> capx = 1
+    :: else -> skip
+    fi;
+    take_best(!boosted);
+    /* a yield or safe point of an unboosted holder never serves a waiter
+     * the cap holds back */
+    assert(W == NONE || ELIG(W) || boosted);
     if
     :: W != NONE ->
-       /* queue behind W, at the lower of the two priorities; past the
-        * cap a boost queues at normal priority, deferred */
+       /* queue behind W, at the lower of the two priorities */
        ok = (hold_prio[me] < qprio[W] -> hold_prio[me] : qprio[W]);
-       REFUSE(ok);    /* [unreached-ok] in part: ok > 0 needs two boosts */
-       if
-       :: it -> ok = 0
-       :: else -> skip
-       fi;
-       if                                  /* end_hold */
-       :: boosted -> capx = 1
-       :: else -> skip
-       fi;
        incs--;
        waiting[me] = 1;
        boosted = 0;
        granted[me] = 0;
+#ifndef BUG_YIELDFIRST
        enqueue(me, ok);
-       deferred[me] = it;
-       it = 0;
        ok = 0;
        handoff();
+#else
+       handoff();
+       enqueue(me, ok);
+       ok = 0;
+#endif
        unlock_mu();
        goto wait
     :: else ->
-       /* nobody, or only waiters the cap deferred: keep the GVL */
+       /* nobody, or only boosts the cap holds back: keep the GVL */
        unlock_mu()
     fi
   };
@@ -550,12 +492,10 @@ hand_over:
 #define ONE_TIMER(t) (!is_timer[t] || timer == (t))
 #define PREEMPT_OK(t) (!preempt[t] || OWNER(word) == (t))
 #define GRANT_OK(t)  (!granted[t] || (OWNER(word) == (t) && !QUEUED(t)))
-#define DEFER_OK(t)  (!deferred[t] || QUEUED(t))
 #define INV (incs <= 1 && \
              (qlen == 0 || (word & CONTENDED) != 0) && \
              PREEMPT_OK(0) && PREEMPT_OK(1) && PREEMPT_OK(2) && \
              GRANT_OK(0) && GRANT_OK(1) && GRANT_OK(2) && \
-             DEFER_OK(0) && DEFER_OK(1) && DEFER_OK(2) && \
              (mu != 0 || (TIMER_OK && \
                           ONE_TIMER(0) && ONE_TIMER(1) && ONE_TIMER(2))))
 
@@ -567,30 +507,28 @@ end:
 
 /* The cap's sliding window: as time passes, boosted time leaves the
  * window, so an exceeded cap clears by itself unless boosted holds keep
- * it up.  Weak fairness makes this happen eventually.  It only matters
- * while a waiter is deferred (see REFUSE for the other reader). */
+ * it up.  Weak fairness makes this happen eventually. */
 active proctype window()
 {
 end:
   do
-  :: d_step { capx && (deferred[0] || deferred[1] || deferred[2]) -> capx = 0 }
+  :: d_step { capx -> capx = 0 }
   od
 }
 
 /* ---- liveness, checked with weak fairness ---- */
 #define QD(t) (q[0] == (t) || q[1] == (t) || q[2] == (t))
 
-/* Every queued waiter is eventually served.  This is what gvl.c promises:
- * once a thread is queued nobody can barge past it. */
+/* Every queued waiter is eventually served: once a thread is queued
+ * nobody can barge past it (implied by `served`). */
 ltl queued {
   [] (QD(0) -> <> !waiting[0]) &&
   [] (QD(1) -> <> !waiting[1]) &&
   [] (QD(2) -> <> !waiting[2])
 }
 
-/* Every acquire eventually succeeds.  Holds with -DENTRY_FETCH_OR only:
- * acquire_slow's CAS loop can lose every round to another thread's
- * uncontended fast acquire/release (lock-free, not wait-free). */
+/* Every acquire eventually succeeds: acquire_slow's one fetch_or cannot
+ * lose to other threads' uncontended fast acquire/release pairs. */
 ltl served {
   [] (waiting[0] -> <> !waiting[0]) &&
   [] (waiting[1] -> <> !waiting[1]) &&

@@ -1,0 +1,473 @@
+/*
+ * gvl_lock.c -- the mechanism: the lock word, the wait queue, handoff,
+ * parking and the timer role.  Which waiter goes next, when a holder is
+ * asked to yield and what a boost is charged are the policy's
+ * (gvl_policy.c), asked at fixed points, always under g->mu.  Every path
+ * here is in the SPIN model, tests/model/gvl.pml.
+ *
+ * The lock word holds the owner's handle, or 0 when free.  Its low bit,
+ * GVL__CONTENDED, is set while the wait queue is non-empty; it is only ever
+ * set or cleared under g->mu.  So:
+ *   - acquire with nobody around is one CAS 0 -> t;
+ *   - release with nobody waiting is one CAS t -> 0, which fails as soon as
+ *     a waiter has set the bit, sending the releaser to g->mu;
+ *   - the word is never 0 while someone waits, because a release with
+ *     waiters stores the chosen waiter's handle.  That is why nobody can
+ *     barge: a newcomer's CAS 0 -> t cannot succeed while anyone waits.
+ * Only the holder hands the GVL on, and always under g->mu (release, yield,
+ * a safe point), so a queued waiter leaves the queue only when granted.
+ */
+#include "gvl_int.h"
+
+#include <sched.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+uint64_t gvl__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline bool hooked(gvl_t *g) {
+  return atomic_load_explicit(&g->hook, memory_order_relaxed) ||
+         atomic_load_explicit(&g->trace, memory_order_relaxed);
+}
+
+/* Instrumentation: the tracer (gvl_trace.c) and the user's hook.  With
+ * both off this is two plain loads and a branch. */
+void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev) {
+  gvl_hook_cb cb = atomic_load_explicit(&g->hook, memory_order_acquire);
+  void *tr = atomic_load_explicit(&g->trace, memory_order_acquire);
+  if (!cb && !tr) return;
+  uint64_t now = gvl__now();
+  if (tr) gvl__trace_event(g, t, ev, now);
+  if (cb) cb(atomic_load_explicit(&g->hook_arg, memory_order_relaxed), t, ev, now);
+}
+
+void gvl__set_ints(gvl_thread_t *t, uint32_t bit) {
+  __atomic_fetch_or(&t->head.ints, bit, __ATOMIC_RELEASE);
+}
+
+void gvl__clear_ints(gvl_thread_t *t, uint32_t bit) {
+  __atomic_fetch_and(&t->head.ints, ~bit, __ATOMIC_RELAXED);
+}
+
+static void ctr_own_inc(gvl_thread_t *t, int c) {
+  /* Only t itself writes this counter: a plain load/store pair is enough
+   * and keeps a locked instruction off the fast path. */
+  uint64_t v = atomic_load_explicit(&t->ctr[c], memory_order_relaxed);
+  atomic_store_explicit(&t->ctr[c], v + 1, memory_order_relaxed);
+}
+
+/* Ask owner to give the GVL up at its next safe point (g->mu held). */
+void gvl__request_preempt(gvl_thread_t *owner) {
+  gvl__set_ints(owner, GVL__INT_PREEMPT);
+  atomic_fetch_add_explicit(&owner->preempt_reqs, 1, memory_order_relaxed);
+}
+
+/* ---- the wait queue and handoff (g->mu held) ------------------------------ */
+
+static void q_remove(gvl_t *g, gvl_thread_t *t) {
+  if (t->qprev) t->qprev->qnext = t->qnext; else g->qhead = t->qnext;
+  if (t->qnext) t->qnext->qprev = t->qprev; else g->qtail = t->qprev;
+  t->qnext = t->qprev = NULL;
+  t->queued = false;
+}
+
+/* Queue t (the caller, or a thread blocked in a gvl_mutex) behind the
+ * holder, at the priority the policy gives it; the caller has set
+ * GVL__CONTENDED.  Returns the holder if t outranks it and so asked it to
+ * give the GVL up now. */
+static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
+                             uint64_t now) {
+  gvl_thread_t *owner =
+      gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
+  bool refused;
+  prio = gvl__pol_queue_prio(g, prio, now, &refused);
+  bool ask = owner && owner != t &&
+      prio > atomic_load_explicit(&owner->hold_prio, memory_order_relaxed);
+  t->qprio = prio;
+  t->qtime = now;
+  t->queued = true;
+  t->qnext = NULL;
+  t->qprev = g->qtail;
+  if (g->qtail) g->qtail->qnext = t; else g->qhead = t;
+  g->qtail = t;
+  atomic_store_explicit(&t->spin_hint, ask, memory_order_relaxed);
+  if (refused) gvl__ctr_add(t, C_BOOSTS_REFUSED, 1);
+  if (ask) gvl__request_preempt(owner);
+  if (!g->timer) {
+    g->timer = t;
+    atomic_store_explicit(&t->is_timer, 1, memory_order_relaxed);
+    if (!pthread_equal(t->tid, pthread_self())) gvl__park_wake(&t->park);
+  }
+  return ask ? owner : NULL;
+}
+
+/* Give the GVL to w (queued). */
+static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now) {
+  gvl__assert(w->queued && !atomic_load(&w->granted));
+  q_remove(g, w);
+  atomic_store_explicit(&w->hold_prio, w->qprio, memory_order_relaxed);
+  atomic_store_explicit(&g->word,
+                        (uintptr_t)w | (g->qhead ? GVL__CONTENDED : 0),
+                        memory_order_release);
+  gvl__pol_hold_start(g, now);
+  if (g->timer == w) {
+    /* The timer role moves to another waiter, woken to arm its clock. */
+    atomic_store_explicit(&w->is_timer, 0, memory_order_relaxed);
+    g->timer = g->qhead;
+    if (g->timer) {
+      atomic_store_explicit(&g->timer->is_timer, 1, memory_order_relaxed);
+      gvl__park_wake(&g->timer->park);
+    }
+  }
+  atomic_store_explicit(&w->granted, 1, memory_order_release);
+  gvl__park_wake(&w->park);
+}
+
+/* ---- waiting ---------------------------------------------------------------- */
+
+/* The timer waiter's turn: the policy decides whether the holder is past
+ * its slice.  Returns the next deadline to sleep until. */
+static uint64_t timer_tick(gvl_t *g, gvl_thread_t *t) {
+  gvl_thread_t *target = NULL;
+  uint64_t deadline = 0;
+  pthread_mutex_lock(&g->mu);
+  if (g->timer == t && !atomic_load_explicit(&t->granted, memory_order_relaxed))
+    deadline = gvl__pol_tick(g, gvl__now(), &target);
+  pthread_mutex_unlock(&g->mu);
+  if (target) gvl__hook(g, target, GVL_EV_PREEMPT_REQ);
+  return deadline;
+}
+
+/* Spin for a grant that should come within microseconds.  Bounded by
+ * spin_ns (0 on one CPU: the thread we wait for needs this CPU), and after
+ * the first 2 us every round yields the CPU, in case the holder waits for
+ * this very CPU to reach its safe point. */
+static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
+  uint64_t start = gvl__now(), end = start + g->spin_ns;
+  for (;;) {
+    for (int i = 0; i < 64; i++) {
+      if (atomic_load_explicit(&t->granted, memory_order_acquire)) return true;
+      cpu_relax();
+    }
+    uint64_t now = gvl__now();
+    if (now >= end) return false;
+    if (now - start > 2000) sched_yield();
+  }
+}
+
+/* Sleep until the GVL has been handed to t, or until user_deadline (0 for
+ * none).  Returns true when granted. */
+bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
+                             uint64_t user_deadline) {
+  /* Spin when a quick handoff is expected: asked for by a boost, or this
+   * thread's last wait was itself short (ping-pong, Thread.pass loops).
+   * A thread that waited a whole slice last time goes straight to sleep. */
+  bool hint = atomic_load_explicit(&t->spin_hint, memory_order_relaxed);
+  if (g->spin_ns && (hint || t->last_wait_ns <= g->spin_ns) &&
+      spin_for_grant(g, t))
+    return true;
+  for (;;) {
+    uint32_t seq = atomic_load_explicit(&t->park.seq, memory_order_acquire);
+    if (atomic_load_explicit(&t->granted, memory_order_acquire)) return true;
+    uint64_t deadline = 0;
+    if (atomic_load_explicit(&t->is_timer, memory_order_relaxed))
+      deadline = timer_tick(g, t);
+    if (user_deadline) {
+      if (gvl__now() >= user_deadline) return false;
+      if (!deadline || user_deadline < deadline) deadline = user_deadline;
+    }
+    gvl__park_wait(&t->park, seq, deadline);
+  }
+}
+
+void gvl__wait_granted(gvl_t *g, gvl_thread_t *t) {
+  (void)gvl__wait_granted_until(g, t, 0);
+}
+
+/* ---- acquire ------------------------------------------------------------- */
+
+/* t was handed the GVL: start the hold.  A boosted one (gvl__boosted) is
+ * charged to the cap from here to its end: once, for the time it held. */
+void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
+  uint64_t now = gvl__now();
+  gvl__assert(gvl__owner(atomic_load(&t->g->word)) == t);
+  gvl__assert(!atomic_load_explicit(&t->holding, memory_order_relaxed));
+  atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
+  t->hold_t0 = now;
+  int prio = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
+  t->boosted = gvl__boosted(prio, t->req_prio);
+  ctr_own_inc(t, C_ACQUIRES);
+  ctr_own_inc(t, C_HANDOFFS);  /* every wait ends in a handoff */
+  gvl__ctr_add(t, C_CONTENDED, 1);
+  gvl__ctr_add(t, C_WAIT_NS, now - wait_t0);
+  t->last_wait_ns = now - wait_t0;
+  if (prio > 0) gvl__ctr_add(t, C_BOOSTS, 1);
+  gvl__hook(t->g, t, GVL_EV_RESUMED);
+}
+
+/* t took the GVL while it was free: start the hold.  t0 is its start, or
+ * 0 when nothing needs it timed (never for a boosted hold). */
+static void start_free_hold(gvl_t *g, gvl_thread_t *t, int prio, bool ia,
+                            uint64_t t0) {
+  atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
+  t->boosted = prio > 0;
+  t->hold_t0 = t0;
+  ctr_own_inc(t, C_ACQUIRES);
+  if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
+  if (ia) gvl__ctr_add(t, C_INTERACTIVE, 1);
+  gvl__hook(g, t, GVL_EV_RESUMED);
+}
+
+static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
+  uint64_t t0 = gvl__now();
+  gvl_thread_t *target;
+  pthread_mutex_lock(&g->mu);
+  /* One fetch_or, not a CAS loop: the bit goes in whatever the word holds,
+   * so a stream of uncontended acquire/release pairs on other threads
+   * cannot make this thread retry forever (the entry is wait-free). */
+  uintptr_t w = atomic_fetch_or_explicit(&g->word, GVL__CONTENDED,
+                                         memory_order_acq_rel);
+  if (w == 0) {
+    /* The GVL was free, so the queue is empty.  The word read CONTENDED
+     * alone for a moment, which sent fast-path callers here, to wait for
+     * mu; now it names us. */
+    atomic_store_explicit(&g->word, (uintptr_t)t, memory_order_release);
+    pthread_mutex_unlock(&g->mu);
+    start_free_hold(g, t, prio, ia, t0);
+    return 0;
+  }
+  if (!(w & GVL__CONTENDED)) gvl__pol_hold_start(g, t0); /* first waiter */
+  if (ia) gvl__ctr_add(t, C_INTERACTIVE, 1);
+  atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
+  target = enqueue(g, t, prio, t0);
+  pthread_mutex_unlock(&g->mu);
+  gvl__hook(g, t, GVL_EV_READY);
+  if (target) gvl__hook(g, target, GVL_EV_PREEMPT_REQ);
+  gvl__wait_granted(g, t);
+  gvl__after_acquire(t, t0);
+  return 0;
+}
+
+int gvl__acquire(gvl_thread_t *t, int prio, bool ia) {
+  gvl_t *g = t->g;
+  uintptr_t exp = 0;
+  if (atomic_load_explicit(&t->holding, memory_order_relaxed)) return EDEADLK;
+  t->req_prio = prio;
+  if (ia && prio < 1) prio = 1; /* interactive: a boost of one level */
+  else ia = false;
+  atomic_store_explicit(&t->hold_prio, prio, memory_order_relaxed);
+  if (atomic_compare_exchange_strong_explicit(&g->word, &exp, (uintptr_t)t,
+          memory_order_acq_rel, memory_order_relaxed)) {
+    /* Hold time needs a clock read; pay it only where it is used. */
+    start_free_hold(g, t, prio, ia,
+                    (prio > 0 || (g->flags & GVL_F_TIMING)) ? gvl__now() : 0);
+    return 0;
+  }
+  return acquire_slow(g, t, prio, ia);
+}
+
+static inline bool instrumented(gvl_t *g) {
+  return hooked(g) || (g->flags & GVL_F_TIMING);
+}
+
+/* The uncontended path, kept lean because it is what a single-threaded
+ * interpreter pays on every blocking call: checks, one CAS, a few stores. */
+int gvl_acquire(gvl_thread_t *t) {
+  int rc = gvl__check_self(t);
+  if (rc) return rc;
+  gvl_t *g = t->g;
+  uintptr_t exp = 0;
+  if (t->prio > 0 || instrumented(g)) return gvl__acquire(t, t->prio, false);
+  if (atomic_load_explicit(&t->holding, memory_order_relaxed)) return EDEADLK;
+  t->req_prio = t->prio;
+  atomic_store_explicit(&t->hold_prio, t->prio, memory_order_relaxed);
+  if (!atomic_compare_exchange_strong_explicit(&g->word, &exp, (uintptr_t)t,
+          memory_order_acq_rel, memory_order_relaxed))
+    return acquire_slow(g, t, t->prio, false);
+  atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
+  t->boosted = false;
+  t->hold_t0 = 0;
+  ctr_own_inc(t, C_ACQUIRES);
+  return 0;
+}
+
+int gvl_acquire_prio(gvl_thread_t *t, int prio) {
+  int rc = gvl__check_self(t);
+  if (rc) return rc;
+  if (prio < GVL_PRIO_MIN || prio > GVL_PRIO_MAX) return EINVAL;
+  return gvl__acquire(t, prio, false);
+}
+
+/* ---- release, yield, preemption ------------------------------------------ */
+
+/* Account t's hold up to now: hold time, and the cap's charge if boosted
+ * (g->mu held then).  A hold that goes on is charged from now next time. */
+static void charge_hold(gvl_t *g, gvl_thread_t *t, uint64_t now) {
+  if (!t->hold_t0 || !now) return;
+  uint64_t held = now > t->hold_t0 ? now - t->hold_t0 : 0;
+  gvl__ctr_add(t, C_HOLD_NS, held);
+  if (t->boosted) gvl__pol_charge(g, now, held);
+  t->hold_t0 = now;
+}
+
+int gvl__release(gvl_thread_t *t) {
+  gvl_t *g = t->g;
+  uintptr_t exp = (uintptr_t)t;
+  uint64_t now;
+  if (!atomic_load_explicit(&t->holding, memory_order_relaxed)) return EPERM;
+  /* The hook runs before the word is cleared: once it is, g may be
+   * destroyed by another thread (after a foreign thread's last call). */
+  gvl__hook(g, t, GVL_EV_SUSPENDED);
+  if (!t->boosted) {
+    /* Unboosted holds need no lock to be closed: try the one-CAS path. */
+    charge_hold(g, t, t->hold_t0 ? gvl__now() : 0);
+    atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
+    if (atomic_compare_exchange_strong_explicit(&g->word, &exp, 0,
+            memory_order_release, memory_order_relaxed))
+      return 0;
+    pthread_mutex_lock(&g->mu);
+    now = gvl__now();
+  } else {
+    pthread_mutex_lock(&g->mu);   /* the cap's window is guarded by mu */
+    now = gvl__now();
+    charge_hold(g, t, now);
+    atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
+  }
+  t->boosted = false;
+  gvl__assert(gvl__owner(atomic_load(&g->word)) == t);
+  gvl__clear_ints(t, GVL__INT_PREEMPT);
+  gvl_thread_t *w = gvl__pol_pick(g, now, false);
+  gvl__assert(!w == !(atomic_load(&g->word) & GVL__CONTENDED));
+  if (w) handoff(g, w, now);
+  else atomic_store_explicit(&g->word, 0, memory_order_release);
+  pthread_mutex_unlock(&g->mu);
+  return 0;
+}
+
+int gvl_release(gvl_thread_t *t) {
+  int rc = gvl__check_self(t);
+  if (rc) return rc;
+  gvl_t *g = t->g;
+  uintptr_t exp = (uintptr_t)t;
+  if (t->boosted || t->hold_t0 || instrumented(g)) return gvl__release(t);
+  if (!atomic_load_explicit(&t->holding, memory_order_relaxed)) return EPERM;
+  atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
+  if (atomic_compare_exchange_strong_explicit(&g->word, &exp, 0,
+          memory_order_release, memory_order_relaxed))
+    return 0;
+  atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
+  return gvl__release(t);
+}
+
+/* The waiter a yield or safe point hands over to, with g->mu held; NULL
+ * keeps the GVL.  The hold so far is charged first, so that the policy's
+ * pick sees it.  With a hook, SUSPENDED must fire before the handoff and
+ * outside g->mu: mu is dropped for it and the pick made again (waiters
+ * cannot leave the queue meanwhile, only the holder grants). */
+static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired) {
+  gvl_t *g = t->g;
+  uint64_t now = gvl__now();
+  charge_hold(g, t, now);
+  gvl_thread_t *w = gvl__pol_pick(g, now, !t->boosted);
+  *fired = false;
+  if (!w || !hooked(g)) return w;
+  gvl__ctr_add(t, ctr, 1);      /* before SUSPENDED: the tracer reads it */
+  pthread_mutex_unlock(&g->mu);
+  gvl__hook(g, t, GVL_EV_SUSPENDED);
+  pthread_mutex_lock(&g->mu);
+  now = gvl__now();
+  charge_hold(g, t, now);
+  *fired = true;
+  return gvl__pol_pick(g, now, !t->boosted);
+}
+
+/* Hand the GVL to the best waiter and queue behind it, at no higher a
+ * priority than that waiter's, so the handoff is real and does not bounce
+ * straight back. */
+static int hand_over(gvl_thread_t *t, int ctr) {
+  gvl_t *g = t->g;
+  bool fired;
+  pthread_mutex_lock(&g->mu);
+  gvl__clear_ints(t, GVL__INT_PREEMPT);
+  gvl_thread_t *w = pick_for_yield(t, ctr, &fired);
+  if (!w) {                       /* nobody the policy would serve */
+    pthread_mutex_unlock(&g->mu);
+    if (fired) gvl__hook(g, t, GVL_EV_RESUMED);
+    return 0;
+  }
+  uint64_t now = gvl__now();
+  int mine = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
+  atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
+  t->boosted = false;
+  atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
+  (void)enqueue(g, t, gvl__pol_requeue_prio(mine, w->qprio), now);
+  /* Preempted by a boost: back soon. */
+  atomic_store_explicit(&t->spin_hint, w->qprio > mine, memory_order_relaxed);
+  handoff(g, w, now);
+  if (!fired) gvl__ctr_add(t, ctr, 1);
+  pthread_mutex_unlock(&g->mu);
+  gvl__hook(g, t, GVL_EV_READY);
+  gvl__wait_granted(g, t);
+  gvl__after_acquire(t, now);
+  return 0;
+}
+
+int gvl_yield(gvl_thread_t *t) {
+  int rc = gvl__check_self(t);
+  if (rc) return rc;
+  if (!atomic_load_explicit(&t->holding, memory_order_relaxed)) return EPERM;
+  /* Nobody waiting: a load and a branch, like a safe point. */
+  if (!(atomic_load_explicit(&t->g->word, memory_order_relaxed) & GVL__CONTENDED))
+    return 0;
+  return hand_over(t, C_YIELDS);
+}
+
+int gvl__check_ints_slow(gvl_thread_t *t) {
+  int rc = gvl__check_self(t), ret = 0;
+  if (rc) return rc;
+  uint32_t ints = __atomic_load_n(&t->head.ints, __ATOMIC_ACQUIRE);
+  if (ints & GVL__INT_HOST) {
+    gvl__clear_ints(t, GVL__INT_HOST);
+    ret = EINTR;
+  }
+  if (ints & GVL__INT_PREEMPT) {
+    if (atomic_load_explicit(&t->holding, memory_order_relaxed))
+      hand_over(t, C_PREEMPTIONS);
+    else
+      gvl__clear_ints(t, GVL__INT_PREEMPT);
+  }
+  return ret;
+}
+
+/* ---- waits on behalf of gvl_mutex / gvl_cond ----------------------------- */
+
+/* Release t for a gvl_mutex/gvl_cond wait.  granted is cleared first so that
+ * whoever queues t for the GVL later is seen by gvl__wait_granted. */
+void gvl__drop_for_wait(gvl_thread_t *t) {
+  atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
+  (void)gvl__release(t);
+}
+
+/* Queue another thread t (blocked on a gvl_mutex/gvl_cond) for the GVL,
+ * which the caller holds, so the word is non-zero.  If t outranks the
+ * caller, the caller's own preempt flag is set: it hands over at its next
+ * safe point. */
+void gvl__enqueue_other(gvl_t *g, gvl_thread_t *t, int prio) {
+  pthread_mutex_lock(&g->mu);
+  if (!(atomic_fetch_or_explicit(&g->word, GVL__CONTENDED,
+                                 memory_order_relaxed) & GVL__CONTENDED))
+    gvl__pol_hold_start(g, gvl__now());
+  (void)enqueue(g, t, prio, gvl__now());
+  pthread_mutex_unlock(&g->mu);
+}

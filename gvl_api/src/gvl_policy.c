@@ -1,0 +1,140 @@
+/*
+ * gvl_policy.c -- the policy: which waiter is next, when the holder is
+ * asked to yield, what a boost is charged, and who counts as interactive.
+ *
+ * The mechanism (gvl_lock.c) calls these at fixed points, with g->mu held
+ * unless noted: pick (release, yield, safe point, timer), ask (a waiter
+ * queues), hold_start (a slice starts), charge (a boosted hold ends or
+ * goes on past a safe point), tick (the timer waiter wakes).  None of them
+ * touches the lock word, the queue or the timer role.  All per-GVL state
+ * is g->pol, which gvl__pol_reset re-initialises at once (creation, and the
+ * child after fork()).
+ */
+#include "gvl_int.h"
+
+#include <string.h>
+
+void gvl__pol_reset(gvl_t *g) { memset(&g->pol, 0, sizeof g->pol); }
+
+/* ---- the boost cap ------------------------------------------------------------
+ * A hold is boosted, and charged, when its priority is above 0 or its
+ * acquire asked for more than 0 (gvl__boosted).  Each is charged once, for
+ * the time it held, booked when it
+ * ends (or passes a safe point that keeps the GVL) in the bucket of that
+ * moment.  The window is GVL__CAP_BUCKETS buckets; the sum over the
+ * GVL__CAP_SLOTS most recent ones covers at least the last window_ns, so
+ * every hold that overlapped the last window is counted in full.  A waiter
+ * whose hold would be charged is served only while that sum is below cap%
+ * of the window, and this is decided at every pick, not when it queued.  Hence over any
+ * window, boosted holds granted in it take less than cap% of it plus the
+ * last one (gvl.h states the bound). */
+
+static uint64_t cap_width(const gvl_t *g) {
+  return g->window_ns / GVL__CAP_BUCKETS;
+}
+
+void gvl__pol_charge(gvl_t *g, uint64_t now, uint64_t held) {
+  uint64_t cur = now / cap_width(g);
+  int i = (int)(cur % GVL__CAP_SLOTS);
+  if (g->pol.cap_epoch[i] != cur) {
+    g->pol.cap_epoch[i] = cur;
+    g->pol.cap_ns[i] = 0;
+  }
+  g->pol.cap_ns[i] += held;
+}
+
+/* O(GVL__CAP_SLOTS).  No overflow: settings are at most GVL__MAX_NS. */
+static bool cap_exceeded(gvl_t *g, uint64_t now) {
+  uint64_t cur = now / cap_width(g), used = 0;
+  for (int i = 0; i < GVL__CAP_SLOTS; i++)
+    if (g->pol.cap_epoch[i] + GVL__CAP_SLOTS > cur) used += g->pol.cap_ns[i];
+  unsigned pct = atomic_load_explicit(&g->cap_pct, memory_order_relaxed);
+  return used * 100 >= (uint64_t)pct * g->window_ns;
+}
+
+/* ---- order ------------------------------------------------------------------ */
+
+/* Queued priority plus one level per age_ns waited. */
+static int64_t eff_prio(const gvl_t *g, const gvl_thread_t *t, uint64_t now) {
+  uint64_t waited = now > t->qtime ? now - t->qtime : 0;
+  uint64_t bonus = waited / g->age_ns;
+  if (bonus > 2 * GVL_PRIO_MAX) bonus = 2 * GVL_PRIO_MAX;
+  return (int64_t)t->qprio + (int64_t)bonus;
+}
+
+/* Highest effective priority, the earliest arrival among equals (the queue
+ * is in arrival order, so strict '>' keeps FIFO).  While the cap is
+ * exceeded, waiters whose hold would be charged are held back: served only
+ * when nobody else waits, and then not by a yield or safe point of an
+ * unboosted holder (strict), which keeps the GVL rather than feed the
+ * flood.  (A boosted holder passes them the GVL: its own time is boosted
+ * too, and boosted threads take turns as usual.)  O(waiters). */
+gvl_thread_t *gvl__pol_pick(gvl_t *g, uint64_t now, bool strict) {
+  gvl_thread_t *best = NULL, *held = NULL;
+  int64_t bp = 0, hp = 0;
+  int capx = -1;                 /* cap_exceeded, computed on first need */
+  for (gvl_thread_t *w = g->qhead; w; w = w->qnext) {
+    int64_t p = eff_prio(g, w, now);
+    if (gvl__boosted(w->qprio, w->req_prio)) {
+      if (capx < 0) capx = cap_exceeded(g, now);
+      if (capx) {
+        if (!held || p > hp) held = w, hp = p;
+        continue;
+      }
+    }
+    if (!best || p > bp) best = w, bp = p;
+  }
+  return best ? best : strict ? NULL : held;
+}
+
+/* The priority a waiter queues at.  A boost that comes while the cap is
+ * exceeded is refused: it queues at normal priority (and stays held back
+ * at every pick while the cap is exceeded, see above); *refused is set. */
+int gvl__pol_queue_prio(gvl_t *g, int prio, uint64_t now, bool *refused) {
+  *refused = prio > 0 && cap_exceeded(g, now);
+  return *refused ? GVL_PRIO_NORMAL : prio;
+}
+
+int gvl__pol_requeue_prio(int mine, int theirs) {
+  return mine < theirs ? mine : theirs;
+}
+
+/* ---- the slice ---------------------------------------------------------------- */
+
+void gvl__pol_hold_start(gvl_t *g, uint64_t now) { g->pol.hold_since = now; }
+
+/* Past the slice with someone the policy would serve: ask the holder, and
+ * ask again a slice later whenever its flag is clear again (a safe point
+ * that found nobody to serve clears it), in case it sits in native code
+ * without safe points meanwhile (this runs only while someone waits).
+ * With only waiters the cap holds back, look again when a bucket has
+ * drained. */
+uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target) {
+  uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
+  if (now < g->pol.hold_since + slice) return g->pol.hold_since + slice;
+  gvl_thread_t *o =
+      gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
+  bool strict =
+      !o || atomic_load_explicit(&o->hold_prio, memory_order_relaxed) <= 0;
+  if (!gvl__pol_pick(g, now, strict)) return now + cap_width(g);
+  if (o && !(__atomic_load_n(&o->head.ints, __ATOMIC_RELAXED) &
+             GVL__INT_PREEMPT)) {
+    gvl__request_preempt(o);
+    *target = o;
+  }
+  return now + slice;
+}
+
+/* ---- interactivity -------------------------------------------------------------- */
+
+/* A thread whose stretch since it last came back from gvl_call_without was
+ * short (under a tenth of a slice, wall time, whatever happened in it) is
+ * I/O-bound: its next reacquire is promoted one level above normal.  A
+ * thread that computes across slices between blocking calls never is.
+ * t only, no lock. */
+bool gvl__pol_interactive(gvl_thread_t *t, uint64_t now) {
+  if (t->interactive_off || (t->g->flags & GVL_F_NOINTERACTIVE) || !t->ia_t0)
+    return false;
+  uint64_t slice = atomic_load_explicit(&t->g->slice_ns, memory_order_relaxed);
+  return now - t->ia_t0 < slice / 10;
+}

@@ -1,0 +1,594 @@
+/*
+ * Promises of gvl.h under adversarial use, one case per promise:
+ *
+ *   fork_interactive  fork() right after an interactive reacquire that
+ *                     preempted a CPU-bound holder: the child's GVL works
+ *   fifo_after_ia     an interactive thread that preempted a CPU-bound
+ *                     holder hands the GVL, at its release, to the thread
+ *                     that queued first, not back to the one it preempted
+ *   cap_charge        many short boosted holds at once are charged for the
+ *                     time they held, so a cap far above that refuses none
+ *   cap_bound         floods of 1, 4 and 8 boosted threads: no boosted hold
+ *                     is granted while the window before it holds the cap
+ *                     (so over any window: at most the cap plus one hold)
+ *   onecpu_nospin     on one CPU with GVL_F_NOSPIN a boosted acquirer never
+ *                     spins: it is not preempted by the scheduler
+ *   cpu_not_ia        a thread that computes for slices between blocking
+ *                     calls is never promoted as interactive
+ *   prio_at_safepoint a safe point serves the highest priority waiter
+ *   hook_order        the old holder's SUSPENDED comes before the new
+ *                     holder's RESUMED, at every yield
+ *   settings          durations above GVL_MAX_NS are refused with EINVAL
+ *
+ * Everything asserted is an order, a count or a state; durations are only
+ * used to decide how long a loop runs, except cap_bound, which checks the
+ * cap's bound against hold times the GVL itself reported to the hook.
+ * Run with a case name to run just that case.
+ */
+#include "tgvl.h"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+static gvl_t *g;
+static atomic_int stop;
+static atomic_uint hog_in;
+static unsigned hog_units = 1;  /* work between two of the hog's safe points */
+
+static void *noop(void *arg) { return arg; }
+
+/* A CPU-bound thread: holds the GVL and passes safe points until stop. */
+static void *hog(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  atomic_fetch_add(&hog_in, 1);
+  while (!atomic_load(&stop)) {
+    tgvl_work(hog_units);
+    CHECK_OK(gvl_check_ints(t));
+  }
+  if (arg) *(gvl_stats_t *)arg = tgvl_tstats(t);
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void start_hog(pthread_t *th, gvl_stats_t *st) {
+  atomic_store(&stop, 0);
+  atomic_store(&hog_in, 0);
+  tgvl_spawn(th, hog, st);
+  tgvl_wait_ge(&hog_in, 1);
+}
+
+/* ---- fork right after an interactive preemption ------------------------ */
+
+static atomic_uint nq;
+
+static void count_ready(void *arg, gvl_thread_t *t, gvl_event_t ev,
+                        uint64_t now) {
+  (void)arg; (void)t; (void)now;
+  if (ev == GVL_EV_READY) atomic_fetch_add(&nq, 1);
+}
+
+static void *child_acquirer(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+static void fork_interactive(void) {
+  gvl_config_t c;
+  pthread_t h;
+  memset(&c, 0, sizeof c);
+  c.hook = count_ready;
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me);
+  start_hog(&h, NULL);
+  CHECK_OK(gvl_acquire(me));      /* the hog is preempted at its slice */
+  /* A short stretch, a short blocking call: the hog gets the GVL, and we
+   * take it back at the interactive level, preempting it. */
+  gvl_call_without(me, noop, NULL, NULL, NULL);
+  uint64_t before = tgvl_tstats(me).interactive;
+  gvl_call_without(me, noop, NULL, NULL, NULL);
+  CHECK_GT(tgvl_tstats(me).interactive, before);
+  pid_t pid = fork();
+  if (pid == 0) {
+    tgvl_watchdog(10);
+    CHECK(gvl_thread_holds(me));
+    if (!TGVL_TSAN) {   /* TSan cannot start threads after such a fork */
+      pthread_t th;
+      unsigned q0 = atomic_load(&nq);
+      tgvl_spawn(&th, child_acquirer, NULL);
+      tgvl_wait_ge(&nq, q0 + 1);  /* it waits: our release hands over */
+      CHECK_OK(gvl_release(me));
+      tgvl_join(th);
+    } else {
+      CHECK_OK(gvl_release(me));
+    }
+    CHECK_OK(gvl_acquire(me));
+    CHECK_OK(gvl_yield(me));
+    CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
+    CHECK_OK(gvl_release(me));
+    CHECK_OK(gvl_thread_detach(me));
+    CHECK_OK(gvl_destroy(g));
+    _exit(0);
+  }
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 0);
+  atomic_store(&stop, 1);
+  CHECK_OK(gvl_release(me));
+  tgvl_join(h);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* ---- FIFO after an interactive preemption ------------------------------ */
+
+static int pipefd[2];
+static atomic_uint in_read, nready, io_done;
+static gvl_thread_t *_Atomic first_after_io, *_Atomic waiter_b;
+
+static void fifo_hook(void *arg, gvl_thread_t *t, gvl_event_t ev,
+                      uint64_t now) {
+  (void)arg; (void)now;
+  gvl_thread_t *none = NULL;
+  if (ev == GVL_EV_READY) atomic_fetch_add(&nready, 1);
+  if (ev == GVL_EV_RESUMED && atomic_load(&io_done))
+    atomic_compare_exchange_strong(&first_after_io, &none, t);
+}
+
+static void *read_pipe(void *arg) {
+  char c;
+  atomic_store(&in_read, 1);
+  CHECK_EQ(read(pipefd[0], &c, 1), 1);
+  return arg;
+}
+
+static void *io_thread(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  gvl_call_without(t, noop, NULL, NULL, NULL);  /* starts the stretch */
+  uint64_t before = tgvl_tstats(t).interactive;
+  gvl_call_without(t, read_pipe, NULL, NULL, NULL);
+  CHECK_EQ(tgvl_tstats(t).interactive, before + 1);
+  atomic_store(&io_done, 1);
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void *waiter_thread(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  atomic_store(&waiter_b, t);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void fifo_after_ia(void) {
+  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+  pthread_t io, h, b;
+  c.flags = 0;                    /* the interactivity policy on */
+  c.hook = fifo_hook;
+  CHECK_OK(pipe(pipefd));
+  CHECK(g = gvl_create(&c));
+  tgvl_spawn(&io, io_thread, NULL);
+  tgvl_wait_ge(&in_read, 1);
+  start_hog(&h, NULL);
+  tgvl_spawn(&b, waiter_thread, NULL);
+  tgvl_wait_ge(&nready, 1);       /* b waits behind the hog */
+  CHECK_EQ(write(pipefd[1], "x", 1), 1);
+  tgvl_join(io);
+  atomic_store(&stop, 1);
+  tgvl_join(b);
+  tgvl_join(h);
+  CHECK(atomic_load(&first_after_io) == atomic_load(&waiter_b));
+  CHECK_OK(gvl_destroy(g));
+  close(pipefd[0]);
+  close(pipefd[1]);
+}
+
+/* ---- the cap charges each hold once --------------------------------------- */
+
+#define NBOOST_MAX 8
+static atomic_uint round_no, round_in;
+
+static void *short_booster(void *arg) {
+  unsigned rounds = *(unsigned *)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  for (unsigned r = 1; r <= rounds; r++) {
+    while (atomic_load(&round_no) < r) tgvl_sleep_us(50);
+    CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
+    tgvl_work(20);
+    CHECK_OK(gvl_release(t));
+    atomic_fetch_add(&round_in, 1);
+  }
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void cap_charge(void) {
+  gvl_config_t c = tgvl_strict_config(10000000, NULL);
+  pthread_t h, th[NBOOST_MAX];
+  unsigned rounds = 200 / tgvl_slow();
+  c.boost_cap_pct = 50;
+  CHECK(g = gvl_create(&c));
+  hog_units = 1000;               /* safe points far apart: boosts wait */
+  start_hog(&h, NULL);
+  atomic_store(&round_no, 0);
+  atomic_store(&round_in, 0);
+  for (int i = 0; i < NBOOST_MAX; i++) tgvl_spawn(&th[i], short_booster, &rounds);
+  for (unsigned r = 1; r <= rounds; r++) {
+    atomic_store(&round_no, r);   /* all eight ask at once */
+    tgvl_wait_ge(&round_in, r * NBOOST_MAX);
+    tgvl_sleep_us(2000);
+  }
+  for (int i = 0; i < NBOOST_MAX; i++) tgvl_join(th[i]);
+  atomic_store(&stop, 1);
+  tgvl_join(h);
+  hog_units = 1;
+  gvl_stats_t s = tgvl_stats(g);
+  /* The boosted holds are a few percent of GVL time (short holds, a long
+   * pause after each round), far below the 50% cap: nothing is refused.
+   * Charging each waiter from its request instead counts the same wait
+   * up to eight times over. */
+  CHECK_EQ(s.boosts_refused, 0);
+  CHECK_EQ(s.boosts, rounds * NBOOST_MAX);
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* ---- the cap's bound --------------------------------------------------------- */
+
+/* Every hold of a thread that acquires with a boost is boosted (charged),
+ * also after a safe point handed the GVL on and back.  The hooks run on
+ * the thread itself, which is how they tell a booster. */
+#define CB_MAX 4096
+static atomic_uint cb_n;
+static struct { gvl_thread_t *t; gvl_event_t ev; uint64_t ns; } cb_log[CB_MAX];
+static _Atomic uint64_t cb_hog_end;   /* the background thread let go */
+static _Thread_local int tl_booster;
+
+static void cb_hook(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
+  (void)arg;
+  if (!tl_booster || (ev != GVL_EV_RESUMED && ev != GVL_EV_SUSPENDED)) return;
+  unsigned i = atomic_fetch_add(&cb_n, 1);
+  if (i < CB_MAX) {
+    cb_log[i].t = t;
+    cb_log[i].ev = ev;
+    cb_log[i].ns = now;
+  }
+}
+
+static void *long_booster(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  tl_booster = 1;
+  while (!atomic_load(&stop)) {
+    CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
+    for (int i = 0; i < 9000; i++) {
+      tgvl_work(1);
+      CHECK_OK(gvl_check_ints(t));
+    }
+    CHECK_OK(gvl_release(t));
+  }
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void *cb_hog_thread(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  atomic_fetch_add(&hog_in, 1);
+  while (!atomic_load(&stop)) {
+    tgvl_work(1);
+    CHECK_OK(gvl_check_ints(t));
+  }
+  atomic_store(&cb_hog_end, gvl_now_ns());
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* Boosted time inside [a, a + w] of the n holds [s[i], e[i]]. */
+static uint64_t in_window(const uint64_t *s, const uint64_t *e, int n,
+                          uint64_t a, uint64_t w) {
+  uint64_t sum = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t lo = s[i] > a ? s[i] : a, hi = e[i] < a + w ? e[i] : a + w;
+    if (hi > lo) sum += hi - lo;
+  }
+  return sum;
+}
+
+static void cap_bound_flood(int nboost) {
+  static uint64_t s[CB_MAX], e[CB_MAX];
+  const uint64_t win = 100000000, slice = 10000000;
+  const unsigned cap = 50;
+  gvl_config_t c = tgvl_strict_config(slice, NULL);
+  pthread_t h, th[NBOOST_MAX];
+  c.boost_cap_pct = cap;
+  c.cap_window_ns = win;
+  c.hook = cb_hook;
+  atomic_store(&cb_n, 0);
+  atomic_store(&stop, 0);
+  atomic_store(&hog_in, 0);
+  CHECK(g = gvl_create(&c));
+  tgvl_spawn(&h, cb_hog_thread, NULL);
+  tgvl_wait_ge(&hog_in, 1);
+  for (int i = 0; i < nboost; i++) tgvl_spawn(&th[i], long_booster, NULL);
+  tgvl_sleep_us(800000);
+  atomic_store(&stop, 1);
+  for (int i = 0; i < nboost; i++) tgvl_join(th[i]);
+  tgvl_join(h);
+  CHECK_OK(gvl_destroy(g));
+  /* Pair each thread's RESUMED with its next SUSPENDED. */
+  unsigned n = atomic_load(&cb_n);
+  if (n > CB_MAX) n = CB_MAX;
+  int nh = 0;
+  uint64_t longest = 0, total = 0;
+  for (unsigned i = 0; i < n; i++) {
+    if (cb_log[i].ev != GVL_EV_RESUMED) continue;
+    for (unsigned j = i + 1; j < n; j++)
+      if (cb_log[j].t == cb_log[i].t) {
+        CHECK_EQ(cb_log[j].ev, GVL_EV_SUSPENDED);
+        s[nh] = cb_log[i].ns;
+        e[nh] = cb_log[j].ns;
+        if (e[nh] - s[nh] > longest) longest = e[nh] - s[nh];
+        total += e[nh] - s[nh];
+        nh++;
+        break;
+      }
+  }
+  CHECK_GT(nh, 2);
+  /* The rule behind the bound: a boosted hold is granted only while the
+   * boosted time of the window before it is below the cap.  (The hooks'
+   * times lie inside the GVL's own: RESUMED after the grant, SUSPENDED
+   * before the charge.)  Over any window that gives at most the cap plus
+   * the last hold granted in it.  Once the background thread has gone, a
+   * release serves held-back boosts too (nobody else waits): not checked. */
+  uint64_t worst = 0;
+  for (int i = 0; i < nh; i++) {
+    if (s[i] >= atomic_load(&cb_hog_end)) continue;
+    uint64_t a = s[i] > win ? s[i] - win : 0;
+    uint64_t v = in_window(s, e, nh, a, s[i] - a);
+    if (v > worst) worst = v;
+  }
+  fprintf(stderr, "  %d boosted: %d holds (%.1f ms), longest %.1f ms; most "
+          "before a grant %.1f ms of %.0f\n", nboost, nh, total / 1e6,
+          longest / 1e6, worst / 1e6, win / 1e6);
+  CHECK_LT(worst, cap * win / 100);
+}
+
+static void cap_bound(void) {
+  cap_bound_flood(1);
+  cap_bound_flood(4);
+  cap_bound_flood(8);
+}
+
+/* ---- one CPU: no spinning ------------------------------------------------------ */
+
+static void pin_cpu0(void) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(0, &set);
+  CHECK_OK(sched_setaffinity(0, sizeof set, &set));
+}
+
+static void onecpu_nospin(void) {
+  gvl_config_t c = tgvl_strict_config(10000000, NULL);
+  pthread_t h;
+  unsigned n = 200 / tgvl_slow();
+  struct rusage r0, r1;
+  pin_cpu0();                     /* threads created from here inherit it */
+  c.flags |= GVL_F_NOSPIN;
+  CHECK(g = gvl_create(&c));
+  start_hog(&h, NULL);
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(getrusage(RUSAGE_THREAD, &r0));
+  for (unsigned i = 0; i < n; i++) {
+    CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
+    CHECK_OK(gvl_release(t));
+    tgvl_sleep_us(200);
+  }
+  CHECK_OK(getrusage(RUSAGE_THREAD, &r1));
+  atomic_store(&stop, 1);
+  tgvl_join(h);
+  CHECK_OK(gvl_thread_detach(t));
+  CHECK_OK(gvl_destroy(g));
+  /* A thread that sleeps until it is handed the GVL gives the CPU up by
+   * itself; one that spins until the giver runs again is taken off the
+   * CPU by the scheduler, about once per acquire. */
+  long inv = r1.ru_nivcsw - r0.ru_nivcsw;
+  fprintf(stderr, "  %u boosted acquires, %ld involuntary switches\n", n, inv);
+  CHECK_LE(inv, (long)n / 4);
+}
+
+/* ---- CPU-bound threads are not interactive ---------------------------------- */
+
+static void cpu_not_ia(void) {
+  gvl_config_t c = tgvl_strict_config(2000000, NULL);   /* 2 ms slice */
+  pthread_t h;
+  c.flags = 0;
+  CHECK(g = gvl_create(&c));
+  start_hog(&h, NULL);
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  for (int i = 0; i < 20; i++) {
+    /* Compute across two slice preemptions, then block briefly. */
+    uint64_t p0 = tgvl_tstats(t).preemptions;
+    while (tgvl_tstats(t).preemptions < p0 + 2) {
+      tgvl_work(1);
+      CHECK_OK(gvl_check_ints(t));
+    }
+    gvl_call_without(t, noop, NULL, NULL, NULL);
+  }
+  CHECK_EQ(tgvl_tstats(t).interactive, 0);
+  atomic_store(&stop, 1);
+  CHECK_OK(gvl_release(t));
+  tgvl_join(h);
+  CHECK_OK(gvl_thread_detach(t));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* ---- priority order at a safe point ------------------------------------------ */
+
+static atomic_int served[3], nserved;
+
+static void *prio_waiter(void *arg) {
+  int id = (int)(intptr_t)arg, prio = id == 0 ? 3 : 5;
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire_prio(t, prio));
+  served[atomic_fetch_add(&nserved, 1)] = id;
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void prio_at_safepoint(void) {
+  for (int round = 0; round < 20; round++) {
+    gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+    pthread_t th[3];
+    c.hook = count_ready;
+    atomic_store(&nq, 0);
+    atomic_store(&nserved, 0);
+    CHECK(g = gvl_create(&c));
+    gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+    CHECK(me);
+    CHECK_OK(gvl_acquire(me));
+    for (int i = 0; i < 3; i++) {       /* priority 3 asks first */
+      tgvl_spawn(&th[i], prio_waiter, (void *)(intptr_t)i);
+      tgvl_wait_ge(&nq, (unsigned)i + 1);
+    }
+    CHECK_OK(gvl_check_ints(me));       /* hands over */
+    CHECK_OK(gvl_release(me));
+    for (int i = 0; i < 3; i++) tgvl_join(th[i]);
+    CHECK_EQ(served[0], 1);
+    CHECK_EQ(served[1], 2);
+    CHECK_EQ(served[2], 0);
+    CHECK_OK(gvl_thread_detach(me));
+    CHECK_OK(gvl_destroy(g));
+  }
+}
+
+/* ---- hook order ------------------------------------------------------------------ */
+
+static gvl_thread_t *_Atomic hk_holder;
+static atomic_uint hk_bad, hk_n, hk_ready;
+
+static void order_hook(void *arg, gvl_thread_t *t, gvl_event_t ev,
+                       uint64_t now) {
+  (void)arg; (void)now;
+  gvl_thread_t *exp = NULL;
+  if (ev == GVL_EV_READY) atomic_fetch_add(&hk_ready, 1);
+  if (ev == GVL_EV_RESUMED) {
+    if (!atomic_compare_exchange_strong(&hk_holder, &exp, t))
+      atomic_fetch_add(&hk_bad, 1);
+    atomic_fetch_add(&hk_n, 1);
+  } else if (ev == GVL_EV_SUSPENDED) {
+    exp = t;
+    if (!atomic_compare_exchange_strong(&hk_holder, &exp, NULL))
+      atomic_fetch_add(&hk_bad, 1);
+  }
+}
+
+static void *yielder(void *arg) {
+  unsigned n = *(unsigned *)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  for (unsigned i = 0; i < n; i++) CHECK_OK(gvl_yield(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void hook_order(void) {
+  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+  pthread_t a, b;
+  unsigned n = 20000 / tgvl_slow();
+  c.hook = order_hook;
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me);
+  CHECK_OK(gvl_acquire(me));      /* both queue before either yields */
+  tgvl_spawn(&a, yielder, &n);
+  tgvl_spawn(&b, yielder, &n);
+  while (atomic_load(&hk_ready) < 2) tgvl_sleep_us(100);
+  CHECK_OK(gvl_release(me));
+  CHECK_OK(gvl_thread_detach(me));
+  tgvl_join(a);
+  tgvl_join(b);
+  CHECK_OK(gvl_destroy(g));
+  fprintf(stderr, "  %u holds\n", atomic_load(&hk_n));
+  CHECK_GE(atomic_load(&hk_n), n);
+  CHECK_EQ(atomic_load(&hk_bad), 0);
+  CHECK(atomic_load(&hk_holder) == NULL);
+}
+
+/* ---- settings -------------------------------------------------------------------- */
+
+static void settings(void) {
+  const uint64_t max = 86400ull * 1000000000ull;   /* GVL_MAX_NS */
+  gvl_config_t c;
+  uint64_t *fields[] = {&c.slice_ns, &c.cap_window_ns, &c.age_ns, &c.spin_ns};
+  for (int i = 0; i < 4; i++) {
+    memset(&c, 0, sizeof c);
+    *fields[i] = UINT64_MAX;
+    CHECK_NULL_ERRNO(gvl_create(&c), EINVAL);
+    *fields[i] = max + 1;
+    CHECK_NULL_ERRNO(gvl_create(&c), EINVAL);
+    *fields[i] = max;
+    CHECK(g = gvl_create(&c));
+    CHECK_OK(gvl_destroy(g));
+  }
+  CHECK(g = gvl_create(NULL));
+  CHECK_EQ(gvl_set_slice(g, UINT64_MAX), EINVAL);
+  CHECK_EQ(gvl_set_slice(g, max + 1), EINVAL);
+  CHECK_OK(gvl_set_slice(g, max));
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me);
+  CHECK_OK(gvl_acquire(me));
+  CHECK_OK(gvl_release(me));
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
+static const struct { const char *name; void (*fn)(void); } cases[] = {
+  {"fork_interactive", fork_interactive}, {"fifo_after_ia", fifo_after_ia},
+  {"cap_charge", cap_charge},             {"cap_bound", cap_bound},
+  {"cpu_not_ia", cpu_not_ia},             {"prio_at_safepoint", prio_at_safepoint},
+  {"hook_order", hook_order},             {"settings", settings},
+  {"onecpu_nospin", onecpu_nospin},       /* last: it pins the process */
+};
+
+int main(int argc, char **argv) {
+  tgvl_watchdog(120);
+  int ran = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) continue;
+    fprintf(stderr, "%s\n", cases[i].name);
+    cases[i].fn();
+    ran++;
+  }
+  CHECK_GT(ran, 0);
+  puts("ok");
+  return 0;
+}
