@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # bench/convoy_share.sh -- the convoy case at several hold shares: what the
 # interactivity policy trades between the I/O thread's round trips and the
 # CPU hog's share (see ARCHITECTURE.md, "The hold share").
@@ -17,7 +18,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift ;;
     --shares) shares=$2; shift ;;
     --no-build) nobuild=1 ;;
-    *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '3,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
   shift
 done

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # bench/run.sh -- build gvloop in Release and run the benchmark suite.
 #
 #   bench/run.sh                 full run (5 runs per case, about 12 min on
@@ -37,7 +38,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 quick=0 runs="" oruns="" cases="" build="$here/build" nobuild=0 out="" anchors=1 outside=1
 onecpu=1 cruns="" load=1 lruns=""
-usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '3,34p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;

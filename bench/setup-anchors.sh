@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # bench/setup-anchors.sh -- install what the full benchmark run uses beyond
 # the build: Debian's ruby and python3 (the outside anchors) and gnuplot-nox
 # (the chart).  CI does not need any of them: without them run.sh skips the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Debian packages, split as Debian splits a library:  cpack -G DEB  (in the
 # build tree; configure with -DCMAKE_INSTALL_PREFIX=/usr for a system
 # package).  One package per install component (cmake/gvloopInstall.cmake):

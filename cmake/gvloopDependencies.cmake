@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Imported targets for gvloop's outside dependencies, looked up on the machine
 # that uses them: by gvloop's own build and, installed next to
 # gvloopConfig.cmake, by every find_package(gvloop).  So the exported targets

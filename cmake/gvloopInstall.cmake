@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Install helpers shared by the layers' CMakeLists.txt.
 #
 # Components (CPack turns each into one .deb, see cmake/gvloopCPack.cmake):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The man(3) API reference, generated from the public headers by
 # scripts/gen-man3.py (python3): gvl(3), evloop(3), tkbridge(3) and one
 # `.so` page per call.  Installed with the dev component.  The EXAMPLE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # cmake -DDIR=<man3 dir> -DPAGES="gvl;evloop;tkbridge" -P gvloopManCheck.cmake:
 # render each page with man-db, failing on any warning.
 find_program(MAN man)

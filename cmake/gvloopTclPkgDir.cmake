@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # gvloop_tcl_pkgdir(<out var>): the directory, relative to the install prefix
 # when it is under it, in which the gvloop Tcl package's own directory
 # (gvloop<version>) goes: one on the auto_path of the Tcl that will load it,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A timer, a posted callback, thread-pool work and a file read on an
  * evloop, dispatched with a boost.
  * cc ex.c $(pkg-config --cflags --libs evloop) */

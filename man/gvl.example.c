@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Two interpreter threads share the GVL; a blocking call releases it; an
  * urgent event from a foreign thread cuts in.
  * cc ex.c $(pkg-config --cflags --libs gvl) */

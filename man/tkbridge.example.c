@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tk on the evloop's loop thread; a host command called from a button.
  * cc ex.c $(pkg-config --cflags --libs tkbridge) */
 #include <errno.h>

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Fresh machine to the main demo: install what the demo needs, build it, run it.
 #   scripts/demo.sh [run_demo.sh options: --headless --out DIR --phase-ms MS --threads N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case ${1:-} in
   -h|--help)
-    sed -n '2,3s/^# \{0,1\}//p' "$0"
+    sed -n '3,4s/^# \{0,1\}//p' "$0"
     echo "The demo itself: examples/responsive/README.md."
     exit 0 ;;
 esac

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Install the Debian 12 packages gvloop needs.
 #   scripts/deps.sh [build|demo|test]     (default: test)
 #     build  compiler, CMake, libuv, Tcl/Tk headers: enough to build everything
@@ -19,7 +20,7 @@ case $what in
   build) PKGS=("${BUILD[@]}") ;;
   demo)  PKGS=("${BUILD[@]}" "${DEMO[@]}") ;;
   test)  PKGS=("${BUILD[@]}" "${DEMO[@]}" "${TEST[@]}") ;;
-  -h|--help) sed -n '2,10s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  -h|--help) sed -n '3,10s/^# \{0,1\}//p' "$0"; exit 0 ;;
   *) echo "deps.sh: unknown set '$what' (build, demo or test)" >&2; exit 2 ;;
 esac
 missing=()

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Generate the man(3) API reference from gvloop's public headers.
 
     scripts/gen-man3.py OUTDIR HEADER:PAGE:EXAMPLE... 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Fresh machine to passing tests: install dependencies, build, run ctest.
 #   scripts/test.sh [options] [BUILD_DIR [CMAKE_ARGS...]]
 # Options:
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 deps=1 quick=0 cmake_extra=()
 while [ $# -gt 0 ]; do
   case $1 in
-    -h|--help) sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
     --no-deps) deps=0 ;;
     --werror) cmake_extra+=(-DGVLOOP_WERROR=ON) ;;
     --quick) quick=1 ;;

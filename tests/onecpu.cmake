@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # gvloop_onecpu(TEST COMMAND...): add TEST.onecpu, the same command pinned
 # to CPU 0 with taskset, with TEST's timeout and environment and its labels
 # plus "onecpu".  One CPU is a host like any other: nothing may spin there.

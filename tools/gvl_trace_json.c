@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_trace_json.c -- gvl-trace: turn a raw GVL trace (the file libgvl
  * writes when a trace stops, gvl_trace_file.h) into Trace Event Format

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Outside anchor: the bench workloads written in Python.
 
 The real interpreter's GIL (Python/ceval_gil.c, the design the `cpython`

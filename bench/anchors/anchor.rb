@@ -1,4 +1,5 @@
 #!/usr/bin/env ruby
+# SPDX-License-Identifier: MIT
 # frozen_string_literal: true
 #
 # Outside anchor: the bench workloads written in Ruby, so the real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loop_idle -- CPU used by an idle evloop over a quiet period (10 s; 1 s
  * with --quick), with a far timer and an fd watch armed as an application

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loop_latency -- an event to the start of the host callback it triggers,
  * while a hog thread holds the GVL (a safe point every ~1 us of work).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * read_all -- whole-file read with a cold page cache, plain vs with the
  * sequential-access hint (posix_fadvise(POSIX_FADV_SEQUENTIAL)), through

@@ -1,3 +1,4 @@
+(* SPDX-License-Identifier: MIT *)
 (* busy_flag: one thread spins on a flag (allocating, so that OCaml 4.13
    native code polls), another sets it after Thread.delay 0.02.  Reports how
    late the spinner sees it (from Thread.create: the new thread's first

@@ -1,3 +1,4 @@
+(* SPDX-License-Identifier: MIT *)
 (* convoy: an I/O thread doing one-byte round trips over a socketpair with
    an echo process, alone and then beside a CPU-bound thread.  Reports the
    slowdown (time beside the hog / time alone) and the hog's work rate

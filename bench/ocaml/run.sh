@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # bench/ocaml/run.sh [BUILD_DIR] [--quick]
 # The OCaml workloads built with stock OCaml 4.13 threads and with gvloop's
 # (hosts/ocaml), run in the same invocation, printed as a table with the

@@ -1,3 +1,4 @@
+(* SPDX-License-Identifier: MIT *)
 (* thread_pass: 2 threads each calling Thread.yield N times.  Reports the
    time and the share of yields after which the other thread ran (1.0: every
    yield with a waiter was a real handoff). *)

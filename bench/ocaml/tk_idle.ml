@@ -1,3 +1,4 @@
+(* SPDX-License-Identifier: MIT *)
 (* tk_idle: a Tkthread app with one label and nothing to do.  After 2 s,
    measures over 10 s (argv.(1)) the process's CPU time and the voluntary
    context switches of all its threads (wake-ups), the main thread's one

@@ -1,3 +1,4 @@
+(* SPDX-License-Identifier: MIT *)
 (* tk_latency: a chain of 2 ms Tk timers whose OCaml callbacks record how
    late they start, with no other thread and then beside a CPU-bound OCaml
    thread.  Reports p50/p99/max lateness beside the hog and the hog's share

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * baseline.h -- pieces shared by the baseline GVLs (bench only).
  */

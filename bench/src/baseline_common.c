@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* baseline_common.c -- the baselines' host-level Mutex and pthread helpers. */
 #include "baseline.h"
 

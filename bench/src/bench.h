@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench.h -- the common interface every GVL variant implements for the
  * benchmark suite, and the small helpers the workloads share.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_util.c -- clocks, threads, calibrated work and result lines. */
 #include "bench.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * benchreport -- turns benchmark output into a table, a CSV and a chart.
  *

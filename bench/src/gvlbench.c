@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvlbench -- runs every benchmark case against every GVL variant.
  *

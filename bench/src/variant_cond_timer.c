@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * variant_cond_timer.c -- baseline `cond-timer`: the GVL of Ruby 1.9.3 to 3.x.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * variant_cpython.c -- baseline `cpython`: the GIL of CPython 3.2 and later.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * variant_gvloop.c -- the real libgvl behind the bench interface.
  *

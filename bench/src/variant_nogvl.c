@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * variant_nogvl.c -- no lock at all: the floor.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * variant_simple_mutex.c -- baseline `simple-mutex`: the GVL of Ruby 1.9.2.
  *

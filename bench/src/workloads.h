@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * workloads.h -- the benchmark cases, each a function over bench_gvl_ops_t.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * workloads_basic.c -- uncontended, check_ints, thread_pass, pipe, mutex,
  * busy_flag: the seed's table (vm4_thread_pass, vm4_pipe, vm3_thread_mutex)

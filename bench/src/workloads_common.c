@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* workloads_common.c -- the CPU hog and latency summaries the cases share. */
 #include "workloads.h"
 

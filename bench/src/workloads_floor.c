@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * workloads_floor.c -- the floor: the fastest handoff this machine can do
  * between two threads, with no lock around it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * workloads_sched.c -- cases about who gets the GVL when: wakeup, dispatch
  * (dispatch_latency + hog_throughput), fairness, starvation, convoy.

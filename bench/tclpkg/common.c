@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.c -- helpers shared by the bench/tclpkg programs. */
 #include <fcntl.h>
 #include <signal.h>

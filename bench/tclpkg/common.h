@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.h -- helpers shared by the bench/tclpkg programs. */
 #ifndef GVT_BENCH_COMMON_H
 #define GVT_BENCH_COMMON_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # latency.tcl N BOOST HOGS MODE VARIANT -- run by tk_latency_tclpkg in a
 # stock tclsh (MODE after) or wish (MODE event) with the gvloop package.
 #

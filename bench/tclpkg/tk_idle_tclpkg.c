@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tk_idle_tclpkg -- CPU time and wake-ups of an idle Tk app over 10 s (1 s
  * with --quick): a stock wish that loaded gvloop (Tcl's notifier driving

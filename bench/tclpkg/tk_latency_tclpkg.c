@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tk_latency_tclpkg -- tk_latency for the gvloop Tcl package: a Tcl event
  * to the start of the host callback it triggers, in a STOCK tclsh / wish

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tk_idle -- CPU time and wake-ups of an idle Tk application over 10 s
  * (1 s with --quick): gvwish against stock wish and, when installed,

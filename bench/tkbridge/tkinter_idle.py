@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """tk_idle baseline: an idle tkinter window (tkinter's own mainloop)."""
 import tkinter
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """tk_latency baseline: tkinter's `after(0)` -> Python callback start while a
 CPU-bound Python thread runs (the GIL's 5 ms switch interval and tkinter's
 event loop decide the delay).  With a display it runs tkinter's own

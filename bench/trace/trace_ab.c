@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trace_ab.c -- compare the uncontended acquire+release pair of two builds
  * of libgvl in one process: A (as built) against B (a copy built without

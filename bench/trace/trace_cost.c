@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trace_cost.c -- what tracing costs the GVL's fast paths.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trace_demo.c -- a short traced window of a CPU hog and 1 kHz boosted
  * events, per GVL policy, rendered as PNG timelines.

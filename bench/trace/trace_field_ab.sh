@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # trace_field_ab.sh -- what the tracing seam costs with tracing off.
 #
 # Builds a copy of libgvl whose g->trace loads are replaced by constants

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Draw gvloop traces (Trace Event Format JSON, from gvl-trace) as a PNG timeline.
 
     trace_png.py [options] TRACE.json [TRACE.json ...] OUT.png

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * evloop.h -- a libuv event loop outside the GVL that runs host callbacks
  * under the GVL, taken at the priority the host chose (EVL_PRIO_BOOST to

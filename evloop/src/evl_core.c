@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * evl_core.c -- the loop's life: start, the loop thread, evl_step, stop,
  * shutdown and destroy.

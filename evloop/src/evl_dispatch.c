@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * evl_dispatch.c -- running host callbacks (loop thread, after uv_run).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * evl_items.c -- registrations: the id map, the incoming lists, and the
  * public calls that create or cancel a registration from any thread.

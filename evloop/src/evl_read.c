@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * evl_read.c -- whole-file reads with the sequential-access hint.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * evl_uv.c -- the libuv side of registrations (loop thread only).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cext.c -- a C extension whose native library calls back from its own
  * thread into host code, 1000 times a second, while interpreter threads

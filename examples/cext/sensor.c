@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sensor.c -- see sensor.h.  Ticks on absolute deadlines so that a slow
  * callback does not shift the schedule (late ticks are skipped). */
 #include "sensor.h"

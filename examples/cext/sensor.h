@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sensor.h -- a stand-in for a native library with its own callback thread
  * (a sensor driver, an audio API).  It knows nothing about the GVL: it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * evl_echo -- a TCP echo server on 127.0.0.1 built on evloop alone, which
  * stays responsive while a CPU-bound interpreter thread hogs the GVL.

@@ -1,3 +1,4 @@
+(* SPDX-License-Identifier: MIT *)
 (* ocaml_tk: a labltk window that stays alive while OCaml threads compute.
    Two worker threads count Mandelbrot points row by row; the window
    animates a spinner on a 16 ms Tk timer, shows a clock and the workers'

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # examples/ocaml_tk/run.sh [BUILD_DIR] [SECONDS]
 # Build ocaml_tk.ml twice, with labltk's Tkthread on stock OCaml threads and
 # with gvloop.labltk (hosts/ocaml), run each for SECONDS (default 8) under a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * responsive.c -- the flagship demo: a Tk window that stays responsive while
  * interpreter threads compute.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # run_demo.sh BUILD_DIR [--headless] [--out DIR] [--phase-ms MS] [--threads N]
 #
 # Runs the responsive demo built in BUILD_DIR.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # ui.tcl -- the window of the responsive demo.  Compiled into the program
 # (see CMakeLists.txt).  The gvd:: commands are defined in responsive.c:
 #   gvd::stamp, gvd::frame, gvd::flush   plain Tcl commands (no GVL)

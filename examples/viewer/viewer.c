@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * viewer.c -- a text file viewer that loads in the background.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # viewer.tcl -- the viewer's window.  Host commands (viewer::open, chunk,
 # progress, finish, say, quit) are in viewer.c; viewer::batch is set first.
 namespace eval viewer {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl.h -- a fair global VM lock with time slices and priority acquire.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_trace.h -- timeline tracing of a GVL.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_lock.c -- the mechanism: the lock word, the wait queue, handoff,
  * parking and the timer role.  Which waiter goes next, when a holder is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_misc.c -- creation, run-time settings, counters, error strings.
  */

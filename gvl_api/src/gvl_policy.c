@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_policy.c -- the policy: which waiter is next, when the holder is
  * asked to yield, what a boost is charged, and who counts as interactive.

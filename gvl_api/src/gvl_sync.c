@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_sync.c -- a mutex and condition variable for host code.
  *

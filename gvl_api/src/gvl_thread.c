@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_thread.c -- attaching threads, blocking regions (gvl_call_without,
  * interrupts), foreign threads (gvl_call_with), threads that exit holding

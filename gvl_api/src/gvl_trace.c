@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_trace.c -- timeline tracing of GVL events: recording, and writing
  * the records to a raw file (gvl_trace_file.h).  Off unless enabled; see

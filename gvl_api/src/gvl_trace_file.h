@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_trace_file.h -- the raw trace file: what libgvl writes at a trace's
  * stop (gvl_trace.c) and what gvl-trace (tools/gvl_trace_json.c) turns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_wait_futex.c -- thread parking on Linux futexes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_wait_posix.c -- thread parking with a mutex and condition variable
  * per thread, for systems without futexes.  Same contract as the futex

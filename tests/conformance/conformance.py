@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Tk's and Tcl's own test suites under gvloop's shells and the stock ones.
 
     conformance.py --gvwish PATH --gvtclsh PATH [--suites DIR] [--only tk,ttk,tcl]

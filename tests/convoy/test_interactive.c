@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The interactivity policy (convoy effect): a thread that comes back from a
  * short blocking region after a short stretch of GVL use is served ahead of

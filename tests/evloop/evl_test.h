@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * evl_test.h -- helpers shared by the evloop tests.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A host that waits in its own event loop (poll(2) here, as Tcl's notifier
  * or GLib would): evl_attach, evl_backend, evl_step(l, 0), evl_detach.
  * Posts from another thread, a timer, a stop requested by another thread

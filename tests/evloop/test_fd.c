@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fd watches on a pipe and on a socket pair: readable, writable, hang-up,
  * cancel from inside the callback, re-watching, bad arguments. */
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An idle loop makes no periodic wake-ups: over a quiet period its uv_run
  * pass count does not move, with nothing registered and with a far timer
  * and an fd watch armed.  (Counts, not times: this holds on any load.)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Lifecycle: start/stop/destroy, no_thread mode, drivers, stop from a
  * callback, idempotent stop, thread rules and bad arguments. */
 #include <pthread.h>

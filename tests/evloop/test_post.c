@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* evl_post: order, GVL state, 8 submitting threads with exact counts,
  * cancellation, the dispatch budget, bad arguments. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Whole-file reads, evl_read_all and evl_read_file: empty, small, large
  * (64 MB), missing, directory, unreadable, /proc, pipes and FIFOs, limits,
  * an allocation too large to succeed; contents compared byte for byte.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Callbacks that re-enter the API: chains of posts, timers armed from
  * callbacks, nested evl_step (a vwait-like wait) with and without the GVL,
  * gvl_call_without inside a callback, evl_fail and the error handler, and

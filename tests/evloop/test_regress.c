@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Regressions: libuv's cached loop time and its UV_RUN_ONCE timer
  * handling, and stop from a callback.
  *  - A timer armed while the loop thread was busy must not fire early

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Signal watches: real SIGUSR1 deliveries to two watches, cancellation,
  * stop with a watch open, bad signal numbers. */
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stop while 8 threads keep registering: every accepted registration gets
  * exactly one last call, every refused one (EVL_ESTOPPED) none.  Also stop
  * with pending posts, armed timers, watches and queued work all at once. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Timers: one-shot, repeating, cancel before and after firing, a timer
  * cancelling itself, ordering by due time, stop with timers armed. */
 #include "evl_test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Thread-pool work: completion counts, GVL state on both sides, cancel of
  * queued and of started work, stop with work queued and running, evl_stop
  * from a work function. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """check_run.py -- run an example and check what it did.
 
   check_run.py [--status N] [--expect REGEX]... [--png FILE WxH]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """make_text.py FILE LINES -- write a UTF-8 text file for the viewer tests:
 LINES lines of varying length, each with a multi-byte character."""
 import sys

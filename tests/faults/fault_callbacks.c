@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Hostile host callbacks on the loop thread:
  *   - callbacks that fail (evl_fail), with and without the GVL, and one that

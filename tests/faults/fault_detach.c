@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A callback that runs without the GVL (EVL_F_NOGVL) detaches the loop
  * thread's own GVL handle.  gvl_thread_detach accepts it (the handle is not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A watched descriptor closed, and its number reused, while its event waits
  * for dispatch.

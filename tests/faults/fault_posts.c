@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * 1,000,000 posts from 8 threads with exact accounting, while a hog thread
  * holds the GVL and passes safe points, and the posting threads cancel some

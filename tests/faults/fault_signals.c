@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A signal storm.  Four threads fire SIGUSR1/SIGUSR2 at the process and at
  * the interpreter threads (so that futex waits inside the GVL and blocking

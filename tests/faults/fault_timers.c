@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A timer flood: 100,000 timers.
  *   1. 100,000 one-shot timers (0..20 ms) from 4 threads, every 10th

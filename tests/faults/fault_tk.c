@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tcl/Tk faults on the bridge, one case per process (argv[1]):
  *   tcl_errors      errors from scripts, host commands, async evals and

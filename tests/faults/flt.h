@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * flt.h -- helpers shared by the fault tests.
  *

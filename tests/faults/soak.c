@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soak: the demo workload for N seconds, reporting handoffs, latency and
  * memory growth.  Not a ctest test (it runs for minutes): the `soak` target

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_evloop: libevloop driven by a byte stream of registrations and
  * cancellations from two threads (and from callbacks on the loop thread).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_gvl: libgvl driven by a byte stream of operations on three threads.
  *

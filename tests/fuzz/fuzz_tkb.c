@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_tkb: the Tcl bridge (Tcl only, no display) driven by a byte stream
  * from two threads: synchronous and asynchronous evals of script fragments,

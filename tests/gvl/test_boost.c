@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Priority boost: gvl_acquire_prio above the holder's priority sets the
  * holder's preempt request at once, so a holder that only passes safe points

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * `0 until flag`: threads that only pass safe points (gvl_check_ints) must
  * let the thread that sets the flag run.  The setter needs the GVL, so the

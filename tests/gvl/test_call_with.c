@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_call_with: foreign (unattached) threads calling it repeatedly while an
  * attached thread competes; a holder calling it (fn just runs); an attached

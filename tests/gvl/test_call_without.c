@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_call_without: fn runs without the GVL and its result is returned with
  * the GVL held again; other threads get the GVL while fn blocks; the ubf is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ENOMEM: allocation failures in gvl_create, gvl_thread_attach and a
  * foreign thread's first gvl_call_with are reported (NULL + errno ENOMEM),

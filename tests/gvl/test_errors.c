@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Every error code documented in gvl.h, and that a failed call leaves the
  * GVL usable: EINVAL, EPERM, EDEADLK, EBUSY, EEXIST, EINTR, ETIMEDOUT.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fork() in a multi-threaded process.  Other threads hold, wait for, or sit
  * attached to the GVL while one thread forks.  In the child only the forking

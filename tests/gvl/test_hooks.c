@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Instrumentation hooks in a scripted scenario.  Per thread, READY/RESUMED/
  * SUSPENDED must be balanced and well ordered:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_mutex / gvl_cond: mutual exclusion with 10 and 100 threads while the
  * owner gives the GVL away inside its critical section; FIFO handoff on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Handoff order: waiters are served by priority, first come within a
  * priority, and each release hands the GVL straight to the next one.

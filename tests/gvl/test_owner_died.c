@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A thread that exits holding the GVL: the GVL is recovered so others can
  * acquire it, the owner_died counter counts it, and the hook sees

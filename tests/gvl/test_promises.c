@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Promises of gvl.h under adversarial use, one case per promise:
  *

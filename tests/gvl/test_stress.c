@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Stress: 32 threads mix every call for a bounded number of iterations.
  * 28 attached threads pick at random among acquire, acquire_prio (random

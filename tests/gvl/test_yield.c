@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl_yield: with nobody waiting it returns at once and does not count as a
  * handoff; with a waiter it hands the GVL over and queues behind it, so the

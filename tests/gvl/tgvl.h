@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tgvl.h -- small helpers shared by the libgvl unit tests.
  *

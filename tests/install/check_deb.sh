@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check_deb.sh SRC_DIR BUILD_DIR: build gvloop's .deb packages in BUILD_DIR
 # (configured with -DCMAKE_INSTALL_PREFIX=/usr), install them with dpkg -i,
 # use them with an empty environment (use_install.sh --system: no

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check_install.sh BUILD_DIR SRC_DIR [CC]: install the build tree into a
 # fresh random prefix and use it there (use_install.sh); then install it
 # with DESTDIR at its configured prefix and check that the Tcl package lands

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # use_install.sh SRC_DIR CC PREFIX|--system
 #
 # Use an installed gvloop as its users would:

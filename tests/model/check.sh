@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check.sh -- verify the GVL mechanism model (gvl.pml) with SPIN.
 #
 #   tests/model/check.sh

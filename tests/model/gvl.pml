@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvl.pml -- a SPIN model of the GVL's mechanism, gvl_api/src/gvl_lock.c,
  * with the policy's decisions (gvl_policy.c) abstracted as below.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Another C extension gets the interp's evloop and GVL through gvloop's C
 # API and its libuv timers, cross-thread posts and fd watch fire on the
 # Tcl thread under the GVL; a deleted interp's pending timer is cancelled.

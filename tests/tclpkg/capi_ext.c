@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * capi_ext.c -- a C extension that uses the gvloop package's C API
  * (gvloop_tcl.h): it gets the interp's evloop and the process GVL and

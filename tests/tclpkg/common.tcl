@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Helpers shared by the tclpkg test scripts (sourced).  A failed check
 # prints the reason and exits 1; every script ends with `done_ok`.
 proc check {cond msg} {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvt_testext.c -- test tooling for the gvloop package, kept out of the
  * package itself: `package require gvlooptest` (TCLLIBPATH at this

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Run by gvtclsh (libtkbridge): loading the package into a bridge interp is
 # refused with a clear error and the bridge's own gvloop:: commands still
 # work (its thread stays the bridge's loop thread).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Interp deletion and `unload` leave no thread behind; two interpreters in
 # one thread share its loop; interpreters on two threads (Thread package,
 # when installed) each get their own.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # gvloop(n) documents every command the package creates, and nothing more.
 # Usage: manpage.tcl PATH-TO-gvloop.n
 source [file join [file dirname [info script]] common.tcl]

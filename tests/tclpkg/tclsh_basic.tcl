@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The package in a stock tclsh: Tcl's own event sources keep working,
 # libuv timers and descriptors registered through gvloop fire, ping works
 # under hogs.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The package in a stock wish: Tk events, after, update and tkwait keep
 # working; bindings reach the GVL (ping) under a hog; libuv timers fire.
 source [file join [file dirname [info script]] common.tcl]

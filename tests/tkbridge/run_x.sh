@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run_x.sh CMD [ARG...] -- run CMD with an X display.
 #
 # With $DISPLAY set, CMD just runs there.  Otherwise a private Xvfb is

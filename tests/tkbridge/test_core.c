@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_core.c -- libtkbridge without a display: the notifier (timers, file
  * handlers and their traps, alerts, zero block time), evals from threads,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_gui.c -- libtkbridge with Tk on a real X server (Xvfb, started by
  * run_x.sh when DISPLAY is unset): widgets from other threads, Tk events

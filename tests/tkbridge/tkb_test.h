@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tkb_test.h -- helpers for the tkbridge tests: checks, a bridge fixture,
  * and a dispatcher that runs one named case per process.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Check a gvloop trace file (Trace Event Format JSON).
 
 Always checked:

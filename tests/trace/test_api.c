@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_api.c -- argument checks, error codes, start/stop cycles, spans of
  * other layers, GVLOOP_TRACE, a trace written by gvl_destroy(), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_overflow.c -- bounded buffers and the lost-events counter.
  *

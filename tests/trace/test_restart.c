@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_restart.c -- stop and restart the trace many times while threads
  * hand the GVL to each other.  An event whose clock was read before a stop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_scenario.c -- a scripted scenario whose trace is known in advance.
  *

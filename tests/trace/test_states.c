@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_states.c -- the reasons a hold ends, each in its own trace:
  *   yield      E holds, F queues, E yields: holders E, F, E; E's first hold

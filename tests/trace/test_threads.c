@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_threads.c -- tracing while threads contend: four threads acquire,
  * yield, pass safe points, block in gvl_call_without, take a boosted

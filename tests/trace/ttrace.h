@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ttrace.h -- helpers of the tracing tests.
  *

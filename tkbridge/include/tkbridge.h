@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tkbridge.h -- Tcl/Tk on the evloop's loop thread.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tkb_api.c -- the public calls that hand work to the loop thread.
  * Each validates its arguments, builds a tkb__call_t and submits it.

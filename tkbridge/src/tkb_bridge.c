@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tkb_bridge.c -- the evloop driver, and a bridge's life: start, stop, free.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tkb_call.c -- handing work to the loop thread, and host code under the GVL.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tkb_cmd.c -- Tcl commands implemented by host code, and the gvloop::
  * commands every bridge interp has.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tkb_host.c -- the notifier for a host that runs Tcl's own main loop on an
  * attached loop thread, without a bridge (tkb_notifier_bind), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tkb_notifier.h -- the notifier seam: how Tcl's event loop and libuv meet.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tkb_notifier_tcl.c -- the notifier seam (tkb_notifier.h) on Tcl's STOCK
  * notifier: Tcl waits, libuv is driven from Tcl's event loop.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tkb_notifier_uv.c -- a Tcl notifier (Notifier.3) on libuv.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tkb_tclcmd.c -- gvloop::stats and gvloop::ping (see tkb_tclcmd.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tkb_tclcmd.h -- gvloop::stats and gvloop::ping, one implementation for
  * libtkbridge's interps and for the gvloop Tcl package (compiled into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvloop_tcl.c -- the gvloop Tcl package: `package require gvloop` in a
  * stock tclsh or wish.

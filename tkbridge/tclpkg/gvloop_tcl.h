@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvloop_tcl.h -- C API of the gvloop Tcl package, for other C extensions.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvshell.c -- gvwish and gvtclsh: wish and tclsh, with Tcl's notifier on
  * libuv and a GVL underneath.

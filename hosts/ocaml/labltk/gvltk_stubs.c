@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvltk_stubs.c -- labltk's Tk event loop outside OCaml's master lock.
  *

@@ -1,3 +1,4 @@
+(* SPDX-License-Identifier: MIT *)
 (* Tkthread on gvloop: see tkthread.mli. *)
 
 external install : unit -> unit = "gvltk_install"

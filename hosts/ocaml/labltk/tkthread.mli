@@ -1,3 +1,4 @@
+(* SPDX-License-Identifier: MIT *)
 (* Tkthread for gvloop: the interface of labltk's Tkthread, with the GUI
    thread's event loop waiting outside OCaml's master lock and jobs
    delivered by a wake-up of that loop instead of a 10 ms polling timer.

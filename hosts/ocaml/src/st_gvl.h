@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * st_gvl.h -- OCaml 4.13 systhreads' "st" interface with libgvl as the
  * master lock.

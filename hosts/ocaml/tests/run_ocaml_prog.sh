@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run_ocaml_prog.sh SRC.ml PACKAGES MODE WORKDIR -- build SRC.ml with
 # ocamlfind (MODE native or byte) and run it; its exit status is the test's.
 set -eu

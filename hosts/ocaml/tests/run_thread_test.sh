@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run_thread_test.sh TESTDIR NAME LOCK MODE WORKDIR
 # Build one test of OCaml's testsuite (TESTDIR/NAME.ml) with OCaml's stock
 # threads (LOCK=stock) or gvloop's (LOCK=gvloop), as MODE=native or byte, run

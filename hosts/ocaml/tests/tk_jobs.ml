@@ -1,3 +1,4 @@
+(* SPDX-License-Identifier: MIT *)
 (* gvloop.labltk's Tkthread: jobs, results, exceptions, order, the GUI
    thread's identity, callbacks entering OCaml from Tk, and other threads
    running while Tk waits.  Prints "ok" lines; exits 1 on the first failure. *)

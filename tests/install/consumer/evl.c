@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Builds against an installed gvloop: runs one callback on an evloop. */
 #include <evloop.h>
 #include <stdatomic.h>

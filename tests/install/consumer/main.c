@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Builds against an installed gvloop and takes the GVL once. */
 #include <gvl.h>
 #include <stdio.h>

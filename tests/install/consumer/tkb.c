@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Builds against an installed gvloop: evaluates a Tcl script on the bridge
  * (Tcl only, so that no display is needed). */
 #include <tkbridge.h>

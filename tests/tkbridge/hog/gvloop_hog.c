@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gvloop_hog.c -- a preload that gives a program N GVL hogs:
  *

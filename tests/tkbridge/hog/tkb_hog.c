@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tkb_hog.c -- the GVL hog of tkb_hog.h.
  */

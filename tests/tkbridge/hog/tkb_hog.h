@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tkb_hog.h -- a GVL hog: a thread that holds the GVL in a CPU loop with a
  * safe point (gvl_check_ints) every ~1 us of work.  Test tooling: the

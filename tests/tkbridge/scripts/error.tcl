@@ -1,2 +1,3 @@
+# SPDX-License-Identifier: MIT
 proc fail {} {error "deliberate failure"}
 fail

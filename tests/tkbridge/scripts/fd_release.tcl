@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Descriptors watched by Tcl file handlers are released when the channel is
 # closed, as under tclsh: the notifier keeps no duplicate of its own.
 # Usage: fd_release.tcl CASE; prints "CASE=ok" and exits 0, or fails.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """pty_repl.py SHELL REFERENCE: the interactive loop of SHELL on a terminal
 (prompts, results, a continued command, tcl_interactive, exit code) gives
 the same bytes as REFERENCE (stock tclsh).  Exit 0 if so, 1 if not, 77

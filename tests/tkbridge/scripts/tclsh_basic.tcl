@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # gvtclsh runs a plain tclsh script: argv, after/vwait, fileevent, exit code.
 puts "argv=$argv"
 after 5 {set ::done ok}

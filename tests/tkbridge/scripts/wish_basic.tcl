@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # gvwish runs a plain wish script and exits when "." is destroyed.
 button .b -text hello -command {set ::clicked 1}
 pack .b

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # `exit` is Tcl's own: Tk's exit handler destroys the windows, so <Destroy>
 # bindings run, and the code is kept.
 toplevel .t

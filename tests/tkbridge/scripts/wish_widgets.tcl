@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # An ordinary Tk program run unchanged by gvwish: classic and ttk widgets,
 # geometry, bindings, keyboard events, the clipboard, nested event loops
 # (tkwait, vwait, update) and `after`, then exit with a status.
