@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # bench/run.sh -- build gvloop in Release and run the benchmark suite.
 #
-#   bench/run.sh                 full run (5 runs per case, about 12 min on
+#   bench/run.sh                 full run (5 runs per case, 15-25 min on
 #                                2 cores); writes bench/results/
 #   bench/run.sh --quick         every case briefly (CI smoke test); writes
 #                                bench/build/quick-results/ unless --out, its

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * variant_nogvl.c -- no lock at all: the floor.
+ * variant_nogvl.c -- no lock at all: what a workload costs without one.
  *
  * Every GVL call is a no-op; yield is sched_yield(); the mutex is a bare
  * pthread mutex, so the `mutex` case measures "nogvl with pthread mutex",
@@ -72,7 +72,7 @@ static void n_stats(void *g, bench_stats_t *out) {
 }
 
 const bench_gvl_ops_t bench_nogvl_ops = {
-    "nogvl",        "no lock (floor); pthread mutex for Mutex",
+    "nogvl",        "no lock; pthread mutex for Mutex",
     n_create,       n_destroy,
     n_attach,       n_detach,
     n_nop,          n_acquire_prio,
