@@ -11,6 +11,9 @@
  *   cap_bound         floods of 1, 4 and 8 boosted threads: no boosted hold
  *                     is granted while the window before it holds the cap
  *                     (so over any window: at most the cap plus one hold)
+ *   cap_slice         "0 until flag" with the flag set by a thread whose
+ *                     boosted acquire the cap refused and holds back: it
+ *                     still gets the GVL at the end of the holder's slice
  *   onecpu_nospin     on one CPU with GVL_F_NOSPIN a boosted acquirer never
  *                     spins: it is not preempted by the scheduler
  *   cpu_not_ia        a thread that computes for slices between blocking
@@ -380,6 +383,62 @@ static void cap_bound(void) {
   cap_bound_flood(8);
 }
 
+/* ---- a held-back waiter gets the GVL at the end of the slice ---------------- */
+
+static atomic_int cs_flag;
+
+static void *flag_holder(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  atomic_fetch_add(&hog_in, 1);
+  while (!atomic_load(&cs_flag)) {       /* 0 until flag */
+    tgvl_work(1);
+    CHECK_OK(gvl_check_ints(t));
+  }
+  *(gvl_stats_t *)arg = tgvl_tstats(t);
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* The cap is exceeded for a whole window (100 s: 1% of it is booked by one
+ * long boosted hold), so its window does not drain before the watchdog
+ * fires.  A refused boost is held back, yet it waits at normal priority:
+ * the slice ends, and the holder's safe point hands it the GVL. */
+static void cap_slice(void) {
+  gvl_config_t c = tgvl_strict_config(2000000, NULL);
+  pthread_t h;
+  gvl_stats_t hs;
+  c.boost_cap_pct = 1;
+  c.cap_window_ns = 100ull * 1000000000ull;
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me);
+  CHECK_OK(gvl_acquire_prio(me, GVL_PRIO_BOOST));   /* free: taken, charged */
+  tgvl_sleep_us(1100000);
+  CHECK_OK(gvl_release(me));
+  tgvl_watchdog(30);              /* the window would drain in ~112 s */
+  for (int round = 0; round < 3; round++) {
+    atomic_store(&cs_flag, 0);
+    atomic_store(&hog_in, 0);
+    tgvl_spawn(&h, flag_holder, &hs);
+    tgvl_wait_ge(&hog_in, 1);
+    CHECK_OK(gvl_acquire_prio(me, GVL_PRIO_BOOST));  /* refused, held back */
+    atomic_store(&cs_flag, 1);
+    CHECK_OK(gvl_release(me));
+    tgvl_join(h);
+    CHECK_GE(hs.preemptions, 1);
+  }
+  gvl_stats_t s = tgvl_tstats(me);
+  CHECK_EQ(s.boosts_refused, 3);  /* the cap held throughout */
+  CHECK_EQ(s.boosts, 1);
+  alarm(0);
+  tgvl_watchdog(120);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
 /* ---- one CPU: no spinning ------------------------------------------------------ */
 
 static void pin_cpu0(void) {
@@ -576,6 +635,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
   {"cap_charge", cap_charge},             {"cap_bound", cap_bound},
   {"cpu_not_ia", cpu_not_ia},             {"prio_at_safepoint", prio_at_safepoint},
   {"hook_order", hook_order},             {"settings", settings},
+  {"cap_slice", cap_slice},
   {"onecpu_nospin", onecpu_nospin},       /* last: it pins the process */
 };
 
