@@ -4,17 +4,20 @@
  * flood: one thread does boosted acquire + hold + release in a loop while a
  * normal-priority thread does CPU work with a safe point per unit.  Without
  * a guard every boosted acquire preempts the worker at once and the worker
- * gets about one unit per flood cycle (1/FLOOD_HOLD of the work).  With a
- * 10% cap the boosted thread is demoted once past its share and the worker
- * must get a large share.  Asserted:
+ * gets about one unit per flood cycle.  With a 10% cap the boosted thread
+ * is demoted once past its share and then gets the GVL only at the end of
+ * a worker's slice (2 ms), for a quarter of one (each flood hold lasts
+ * FLOOD_HOLD_NS), so the worker must get a large share.  Both threads
+ * count work units while they hold; each hold's length is set in time on
+ * both sides (the worker's by the slice, the flood's by FLOOD_HOLD_NS), so
+ * a loaded machine that runs both threads slower slows both counts alike.
+ * Asserted:
  *  - the cap refused some boosts;
  *  - the worker was handed the GVL at every flood release (it always waits
  *    while the flood holds: no barging) and worked at least once per turn;
  *  - the worker did at least as many units as the flood (a share >= 50%;
- *    the cap promises ~90%, and without a guard the worker gets about
- *    1/FLOOD_HOLD of the flood's work).  Seen: 2-10x, also with three
- *    busy-loop processes competing for the two cores and under valgrind.
- *    Only work counts are compared, no durations.
+ *    the cap gives it about 70%, and without a guard it gets about one
+ *    unit per flood cycle).  Only work counts are compared, no durations.
  *
  * cap: the cap refuses a boost deterministically once boosted holds filled
  * the window, and the refused acquire queues at normal priority.
@@ -25,11 +28,11 @@
  */
 #include "tgvl.h"
 
-/* Work units per boosted hold: long enough that the flood's boosted share
- * is far above the cap even when the OS is slow to run the flooding thread
- * again after each release (on a loaded machine that gap alone can be a
- * few hundred microseconds). */
+/* Work units per boosted hold in cap_refuses: enough that one thread's
+ * loop of them fills the window. */
 #define FLOOD_HOLD 1500
+/* Length of each boosted hold in flood: a quarter of its 2 ms slice. */
+#define FLOOD_HOLD_NS 500000
 
 static gvl_t *g;
 static volatile int started;        /* guarded by the GVL */
@@ -78,8 +81,11 @@ static void flood(unsigned cycles) {
   for (unsigned i = 0; i < cycles; i++) {
     CHECK_OK(gvl_acquire_prio(me, GVL_PRIO_BOOST));
     CHECK(started);
-    tgvl_work(FLOOD_HOLD);
-    flood_units += FLOOD_HOLD;
+    uint64_t end = gvl_now_ns() + FLOOD_HOLD_NS;
+    do {
+      tgvl_work(1);
+      flood_units++;
+    } while (gvl_now_ns() < end);
     if (i + 1 == cycles) stop = 1;
     CHECK_OK(gvl_release(me));
   }
