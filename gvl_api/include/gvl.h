@@ -213,16 +213,22 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  *  - whenever the GVL is handed on (release, yield, safe point), a waiter
  *    whose hold would be boosted is served only while the holds charged
  *    over the last cap_window_ns are below boost_cap_pct of it.  Otherwise
- *    it is held back: served only if nobody else waits (by a release, or
- *    by a boosted holder's yield or safe point), and the slice timer looks
- *    again as the window drains.  A boost that queues while the cap is
- *    exceeded is also demoted to GVL_PRIO_NORMAL (counted in
- *    boosts_refused) and so asks no holder to yield.
+ *    it is held back: served only if nobody else waits, by a release, by
+ *    a boosted holder's yield or safe point, or once the holder's slice is
+ *    over (a held-back waiter still waits at normal priority: the slice
+ *    preemption serves it, so a "0 until flag" holder always lets it in).
+ *    A boost that queues while the cap is exceeded is also demoted to
+ *    GVL_PRIO_NORMAL (counted in boosts_refused) and so asks no holder to
+ *    yield.
  * Bound: over any interval of cap_window_ns during which an unboosted
- * thread waits for the GVL, boosted holds take less than boost_cap_pct of
- * it plus the last one granted in it, which the slice ends after one slice
- * (at its next safe point).  A boosted acquire that finds the GVL free takes it (nobody
- * waits); its hold is charged all the same. */
+ * thread waits for the GVL, boosted holds granted while the cap is not
+ * exceeded take less than boost_cap_pct of it plus the last one granted in
+ * it, which the slice ends after one slice (at its next safe point); past
+ * the cap, a held-back waiter gets the GVL only when an unboosted holder's
+ * slice ran out, and hands it back to the unboosted waiter after at most
+ * one slice, so the unboosted threads keep at least every other slice.
+ * A boosted acquire that finds the GVL free takes it (nobody waits); its
+ * hold is charged all the same. */
 GVL_EXPORT int gvl_acquire_prio(gvl_thread_t *t, int prio);
 
 /* [held] Release; hands the GVL directly to the best waiter, if any. */

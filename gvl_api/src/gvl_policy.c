@@ -67,9 +67,13 @@ static int64_t eff_prio(const gvl_t *g, const gvl_thread_t *t, uint64_t now) {
  * is in arrival order, so strict '>' keeps FIFO).  While the cap is
  * exceeded, waiters whose hold would be charged are held back: served only
  * when nobody else waits, and then not by a yield or safe point of an
- * unboosted holder (strict), which keeps the GVL rather than feed the
- * flood.  (A boosted holder passes them the GVL: its own time is boosted
- * too, and boosted threads take turns as usual.)  O(waiters). */
+ * unboosted holder (strict) within its slice, which keeps the GVL rather
+ * than feed the flood.  (A boosted holder passes them the GVL: its own time
+ * is boosted too, and boosted threads take turns as usual.)  A held-back
+ * waiter still waits at normal priority: once the holder's slice is over,
+ * the slice preemption serves it like any waiter, so a holder that spins
+ * on safe points until it sees the waiter's work ("0 until flag") lets it
+ * in.  O(waiters). */
 gvl_thread_t *gvl__pol_pick(gvl_t *g, uint64_t now, bool strict) {
   gvl_thread_t *best = NULL, *held = NULL;
   int64_t bp = 0, hp = 0;
@@ -85,7 +89,9 @@ gvl_thread_t *gvl__pol_pick(gvl_t *g, uint64_t now, bool strict) {
     }
     if (!best || p > bp) best = w, bp = p;
   }
-  return best ? best : strict ? NULL : held;
+  if (best || !held || !strict) return best ? best : held;
+  uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
+  return now >= g->pol.hold_since + slice ? held : NULL;
 }
 
 /* The priority a waiter queues at.  A boost that comes while the cap is
@@ -104,12 +110,11 @@ int gvl__pol_requeue_prio(int mine, int theirs) {
 
 void gvl__pol_hold_start(gvl_t *g, uint64_t now) { g->pol.hold_since = now; }
 
-/* Past the slice with someone the policy would serve: ask the holder, and
- * ask again a slice later whenever its flag is clear again (a safe point
- * that found nobody to serve clears it), in case it sits in native code
- * without safe points meanwhile (this runs only while someone waits).
- * With only waiters the cap holds back, look again when a bucket has
- * drained. */
+/* Past the slice with someone the policy would serve (past the slice, a
+ * waiter the cap holds back counts too, see gvl__pol_pick): ask the holder,
+ * and ask again a slice later whenever its flag is clear again, in case it
+ * sits in native code without safe points meanwhile (this runs only while
+ * someone waits). */
 uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target) {
   uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
   if (now < g->pol.hold_since + slice) return g->pol.hold_since + slice;
@@ -117,7 +122,7 @@ uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target) {
       gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
   bool strict =
       !o || atomic_load_explicit(&o->hold_prio, memory_order_relaxed) <= 0;
-  if (!gvl__pol_pick(g, now, strict)) return now + cap_width(g);
+  if (!gvl__pol_pick(g, now, strict)) return now + slice; /* queue empty */
   if (o && !(__atomic_load_n(&o->head.ints, __ATOMIC_RELAXED) &
              GVL__INT_PREEMPT)) {
     gvl__request_preempt(o);

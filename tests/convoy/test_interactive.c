@@ -109,8 +109,11 @@ static void test_heavy_compute_not_interactive(void) {
     gvl_call_without(t, noop, NULL, NULL, NULL);
   }
   CHECK_EQ(tgvl_tstats(t).interactive, 0);
-  /* The same thread with short stretches is promoted. */
-  for (int i = 0; i < 20; i++) gvl_call_without(t, noop, NULL, NULL, NULL);
+  /* The same thread with short stretches is promoted (a stretch that the
+   * scheduler stretched past a tenth of a slice is not: try until one is
+   * short). */
+  for (int i = 0; i < 10000 && tgvl_tstats(t).interactive == 0; i++)
+    gvl_call_without(t, noop, NULL, NULL, NULL);
   CHECK_GT(tgvl_tstats(t).interactive, 0);
   CHECK_OK(gvl_thread_set_interactive(t, 0));
   uint64_t before = tgvl_tstats(t).interactive;
@@ -153,12 +156,17 @@ static void test_cap_bounds_interactive(void) {
   gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(t);
   CHECK_OK(gvl_acquire(t));
-  for (int i = 0; i < 300; i++) {
+  /* Until the cap has refused a promotion: each round costs a handoff
+   * each way through the OS scheduler, so on a loaded machine a fixed
+   * number of rounds can take minutes; a refusal comes after a window's
+   * share of promoted holds. */
+  gvl_stats_t s = tgvl_tstats(t);
+  for (int i = 0; i < 3000 && !(s.interactive && s.boosts_refused); i++) {
     uint64_t end = gvl_now_ns() + 1000000;   /* 1 ms: under a tenth */
     while (gvl_now_ns() < end) tgvl_work(5);
     gvl_call_without(t, noop, NULL, NULL, NULL);
+    s = tgvl_tstats(t);
   }
-  gvl_stats_t s = tgvl_tstats(t);
   CHECK_OK(gvl_release(t));
   atomic_store(&stop_hog, 1);
   tgvl_join(h);

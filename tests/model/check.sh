@@ -6,7 +6,8 @@
 #
 # Runs, each as its own SPIN verifier (spin -a, then pan compiled with cc):
 #   1. safety of the model of gvl_lock.c: assertions (mutual exclusion, the
-#      lock word and queue invariants, no held-back boost served by a yield),
+#      lock word and queue invariants, no held-back boost served by a yield
+#      within the slice),
 #      invalid end states (deadlock), and no code left unreached except
 #      lines marked [unreached-ok] in gvl.pml;
 #   2. liveness, weak fairness: every acquire completes (LTL `served`; this

@@ -45,8 +45,11 @@
  * (process `window`, made to happen eventually by weak fairness).  While
  * it is set a boost that queues is demoted to normal priority, and every
  * waiter whose hold would be charged (thread 2's) is held back, decided at
- * every pick: preemption and yield pass it over, and release serves it
- * only when nobody else waits.  Aging is not
+ * every pick: preemption and yield of an unboosted holder within its slice
+ * pass it over, and release, or any pick once the slice has run out
+ * (sliceover: set by the timer's "past the slice", or at a pick as time
+ * passes; cleared when a slice starts), serves it only when nobody else
+ * waits.  Aging is not
  * modelled; with a single boosted thread handoff must serve everyone
  * without it, and that is checked.
  * Wait-queue cancellation (gvl_cond_timedwait), gvl_mutex/gvl_cond,
@@ -60,7 +63,8 @@
  *     (so word == 0 means nobody waits: no barging); with mu free, a
  *     non-empty queue has exactly one queued timer that knows it; a preempt
  *     flag is only ever set on the owner; granted only on the owner;
- *   - a yield or safe point never hands the GVL to a held-back boost;
+ *   - an unboosted holder's yield or safe point never hands the GVL to a
+ *     held-back boost within its slice;
  *   - no deadlock (invalid end states);
  *   - every acquire completes, under weak fairness (LTL `served`), which
  *     also rules out lost wake-ups and a lost timer role.
@@ -107,6 +111,8 @@ byte q[N] = NONE;              /* g->qhead..qtail, arrival order; mu         */
 byte qlen;                     /* mu                                         */
 byte timer = NONE;             /* g->timer; mu                               */
 bit  capx;                     /* cap_exceeded(): boosted time over the cap  */
+bit  sliceover;                /* the holder's slice has run out (hold_since
+                                  + slice_ns <= now); mu                    */
 bit  qprio[N];                 /* t->qprio; mu                               */
 bit  hold_prio[N];             /* t->hold_prio                               */
 bit  preempt[N];               /* GVL__INT_PREEMPT in t->head.ints           */
@@ -182,8 +188,6 @@ inline enqueue(x, p) {
  * would be charged -- at a priority above 0, or by a thread that asked for
  * one -- is, while the cap is exceeded, decided at every pick.) */
 #define ELIG(x) (!(qprio[x] || BASEPRIO(x)) || !capx)
-#define EXISTS_ELIG ((qlen > 0 && ELIG(q[0])) || (qlen > 1 && ELIG(q[1])) || \
-                     (qlen > 2 && ELIG(q[2])))
 
 /* gvl__pol_pick + q_remove: the highest qprio, the earliest arrival among
  * equals, among the waiters the cap does not hold back.  strict
@@ -231,9 +235,11 @@ inline take_best(strict) {
   w = 0
 }
 
-/* handoff() in gvl_lock.c, with mu held: W has been taken off the queue. */
+/* handoff() in gvl_lock.c, with mu held: W has been taken off the queue.
+ * A new slice starts (gvl__pol_hold_start). */
 inline handoff() {
   hold_prio[W] = qprio[W];
+  sliceover = 0;
   word = ID(W) | (qlen > 0 -> CONTENDED : 0);
   if
   :: timer == W ->
@@ -316,6 +322,10 @@ acquire:
   :: else ->
      atomic {
        granted[me] = 0;
+       if                         /* first waiter: the slice starts now */
+       :: !(w & CONTENDED) -> sliceover = 0
+       :: else -> skip
+       fi;
        enqueue(me, hold_prio[me]);
        unlock_mu();
        w = 0
@@ -355,20 +365,17 @@ wait_check:
           timed = 1;
           if
           :: true ->                               /* past the slice */
-             if
-             :: !EXISTS_ELIG && !hold_prio[OWNER(word)] ->
-                skip                    /* only held-back boosts: later */
-             :: else ->
-             /* ask whenever the holder's flag is clear (a safe point
-              * that found nobody to serve cleared it) */
+             /* someone the policy serves waits (past the slice, a
+              * held-back boost counts too): ask whenever the holder's
+              * flag is clear */
+             sliceover = 1;
              if
 #ifndef BUG_NOPREEMPT
              :: !preempt[OWNER(word)] -> preempt[OWNER(word)] = 1
 #endif
              :: else -> skip
              fi
-             fi
-          :: !tout -> skip                         /* not yet */
+          :: !tout && !sliceover -> skip           /* not yet */
           fi
        :: else -> timed = 0
        fi;
@@ -455,10 +462,14 @@ hand_over:
     :: boosted -> capx = 1
     :: else -> skip
     fi;
-    take_best(!boosted);
+    if                                     /* time passes: the slice may */
+    :: sliceover = 1                       /* have run out by now        */
+    :: skip
+    fi;
+    take_best(!boosted && !sliceover);
     /* a yield or safe point of an unboosted holder never serves a waiter
-     * the cap holds back */
-    assert(W == NONE || ELIG(W) || boosted);
+     * the cap holds back within its slice */
+    assert(W == NONE || ELIG(W) || boosted || sliceover);
     if
     :: W != NONE ->
        /* queue behind W, at the lower of the two priorities */
