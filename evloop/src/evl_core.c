@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "evl_int.h"
+#include "evl_stdfd.h"
 #include "gvl_trace.h"
 
 _Thread_local evl_t *evl__tls_loop;
@@ -59,26 +60,8 @@ static void evl__step_timer_cb(uv_timer_t *h) {
   uv_stop(h->loop);
 }
 
-/* A process started with a standard descriptor closed (`prog <&-`) would
- * give libuv's epoll or eventfd descriptor the number 0, 1 or 2: libuv
- * asserts that its own descriptors are above 2 when it closes them, and
- * the program's stdin would be libuv's.  So while libuv opens them the
- * free standard numbers are held by /dev/null, and given back after. */
-static void evl__std_hold(int held[3]) {
-  for (int fd = 0; fd < 3; fd++) {
-    held[fd] = 0;
-    if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
-    int n = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (n == fd) held[fd] = 1;
-    else if (n >= 0) close(n);
-  }
-}
-
-static void evl__std_release(const int held[3]) {
-  for (int fd = 0; fd < 3; fd++)
-    if (held[fd]) close(fd);
-}
-
+/* libuv opens its descriptors with the free standard numbers held: see
+ * evl_stdfd.h. */
 static int evl__uv_init(evl_t *l) {
   int held[3];
   evl__std_hold(held);

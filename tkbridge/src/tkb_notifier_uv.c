@@ -42,6 +42,7 @@
 #include <uv.h>
 
 #include "tkb_notifier.h"
+#include "evl_stdfd.h"
 
 typedef struct ntf_s ntf_t;
 
@@ -408,27 +409,11 @@ static int ntf_wait(const Tcl_Time *tp) {
 
 /* ---- per-thread init and finalize ----------------------------------------- */
 
-/* libuv's own descriptors must not take a free standard number (libuv
- * asserts they are above 2; see evloop's evl__uv_init): /dev/null holds
- * the free ones while the loop and its async are created. */
-static void std_hold(int held[3]) {
-  for (int fd = 0; fd < 3; fd++) {
-    held[fd] = 0;
-    if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
-    int d = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (d == fd) held[fd] = 1;
-    else if (d >= 0) close(d);
-  }
-}
-
-static void std_release(const int held[3]) {
-  for (int fd = 0; fd < 3; fd++)
-    if (held[fd]) close(fd);
-}
-
+/* libuv's own descriptors must not take a free standard number: the free
+ * ones are held while the loop and its async are created (evl_stdfd.h). */
 static int standalone_init(ntf_t *n) {
   int held[3], rc = -1;
-  std_hold(held);
+  evl__std_hold(held);
   if (uv_loop_init(&n->own) != 0) goto out;
   n->loop = &n->own;
   n->own_async = calloc(1, sizeof(uv_async_t));
@@ -437,7 +422,7 @@ static int standalone_init(ntf_t *n) {
    * when no descriptor is watched, instead of returning at once. */
   if (uv_async_init(n->loop, n->own_async, own_async_cb) == 0) rc = 0;
 out:
-  std_release(held);
+  evl__std_release(held);
   return rc;
 }
 
