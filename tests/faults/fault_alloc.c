@@ -32,8 +32,10 @@
  * Not built with sanitizers (they replace malloc too); not for valgrind.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <execinfo.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -63,12 +65,13 @@ static atomic_int fa_site_uv_realloc;
  * lock (no allocation inside the allocator). */
 #define FA_SLOTS (1u << 20)
 static uintptr_t *fa_set;
+static void **fa_who;            /* fa_set[i] was allocated by code at fa_who[i] */
 static atomic_flag fa_lock = ATOMIC_FLAG_INIT;
 static long fa_live;
 
 static void fa_lock_(void) {
-  while (atomic_flag_test_and_set_explicit(&fa_lock, memory_order_acquire)) {
-  }
+  while (atomic_flag_test_and_set_explicit(&fa_lock, memory_order_acquire))
+    sched_yield();   /* one CPU: let the holder run */
 }
 static void fa_unlock_(void) {
   atomic_flag_clear_explicit(&fa_lock, memory_order_release);
@@ -77,13 +80,37 @@ static size_t fa_h(uintptr_t p) {
   return (size_t)((p >> 4) * 0x9E3779B97F4A7C15ull >> 40) & (FA_SLOTS - 1);
 }
 
-static void fa_add(void *p) {
+/* The dynamic linker's own range.  Its allocations while armed are the
+ * TLS vectors of new threads (allocate_dtv); glibc keeps them with the
+ * thread's stack in its stack cache after the thread is joined, so they are
+ * glibc's, not a leak of the code under test. */
+static uintptr_t fa_ld_lo, fa_ld_hi;
+
+static int fa_find_ld(struct dl_phdr_info *info, size_t size, void *arg) {
+  int i;
+  (void)size;
+  (void)arg;
+  if (info->dlpi_name == NULL || strstr(info->dlpi_name, "ld-linux") == NULL)
+    return 0;
+  for (i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+    if (ph->p_type != PT_LOAD) continue;
+    if (fa_ld_lo == 0 || lo < fa_ld_lo) fa_ld_lo = lo;
+    if (hi > fa_ld_hi) fa_ld_hi = hi;
+  }
+  return 1;
+}
+
+static void fa_add(void *p, void *who) {
   size_t i;
   if (p == NULL || !atomic_load(&fa_track)) return;
+  if ((uintptr_t)who >= fa_ld_lo && (uintptr_t)who < fa_ld_hi) return;
   fa_lock_();
   for (i = fa_h((uintptr_t)p);; i = (i + 1) & (FA_SLOTS - 1)) {
     if (fa_set[i] == 0 || fa_set[i] == 1) {
       fa_set[i] = (uintptr_t)p;
+      fa_who[i] = who;
       fa_live++;
       break;
     }
@@ -139,7 +166,7 @@ FA_EXPORT void *malloc(size_t n) {
   void *p;
   if (fa_fail(0)) return NULL;
   p = __libc_malloc(n);
-  fa_add(p);
+  fa_add(p, __builtin_return_address(0));
   return p;
 }
 
@@ -147,7 +174,7 @@ FA_EXPORT void *calloc(size_t a, size_t b) {
   void *p;
   if (fa_fail(0)) return NULL;
   p = __libc_calloc(a, b);
-  fa_add(p);
+  fa_add(p, __builtin_return_address(0));
   return p;
 }
 
@@ -162,7 +189,7 @@ FA_EXPORT void *realloc(void *old, size_t n) {
   p = __libc_realloc(old, n);
   if (p != NULL) {
     fa_del(old);
-    fa_add(p);
+    fa_add(p, __builtin_return_address(0));
   }
   return p;
 }
@@ -364,18 +391,23 @@ static int child_main(long fail_at, int from, int site_fd) {
   atomic_store(&fa_track, 0);
   /* Frees after the run (late thread exits) are allowed to settle. */
   flt_sleep_us(2000);
-  fa_lock_();
+  /* Copy the live set out under the lock and print it after: the report's
+   * own stdio may allocate and free, and free takes the same lock. */
   {
-    long live = fa_live;
+    static void *left_who[16];
+    long live, nleft = 0;
+    size_t i;
+    fa_lock_();
+    live = fa_live;
+    for (i = 0; i < FA_SLOTS && nleft < 16; i++)
+      if (fa_set[i] > 1) {
+        left_who[nleft++] = fa_who[i];
+      }
     fa_unlock_();
     if (live != 0) {
-      size_t i;
-      dprintf(site_fd, "%ld allocations of the armed run still live:", live);
-      fa_lock_();
-      for (i = 0; i < FA_SLOTS; i++)
-        if (fa_set[i] > 1) dprintf(site_fd, " %p", (void *)fa_set[i]);
-      fa_unlock_();
-      dprintf(site_fd, "\n");
+      dprintf(site_fd, "%ld allocations of the armed run still live, made at:\n",
+              live);
+      backtrace_symbols_fd(left_who, (int)nleft, site_fd);
       return 5;
     }
   }
@@ -427,6 +459,11 @@ int main(int argc, char **argv) {
   fa_set = mmap(NULL, FA_SLOTS * sizeof *fa_set, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   CHECK(fa_set != MAP_FAILED);
+  fa_who = mmap(NULL, FA_SLOTS * sizeof *fa_who, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(fa_who != MAP_FAILED);
+  dl_iterate_phdr(fa_find_ld, NULL);
+  CHECK(fa_ld_hi > fa_ld_lo);
   backtrace(warm, 1);   /* loads libgcc_s now, not inside the allocator */
   signal(SIGPIPE, SIG_IGN);
   for (m = 0; m < 2; m++) {
