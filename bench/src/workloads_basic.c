@@ -7,6 +7,7 @@
 #include "workloads.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <gvl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,8 +195,7 @@ static uint64_t thread_cpu_ns(void) {
 }
 
 static void pass_first(pass_arg_t *a, void *t) {
-  while (atomic_load(a->arrived) < 2) {
-  }
+  while (atomic_load(a->arrived) < 2) sched_yield();
   uint64_t until = bench_now_ns() + 1000000;
   while (bench_now_ns() < until) {
   }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* evl_post: order, GVL state, 8 submitting threads with exact counts,
  * cancellation, the dispatch budget, bad arguments. */
+#include <sched.h>
 #include <pthread.h>
 
 #include "evl_test.h"
@@ -27,8 +28,7 @@ typedef struct {
 static void *submit_main(void *p) {
   submitter_t *s = p;
   int i;
-  while (!atomic_load(s->go)) {
-  }
+  while (!atomic_load(s->go)) sched_yield();
   for (i = 0; i < PER_THREAD; i++)
     CHECK_EQ(evl_post(s->l, count_cb, (void *)(intptr_t)(s->base + i), NULL),
              0);

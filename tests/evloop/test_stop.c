@@ -2,6 +2,7 @@
 /* Stop while 8 threads keep registering: every accepted registration gets
  * exactly one last call, every refused one (EVL_ESTOPPED) none.  Also stop
  * with pending posts, armed timers, watches and queued work all at once. */
+#include <sched.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -32,8 +33,7 @@ static void work_fn(void *arg) { (void)arg; }
 static void *sub_main(void *p) {
   sub_t *s = p;
   int i;
-  while (!atomic_load(s->go)) {
-  }
+  while (!atomic_load(s->go)) sched_yield();
   for (i = 0; i < MAXPER; i++) {
     int r;
     switch (i % 4) {
