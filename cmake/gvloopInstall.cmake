@@ -7,6 +7,8 @@
 #                           the CMake package, man(3) pages (libgvloop-dev)
 #   tclpkg                  the gvloop Tcl package (tcl-gvloop)
 #   shells                  gvwish and gvtclsh (gvloop-shells)
+#   ocaml                   the findlib package gvloop (libgvloop-ocaml-dev;
+#                           hosts/ocaml/CMakeLists.txt)
 #
 # Everything is installed relative to the prefix, so `cmake --install build
 # --prefix P` gives a working tree at any P: the .pc files find their prefix
