@@ -7,6 +7,8 @@
 #                                     the CMake package, man(3) pages
 #   tcl-gvloop                        the gvloop Tcl package for tclsh/wish
 #   gvloop-shells                     gvwish and gvtclsh
+#   libgvloop-ocaml-dev               the findlib packages gvloop.threads and
+#                                     gvloop.labltk (hosts/ocaml), when built
 # Dependencies on system libraries come from dpkg-shlibdeps; those between
 # gvloop's own packages are exact versions, since the libraries are built
 # and tested together.
@@ -39,6 +41,7 @@ set(CPACK_DEBIAN_TKBRIDGE_PACKAGE_NAME libtkbridge0)
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libgvloop-dev)
 set(CPACK_DEBIAN_TCLPKG_PACKAGE_NAME tcl-gvloop)
 set(CPACK_DEBIAN_SHELLS_PACKAGE_NAME gvloop-shells)
+set(CPACK_DEBIAN_OCAML_PACKAGE_NAME libgvloop-ocaml-dev)
 set(CPACK_DEBIAN_EVLOOP_PACKAGE_DEPENDS "libgvl0 (= ${_v})")
 set(CPACK_DEBIAN_TKBRIDGE_PACKAGE_DEPENDS "libevloop0 (= ${_v})")
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
@@ -49,19 +52,27 @@ set(CPACK_DEBIAN_TCLPKG_PACKAGE_DEPENDS "libevloop0 (= ${_v}), libgvl0 (= ${_v})
 set(CPACK_DEBIAN_TCLPKG_PACKAGE_SUGGESTS "tk8.6")
 set(CPACK_DEBIAN_SHELLS_PACKAGE_SECTION interpreters)
 set(CPACK_DEBIAN_SHELLS_PACKAGE_DEPENDS "libtkbridge0 (= ${_v})")
+# Self-contained (libgvl is linked in statically); tied to the compiler and
+# labltk it was built with (hosts/ocaml).
+set(CPACK_DEBIAN_OCAML_PACKAGE_SECTION ocaml)
+get_property(_ocaml_deps GLOBAL PROPERTY GVLOOP_OCAML_DEB_DEPENDS)
+set(CPACK_DEBIAN_OCAML_PACKAGE_DEPENDS "${_ocaml_deps}")
+unset(_ocaml_deps)
 set(CPACK_DEBIAN_GVL_DESCRIPTION "gvloop's GVL: a fair global VM lock with priority acquire (libgvl)\n${_about}")
 set(CPACK_DEBIAN_EVLOOP_DESCRIPTION "gvloop's event loop: libuv on its own thread, outside the GVL (libevloop)\n${_about}")
 set(CPACK_DEBIAN_TKBRIDGE_DESCRIPTION "gvloop's Tcl/Tk bridge: Tk on the evloop's loop thread (libtkbridge)\n${_about}")
 set(CPACK_DEBIAN_DEV_DESCRIPTION "gvloop: headers, static libraries, pkg-config files, CMake package, man pages and the gvl-trace converter\n${_about}")
 set(CPACK_DEBIAN_TCLPKG_DESCRIPTION "gvloop Tcl package: gvloop's event loop under stock tclsh and wish\n${_about}")
 set(CPACK_DEBIAN_SHELLS_DESCRIPTION "gvwish and gvtclsh: wish and tclsh on gvloop's Tcl/Tk bridge\n${_about}")
+set(CPACK_DEBIAN_OCAML_DESCRIPTION "OCaml threads on gvloop's GVL: findlib packages gvloop.threads and gvloop.labltk\n${_about}")
 unset(_v)
 unset(_about)
 
 # Debian wants each package's licence at /usr/share/doc/<package>/copyright.
 if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
   foreach(_c gvl:gvl:libgvl0 evloop:evloop:libevloop0 tkbridge:tkbridge:libtkbridge0
-             dev:gvl:libgvloop-dev tclpkg:gvloop_tcl:tcl-gvloop shells:gvwish:gvloop-shells)
+             dev:gvl:libgvloop-dev tclpkg:gvloop_tcl:tcl-gvloop shells:gvwish:gvloop-shells
+             ocaml:gvloop_ocaml_threads:libgvloop-ocaml-dev)
     string(REPLACE ":" ";" _c ${_c})
     list(GET _c 0 _comp)
     list(GET _c 1 _tgt)
