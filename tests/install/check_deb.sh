@@ -3,13 +3,21 @@
 # check_deb.sh SRC_DIR BUILD_DIR: build gvloop's .deb packages in BUILD_DIR
 # (configured with -DCMAKE_INSTALL_PREFIX=/usr), install them with dpkg -i,
 # use them with an empty environment (use_install.sh --system: no
-# PKG_CONFIG_PATH, CMAKE_PREFIX_PATH, TCLLIBPATH or LD_LIBRARY_PATH), check
-# the man pages, and remove them again.  Needs root (or sudo) and the build
-# dependencies (scripts/deps.sh test).  CI runs it; it leaves nothing installed.
+# PKG_CONFIG_PATH, CMAKE_PREFIX_PATH, TCLLIBPATH or LD_LIBRARY_PATH; and
+# use_ocaml.sh --system, no OCAMLPATH, when the build has the OCaml host),
+# check the man pages, and remove them again.  Needs root (or sudo) and the
+# build dependencies (scripts/deps.sh test).  CI runs it; it leaves nothing
+# installed.
 set -euo pipefail
 src=$(cd "$1" && pwd) build=$(cd "$2" && pwd)
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 pkgs=(libgvl0 libevloop0 libtkbridge0 libgvloop-dev tcl-gvloop gvloop-shells)
+ocaml=()
+if [ -f "$build/hosts/ocaml/findlib/gvloop/META" ]; then
+  pkgs+=(libgvloop-ocaml-dev)
+  ocaml=(--system)
+  [ -f "$build/hosts/ocaml/labltk/lib/gvltk.cma" ] && ocaml+=(labltk)
+fi
 for p in "${pkgs[@]}"; do
   if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
     echo "check_deb.sh: $p is installed already; remove it first" >&2
@@ -30,6 +38,10 @@ tmp=$(mktemp -d)
 cp -r "$src/tests" "$tmp/"          # readable without the caller's environment
 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$tmp" ${DISPLAY:+DISPLAY=$DISPLAY} \
   "$tmp/tests/install/use_install.sh" "$tmp" cc --system
+if [ ${#ocaml[@]} -gt 0 ]; then
+  env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$tmp" ${DISPLAY:+DISPLAY=$DISPLAY} \
+    "$tmp/tests/install/use_ocaml.sh" "$tmp" "${ocaml[@]}"
+fi
 for page in gvl evloop tkbridge gvl_acquire evl_strerror tkb_eval; do
   env -i PATH=/usr/bin:/bin man -w 3 "$page" >/dev/null || { echo "man 3 $page: not installed" >&2; exit 1; }
 done

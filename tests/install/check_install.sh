@@ -1,16 +1,42 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # check_install.sh BUILD_DIR SRC_DIR [CC]: install the build tree into a
-# fresh random prefix and use it there (use_install.sh); then install it
-# with DESTDIR at its configured prefix and check that the Tcl package lands
-# in a directory on the auto_path of the installed tclsh (at /usr and
-# /usr/local: stock tclsh and wish find it without TCLLIBPATH).
+# fresh random prefix and use it there (use_install.sh; use_ocaml.sh when
+# the build has the OCaml host, with the build tree hidden where a mount
+# namespace can be had); then install it with DESTDIR at its configured
+# prefix and check that the Tcl package lands in a directory on the
+# auto_path of the installed tclsh, and the OCaml package in one on
+# ocamlfind's search path (at /usr and /usr/local: stock tclsh and wish find
+# it without TCLLIBPATH, ocamlfind without OCAMLPATH).
 set -euo pipefail
-build=$1 src=$2 cc=${3:-cc}
+build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) cc=${3:-cc}
 tmp=$(mktemp -d /tmp/gvloop-prefix.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 "$src/tests/install/use_install.sh" "$src" "$cc" "$tmp/prefix"
+
+# OCaml: the installed findlib package must not need the build tree.
+if [ ! -f "$build/hosts/ocaml/findlib/gvloop/META" ]; then
+  echo "skip OCaml: the build has no OCaml host (hosts/ocaml)"
+elif ! command -v ocamlfind >/dev/null; then
+  echo "skip OCaml: no ocamlfind"
+else
+  ocaml=("$src/tests/install/use_ocaml.sh" "$src" "$tmp/prefix")
+  [ -f "$build/hosts/ocaml/labltk/lib/gvltk.cma" ] && ocaml+=(labltk)
+  meta=$(find "$tmp/prefix" -path '*/gvloop/META' -print -quit)
+  if [ -n "$meta" ] && grep -n -F "$build" "$meta"; then
+    echo "FAIL the installed META names the build tree" >&2
+    exit 1
+  fi
+  case $src/ in "$build"/*) hide=no ;; *) hide=yes ;; esac
+  if [ $hide = yes ] && unshare -m sh -c 'mount -t tmpfs none "$1"' sh "$build" 2>/dev/null; then
+    echo "ok   (the OCaml checks run with the build tree $build hidden)"
+    unshare -m sh -c 'mount -t tmpfs none "$1" && shift && exec "$@"' sh "$build" "${ocaml[@]}"
+  else
+    echo "ok   (the OCaml checks run with the build tree present: no mount namespace)"
+    "${ocaml[@]}"
+  fi
+fi
 
 prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
 DESTDIR=$tmp/destdir cmake --install "$build" >/dev/null
@@ -26,4 +52,18 @@ case $prefix in
     echo "ok   at $prefix the Tcl package goes to $pkgparent, on stock tclsh's auto_path" ;;
   *) echo "ok   prefix $prefix: the Tcl package goes to $pkgparent (TCLLIBPATH)" ;;
 esac
+meta=$(cd "$tmp/destdir" && find . -path '*/gvloop/META' | sed 's/^\.//')
+if [ -n "$meta" ] && command -v ocamlfind >/dev/null; then
+  findlibdir=$(dirname "$(dirname "$meta")")
+  case $prefix in
+    /usr|/usr/local)
+      searched=$(env -u OCAMLPATH ocamlfind printconf path)
+      if ! grep -qxF "$findlibdir" <<<"$searched"; then
+        echo "FAIL the OCaml package goes to $findlibdir, not on ocamlfind's search path" >&2
+        exit 1
+      fi
+      echo "ok   at $prefix the OCaml package goes to $findlibdir, on ocamlfind's search path" ;;
+    *) echo "ok   prefix $prefix: the OCaml package goes to $findlibdir (OCAMLPATH)" ;;
+  esac
+fi
 echo "prefix ok"
