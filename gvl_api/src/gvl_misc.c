@@ -123,6 +123,7 @@ static void to_stats(const uint64_t *v, gvl_stats_t *out) {
   out->owner_died = v[C_OWNER_DIED];
   out->wait_ns = v[C_WAIT_NS];
   out->hold_ns = v[C_HOLD_NS];
+  out->retakes = v[C_RETAKES];
 }
 
 int gvl_stats(gvl_t *g, gvl_stats_t *out) {
