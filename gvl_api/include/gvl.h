@@ -109,6 +109,8 @@ typedef void (*gvl_hook_cb)(void *arg, gvl_thread_t *t, gvl_event_t ev,
 #define GVL_F_NOSPIN  0x2u  /* never spin before sleeping                   */
 #define GVL_F_NOINTERACTIVE 0x4u /* turn the interactivity policy off: see
                                gvl_call_without and ARCHITECTURE.md      */
+#define GVL_F_NORETAKE 0x8u /* gvl_call_without never takes the GVL back
+                               from its waiter (see gvl_call_without)    */
 
 typedef struct {
   uint64_t slice_ns;      /* time slice; 0 = default (10 ms)               */
@@ -286,8 +288,9 @@ GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
  * the GVL straight back and the waiter stays first in line, losing no time
  * it could have used.  This happens only while t is within its slice (the
  * slice goes on, it does not restart) and only if the waiter's priority
- * is not above t's.  A waiter that has started to run keeps the GVL: t
- * then waits as any acquire does.  Counted in gvl_stats_t.retakes.
+ * is not above t's, and never with GVL_F_NORETAKE.  A waiter that has
+ * started to run keeps the GVL: t then waits as any acquire does.  Counted
+ * in gvl_stats_t.retakes.
  * ubf(ubf_arg) is called from another thread by gvl_thread_interrupt() to
  * make fn return early; it may be NULL.  On error returns NULL and sets
  * errno: EINVAL (NULL t or fn), EPERM (not holding), EINTR (an interrupt

@@ -10,7 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define KNOWN_FLAGS (GVL_F_TIMING | GVL_F_NOSPIN | GVL_F_NOINTERACTIVE)
+#define KNOWN_FLAGS \
+  (GVL_F_TIMING | GVL_F_NOSPIN | GVL_F_NOINTERACTIVE | GVL_F_NORETAKE)
 
 /* Durations up to GVL__MAX_NS keep every sum and product of the GVL's
  * clocks inside 64 bits (deadlines, the cap's pct * window). */

@@ -116,7 +116,8 @@ void gvl__pol_hold_start(gvl_t *g, uint64_t now) { g->pol.hold_since = now; }
  * releaser was asked to make way for. */
 bool gvl__pol_hot_ok(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, uint64_t now) {
   uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
-  return now < g->pol.hold_since + slice && w->qprio <= t->req_prio;
+  return !(g->flags & GVL_F_NORETAKE) && now < g->pol.hold_since + slice &&
+         w->qprio <= t->req_prio;
 }
 
 /* Past the slice with someone the policy would serve (past the slice, a

@@ -144,6 +144,9 @@ gvl_thread_t *gvl_thread_attach(gvl_t *g, int prio) {
 static void detach(gvl_thread_t *t) {
   gvl_t *g = t->g;
   pthread_mutex_lock(&g->mu);
+  /* A grant that t took (or a region t left by exiting) can no longer be
+   * taken back: forget it before t's memory goes. */
+  if (g->hot == t || g->hot_to == t) g->hot = g->hot_to = NULL;
   glist_remove(g, t);
   pthread_mutex_unlock(&g->mu);
   tls_remove(t);

@@ -255,6 +255,33 @@ static void no_retake_from_higher(void) {
   teardown(me);
 }
 
+/* GVL_F_NORETAKE: never taken back, even from a waiter that cannot run. */
+static void noretake_flag(void) {
+  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+  waiter_t a;
+  pthread_t th;
+  c.hook = count_ready;
+  c.flags |= GVL_F_NORETAKE;
+  atomic_store(&nready, 0);
+  atomic_store(&norder, 0);
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me);
+  CHECK_OK(gvl_acquire(me));
+  queue_waiter(&a, 1, 0);
+  freeze(&a);
+  unsigned n0 = atomic_load(&nready);
+  thaw_after = me;
+  tgvl_spawn(&th, thaw_when_queued, &n0);
+  CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
+  CHECK_EQ(tgvl_tstats(me).retakes, 0);
+  CHECK_EQ(atomic_load(&norder), 1);
+  tgvl_join(th);
+  tgvl_join(a.th);
+  CHECK_OK(gvl_release(me));
+  teardown(me);
+}
+
 /* fork() inside fn while the grant is still revocable: the child's GVL is
  * free (its waiter does not exist there), so fn's return takes it as a
  * plain acquire; the parent takes its grant back as usual. */
@@ -304,6 +331,7 @@ static const struct {
   {"no_retake_past_slice", no_retake_past_slice},
   {"slice_goes_on", slice_goes_on},
   {"no_retake_from_higher", no_retake_from_higher},
+  {"noretake_flag", noretake_flag},
   {"fork_in_region", fork_in_region},
 };
 
