@@ -19,13 +19,12 @@ static void check(const char *what, int err) {
   if (err) bench_die(what, err);
 }
 
-/* GVLBENCH_HOLD_SHARE=pct runs every gvloop variant at that hold share
- * (the convoy trade-off between I/O latency and CPU share). */
+/* GVLBENCH_GVL_FLAGS=n adds GVL_F_* flags to every gvloop variant (the
+ * convoy sweep, bench/convoy_sweep.sh, turns taking back off with it). */
 static void *create_with(unsigned flags) {
   gvl_config_t cfg = {0};
-  const char *hs = getenv("GVLBENCH_HOLD_SHARE");
-  cfg.flags = flags;
-  if (hs) cfg.hold_share_pct = (unsigned)atoi(hs);
+  const char *f = getenv("GVLBENCH_GVL_FLAGS");
+  cfg.flags = flags | (f ? (unsigned)strtoul(f, NULL, 0) : 0u);
   gvl_t *g = gvl_create(&cfg);
   if (g == NULL) bench_die("gvl_create", errno);
   return g;

@@ -10,7 +10,9 @@
  *  - Uncontended acquire/release is one compare-and-swap each on a lock word.
  *  - Fair: when the holder releases or yields while someone waits, ownership
  *    is handed straight to the best waiter (highest effective priority, then
- *    first come).  The releaser cannot barge back in.
+ *    first come).  The releaser cannot barge back in; the one exception,
+ *    a short gvl_call_without taking the GVL back before its waiter has
+ *    run, keeps that waiter first (see gvl_call_without).
  *  - Preemption: a holder past its time slice while others wait gets a flag
  *    that gvl_check_ints() sees at its next safe point.  No thread ticks when
  *    nobody waits.
@@ -107,6 +109,8 @@ typedef void (*gvl_hook_cb)(void *arg, gvl_thread_t *t, gvl_event_t ev,
 #define GVL_F_NOSPIN  0x2u  /* never spin before sleeping                   */
 #define GVL_F_NOINTERACTIVE 0x4u /* turn the interactivity policy off: see
                                gvl_call_without and ARCHITECTURE.md      */
+#define GVL_F_NORETAKE 0x8u /* gvl_call_without never takes the GVL back
+                               from its waiter (see gvl_call_without)    */
 
 typedef struct {
   uint64_t slice_ns;      /* time slice; 0 = default (10 ms)               */
@@ -144,6 +148,9 @@ typedef struct {
   uint64_t wait_ns;         /* total time spent waiting                    */
   uint64_t hold_ns;         /* total time held (see GVL_F_TIMING)          */
   uint64_t ia_cost_ns;      /* obsolete: always 0                          */
+  uint64_t retakes;         /* gvl_call_without returns that took the GVL
+                               back before its waiter did (each also
+                               counts as an uncontended acquire)            */
 } gvl_stats_t;
 
 /* ---- lifecycle ------------------------------------------------------------ */
@@ -276,6 +283,14 @@ GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
  * cap.  A thread that computes longer between blocking calls, however often
  * it was preempted meanwhile, is never promoted; nor is the first call
  * after a gvl_acquire.
+ * Taking it back: when a waiter is served as fn starts, and fn returns
+ * before that waiter has started to run (it was still waking up), t takes
+ * the GVL straight back and the waiter stays first in line, losing no time
+ * it could have used.  This happens only while t is within its slice (the
+ * slice goes on, it does not restart) and only if the waiter's priority
+ * is not above t's, and never with GVL_F_NORETAKE.  A waiter that has
+ * started to run keeps the GVL: t then waits as any acquire does.  Counted
+ * in gvl_stats_t.retakes.
  * ubf(ubf_arg) is called from another thread by gvl_thread_interrupt() to
  * make fn return early; it may be NULL.  On error returns NULL and sets
  * errno: EINVAL (NULL t or fn), EPERM (not holding), EINTR (an interrupt

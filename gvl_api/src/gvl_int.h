@@ -40,6 +40,8 @@
 #endif
 
 #define GVL__CONTENDED ((uintptr_t)1)   /* lock-word bit: queue non-empty */
+#define GVL__GRANTED      1u   /* t->granted: the GVL is t's               */
+#define GVL__GRANTED_HOT  2u   /* ... unless g->hot takes it back first    */
 #define GVL__DEF_SLICE_NS   (10u * 1000000u)
 #define GVL__DEF_CAP_PCT    50u
 #define GVL__DEF_WINDOW_NS  (100u * 1000000u)
@@ -53,7 +55,7 @@
 enum {
   C_ACQUIRES, C_CONTENDED, C_HANDOFFS, C_YIELDS, C_PREEMPT_REQS,
   C_PREEMPTIONS, C_BOOSTS, C_BOOSTS_REFUSED, C_INTERACTIVE, C_OWNER_DIED,
-  C_WAIT_NS, C_HOLD_NS, C__COUNT
+  C_WAIT_NS, C_HOLD_NS, C_RETAKES, C__COUNT
 };
 
 /* Platform parking: each thread sleeps on its own word (futex on Linux). */
@@ -107,6 +109,9 @@ struct gvl_thread_s {
   uint64_t ia_t0;               /* when t last came back from
                                    gvl_call_without, 0 = unknown; t only    */
   uint64_t last_wait_ns;        /* length of t's last wait; t only         */
+  bool hot_release;             /* t's last release, entering a blocking
+                                   region, left a grant it may take back
+                                   (g->hot may still name t); t only       */
   GVL__PAD(0);
 
   /* Wait queue node; guarded by g->mu, written by whoever holds it. */
@@ -121,10 +126,14 @@ struct gvl_thread_s {
   GVL__PAD(1);
 
   /* What a waiter spins or sleeps on: written once per handoff. */
-  _Atomic uint32_t granted;     /* set to 1 by the handoff under g->mu;
-                                   cleared by t before it queues itself or
-                                   drops the GVL for a gvl_mutex/gvl_cond
-                                   wait (then another thread queues it)    */
+  _Atomic uint32_t granted;     /* GVL__GRANTED, or GVL__GRANTED_HOT, set by
+                                   the handoff under g->mu; HOT -> GRANTED
+                                   by t's CAS (it takes the GVL), HOT -> 0
+                                   by g->hot's CAS under g->mu (it took the
+                                   grant back); cleared by t before it
+                                   queues itself or drops the GVL for a
+                                   gvl_mutex/gvl_cond wait (then another
+                                   thread queues it)                        */
   gvl__park_t park;
   GVL__PAD(2);
 
@@ -170,6 +179,11 @@ struct gvl_s {
   pthread_mutex_t mu;
   gvl_thread_t *qhead, *qtail;  /* waiters in arrival order; mu            */
   gvl_thread_t *timer;          /* the queued waiter timing the slice; mu  */
+  gvl_thread_t *hot, *hot_to;   /* hot released the GVL entering a blocking
+                                   region with a revocable grant to hot_to;
+                                   cleared by every other handoff; mu      */
+  uint64_t hot_since;           /* hot's slice start, restored if it takes
+                                   the grant back; mu                      */
   gvl__policy_t pol;            /* mu                                      */
   GVL__PAD(0);
 
@@ -202,6 +216,10 @@ uint64_t gvl__now(void);
 void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev);
 int  gvl__acquire(gvl_thread_t *t, int prio, bool interactive);
 int  gvl__release(gvl_thread_t *t);
+/* gvl_call_without's pair: release with a grant the caller may take back,
+ * and the acquire that tries that first. */
+void gvl__release_hot(gvl_thread_t *t);
+int  gvl__acquire_back(gvl_thread_t *t, int prio, bool interactive);
 void gvl__enqueue_other(gvl_t *g, gvl_thread_t *t, int prio);
 void gvl__wait_granted(gvl_t *g, gvl_thread_t *t);
 void gvl__drop_for_wait(gvl_thread_t *t);
@@ -228,6 +246,9 @@ void gvl__pol_charge(gvl_t *g, uint64_t now, uint64_t held); /* a boost */
 /* The timer waiter's turn: the time to look again, and in *target the
  * holder to ask to yield (preempt flag set already), if any. */
 uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target);
+/* May t's release into a blocking region leave a grant t can take back
+ * from w?  Only within t's slice and never from a waiter that outranks t. */
+bool gvl__pol_hot_ok(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, uint64_t now);
 /* gvl_call_without: is t back from a short stretch (any lock, t only)? */
 bool gvl__pol_interactive(gvl_thread_t *t, uint64_t now);
 

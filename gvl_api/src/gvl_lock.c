@@ -113,10 +113,12 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
   return ask ? owner : NULL;
 }
 
-/* Give the GVL to w (queued). */
-static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now) {
+/* Give the GVL to w (queued), with grant GVL__GRANTED, or GVL__GRANTED_HOT
+ * for a grant the releaser may take back (the caller then sets g->hot). */
+static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant) {
   gvl__assert(w->queued && !atomic_load(&w->granted));
   q_remove(g, w);
+  g->hot = NULL;
   atomic_store_explicit(&w->hold_prio, w->qprio, memory_order_relaxed);
   atomic_store_explicit(&g->word,
                         (uintptr_t)w | (g->qhead ? GVL__CONTENDED : 0),
@@ -131,8 +133,35 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now) {
       gvl__park_wake(&g->timer->park);
     }
   }
-  atomic_store_explicit(&w->granted, 1, memory_order_release);
+  atomic_store_explicit(&w->granted, grant, memory_order_release);
   gvl__park_wake(&w->park);
+}
+
+/* Take back the grant g->hot left to w, which has not taken it yet (the
+ * caller's CAS of w->granted HOT -> 0 said so), g->mu held: w goes back to
+ * the head of the queue, where it was the best waiter, the word names the
+ * caller t again, and t's slice goes on from where it was.  A preemption
+ * asked of w meanwhile was meant for the GVL's owner: it moves to t. */
+static void take_back(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, int prio) {
+  g->hot = NULL;
+  w->queued = true;
+  w->qprev = NULL;
+  w->qnext = g->qhead;
+  if (g->qhead) g->qhead->qprev = w; else g->qtail = w;
+  g->qhead = w;
+  atomic_store_explicit(&t->hold_prio, prio, memory_order_relaxed);
+  atomic_store_explicit(&g->word, (uintptr_t)t | GVL__CONTENDED,
+                        memory_order_relaxed);
+  g->pol.hold_since = g->hot_since;
+  if (!g->timer) {
+    g->timer = w;
+    atomic_store_explicit(&w->is_timer, 1, memory_order_relaxed);
+    gvl__park_wake(&w->park);
+  }
+  if (__atomic_load_n(&w->head.ints, __ATOMIC_RELAXED) & GVL__INT_PREEMPT) {
+    gvl__clear_ints(w, GVL__INT_PREEMPT);  /* w holds nothing: safe here */
+    gvl__request_preempt(t);
+  }
 }
 
 /* ---- waiting ---------------------------------------------------------------- */
@@ -150,6 +179,16 @@ static uint64_t timer_tick(gvl_t *g, gvl_thread_t *t) {
   return deadline;
 }
 
+/* Has t been handed the GVL?  A revocable grant becomes t's with one CAS,
+ * which a take_back racing with it may win instead. */
+static inline bool took(gvl_thread_t *t) {
+  uint32_t v = atomic_load_explicit(&t->granted, memory_order_acquire);
+  if (v != GVL__GRANTED_HOT) return v != 0;
+  return atomic_compare_exchange_strong_explicit(
+      &t->granted, &v, GVL__GRANTED, memory_order_acq_rel,
+      memory_order_acquire);
+}
+
 /* Spin for a grant that should come within microseconds.  Bounded by
  * spin_ns (0 on one CPU: the thread we wait for needs this CPU), and after
  * the first 2 us every round yields the CPU, in case the holder waits for
@@ -158,7 +197,7 @@ static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
   uint64_t start = gvl__now(), end = start + g->spin_ns;
   for (;;) {
     for (int i = 0; i < 64; i++) {
-      if (atomic_load_explicit(&t->granted, memory_order_acquire)) return true;
+      if (took(t)) return true;
       cpu_relax();
     }
     uint64_t now = gvl__now();
@@ -180,7 +219,7 @@ bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
     return true;
   for (;;) {
     uint32_t seq = atomic_load_explicit(&t->park.seq, memory_order_acquire);
-    if (atomic_load_explicit(&t->granted, memory_order_acquire)) return true;
+    if (took(t)) return true;
     uint64_t deadline = 0;
     if (atomic_load_explicit(&t->is_timer, memory_order_relaxed))
       deadline = timer_tick(g, t);
@@ -322,7 +361,10 @@ static void charge_hold(gvl_t *g, gvl_thread_t *t, uint64_t now) {
   t->hold_t0 = now;
 }
 
-int gvl__release(gvl_thread_t *t) {
+/* Release t's hold.  hot (gvl_call_without, entering its region): the
+ * waiter served may get a grant t can take back on its way out, if the
+ * policy allows it (gvl__pol_hot_ok). */
+static int release_(gvl_thread_t *t, bool hot) {
   gvl_t *g = t->g;
   uintptr_t exp = (uintptr_t)t;
   uint64_t now;
@@ -350,10 +392,54 @@ int gvl__release(gvl_thread_t *t) {
   gvl__clear_ints(t, GVL__INT_PREEMPT);
   gvl_thread_t *w = gvl__pol_pick(g, now, false);
   gvl__assert(!w == !(atomic_load(&g->word) & GVL__CONTENDED));
-  if (w) handoff(g, w, now);
-  else atomic_store_explicit(&g->word, 0, memory_order_release);
+  if (!w) {
+    atomic_store_explicit(&g->word, 0, memory_order_release);
+  } else if (hot && gvl__pol_hot_ok(g, t, w, now)) {
+    uint64_t since = g->pol.hold_since;
+    handoff(g, w, now, GVL__GRANTED_HOT);
+    g->hot = t;
+    g->hot_to = w;
+    g->hot_since = since;
+    t->hot_release = true;
+  } else {
+    handoff(g, w, now, GVL__GRANTED);
+  }
   pthread_mutex_unlock(&g->mu);
   return 0;
+}
+
+int gvl__release(gvl_thread_t *t) { return release_(t, false); }
+void gvl__release_hot(gvl_thread_t *t) { (void)release_(t, true); }
+
+/* gvl_call_without on its way out: take back the grant the release left,
+ * if its waiter has not taken it yet, else acquire as usual.  A grant
+ * taken back is not a wait: the hold resumes at t's own priority. */
+int gvl__acquire_back(gvl_thread_t *t, int prio, bool ia) {
+  gvl_t *g = t->g;
+  if (t->hot_release) {
+    bool back = false;
+    t->hot_release = false;
+    pthread_mutex_lock(&g->mu);
+    if (g->hot == t) {
+      gvl_thread_t *w = g->hot_to;
+      uint32_t exp = GVL__GRANTED_HOT;
+      if (atomic_compare_exchange_strong_explicit(&w->granted, &exp, 0,
+              memory_order_acq_rel, memory_order_relaxed)) {
+        t->req_prio = prio;
+        take_back(g, t, w, prio);
+        back = true;
+      } else {
+        g->hot = NULL;
+      }
+    }
+    pthread_mutex_unlock(&g->mu);
+    if (back) {
+      gvl__ctr_add(t, C_RETAKES, 1);
+      start_free_hold(g, t, prio, false, gvl__now());
+      return 0;
+    }
+  }
+  return gvl__acquire(t, prio, ia);
 }
 
 int gvl_release(gvl_thread_t *t) {
@@ -415,7 +501,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   (void)enqueue(g, t, gvl__pol_requeue_prio(mine, w->qprio), now);
   /* Preempted by a boost: back soon. */
   atomic_store_explicit(&t->spin_hint, w->qprio > mine, memory_order_relaxed);
-  handoff(g, w, now);
+  handoff(g, w, now, GVL__GRANTED);
   if (!fired) gvl__ctr_add(t, ctr, 1);
   pthread_mutex_unlock(&g->mu);
   gvl__hook(g, t, GVL_EV_READY);

@@ -10,7 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define KNOWN_FLAGS (GVL_F_TIMING | GVL_F_NOSPIN | GVL_F_NOINTERACTIVE)
+#define KNOWN_FLAGS \
+  (GVL_F_TIMING | GVL_F_NOSPIN | GVL_F_NOINTERACTIVE | GVL_F_NORETAKE)
 
 /* Durations up to GVL__MAX_NS keep every sum and product of the GVL's
  * clocks inside 64 bits (deadlines, the cap's pct * window). */
@@ -123,6 +124,7 @@ static void to_stats(const uint64_t *v, gvl_stats_t *out) {
   out->owner_died = v[C_OWNER_DIED];
   out->wait_ns = v[C_WAIT_NS];
   out->hold_ns = v[C_HOLD_NS];
+  out->retakes = v[C_RETAKES];
 }
 
 int gvl_stats(gvl_t *g, gvl_stats_t *out) {

@@ -110,6 +110,16 @@ int gvl__pol_requeue_prio(int mine, int theirs) {
 
 void gvl__pol_hold_start(gvl_t *g, uint64_t now) { g->pol.hold_since = now; }
 
+/* A revocable grant costs the waiter nothing when it could not have run
+ * yet anyway, but it must not stretch the releaser's slice (taking the
+ * grant back resumes the slice where it was) nor delay a waiter the
+ * releaser was asked to make way for. */
+bool gvl__pol_hot_ok(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, uint64_t now) {
+  uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
+  return !(g->flags & GVL_F_NORETAKE) && now < g->pol.hold_since + slice &&
+         w->qprio <= t->req_prio;
+}
+
 /* Past the slice with someone the policy would serve (past the slice, a
  * waiter the cap holds back counts too, see gvl__pol_pick): ask the holder,
  * and ask again a slice later whenever its flag is clear again, in case it

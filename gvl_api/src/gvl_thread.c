@@ -144,6 +144,9 @@ gvl_thread_t *gvl_thread_attach(gvl_t *g, int prio) {
 static void detach(gvl_thread_t *t) {
   gvl_t *g = t->g;
   pthread_mutex_lock(&g->mu);
+  /* A grant that t took (or a region t left by exiting) can no longer be
+   * taken back: forget it before t's memory goes. */
+  if (g->hot == t || g->hot_to == t) g->hot = g->hot_to = NULL;
   glist_remove(g, t);
   pthread_mutex_unlock(&g->mu);
   tls_remove(t);
@@ -250,14 +253,14 @@ void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *), void *arg,
 
   bool ia = gvl__pol_interactive(t, gvl__now());
   int prio = t->req_prio;      /* not the interactive promotion */
-  (void)gvl__release(t);
+  gvl__release_hot(t);
   void *ret = fn(arg);
   int saved = errno;           /* fn's errno belongs to the caller */
   pthread_mutex_lock(&t->ilock);
   t->in_region = false;
   t->ubf = NULL;
   pthread_mutex_unlock(&t->ilock);
-  (void)gvl__acquire(t, prio, ia);
+  (void)gvl__acquire_back(t, prio, ia);
   t->ia_t0 = gvl__now();       /* the next stretch starts here */
   errno = saved;
   return ret;
@@ -353,7 +356,7 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
   int in_call = 0;
   g->threads = NULL;
   g->nthreads = 0;
-  g->qhead = g->qtail = g->timer = NULL;
+  g->qhead = g->qtail = g->timer = g->hot = g->hot_to = NULL;
   for (; t; t = next) {
     next = t->gnext;
     if (!pthread_equal(t->tid, self)) {

@@ -130,6 +130,13 @@ static void test_heavy_compute_not_interactive(void) {
 static atomic_int stop_hog;
 static atomic_ulong hog_iters;
 
+/* A blocking call that lasts until the hog has run: it took the GVL, so
+ * the return cannot take it back (see gvl_call_without). */
+static void *until_hog_runs(void *arg) {
+  unsigned long n0 = atomic_load(&hog_iters);
+  while (atomic_load(&hog_iters) == n0) tgvl_sleep_us(50);
+  return arg;
+}
 static void *hog(void *arg) {
   (void)arg;
   gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
@@ -164,7 +171,7 @@ static void test_cap_bounds_interactive(void) {
   for (int i = 0; i < 3000 && !(s.interactive && s.boosts_refused); i++) {
     uint64_t end = gvl_now_ns() + 1000000;   /* 1 ms: under a tenth */
     while (gvl_now_ns() < end) tgvl_work(5);
-    gvl_call_without(t, noop, NULL, NULL, NULL);
+    gvl_call_without(t, until_hog_runs, NULL, NULL, NULL);
     s = tgvl_tstats(t);
   }
   CHECK_OK(gvl_release(t));

@@ -38,8 +38,17 @@ static gvl_t *g;
 static atomic_int stop;
 static atomic_uint hog_in;
 static unsigned hog_units = 1;  /* work between two of the hog's safe points */
+static atomic_ulong hog_steps;   /* the hog's safe points passed */
 
 static void *noop(void *arg) { return arg; }
+
+/* A blocking call that lasts until the hog has run: the waiter it released
+ * the GVL to took it, so the call's return cannot take it back. */
+static void *until_hog_runs(void *arg) {
+  unsigned long s0 = atomic_load(&hog_steps);
+  while (atomic_load(&hog_steps) == s0) tgvl_sleep_us(50);
+  return arg;
+}
 
 /* A CPU-bound thread: holds the GVL and passes safe points until stop. */
 static void *hog(void *arg) {
@@ -49,6 +58,7 @@ static void *hog(void *arg) {
   atomic_fetch_add(&hog_in, 1);
   while (!atomic_load(&stop)) {
     tgvl_work(hog_units);
+    atomic_fetch_add(&hog_steps, 1);
     CHECK_OK(gvl_check_ints(t));
   }
   if (arg) *(gvl_stats_t *)arg = tgvl_tstats(t);
@@ -95,9 +105,9 @@ static void fork_interactive(void) {
   CHECK_OK(gvl_acquire(me));      /* the hog is preempted at its slice */
   /* A short stretch, a short blocking call: the hog gets the GVL, and we
    * take it back at the interactive level, preempting it. */
-  gvl_call_without(me, noop, NULL, NULL, NULL);
+  gvl_call_without(me, until_hog_runs, NULL, NULL, NULL);
   uint64_t before = tgvl_tstats(me).interactive;
-  gvl_call_without(me, noop, NULL, NULL, NULL);
+  gvl_call_without(me, until_hog_runs, NULL, NULL, NULL);
   CHECK_GT(tgvl_tstats(me).interactive, before);
   pid_t pid = fork();
   if (pid == 0) {

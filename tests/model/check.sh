@@ -16,7 +16,8 @@
 #      GVL changes hands: barging release, lost wake-up (seq read late; wake
 #      without a seq bump), timer role passed without a wake, no slice
 #      preemption, a yield that hands over before queueing itself, a pick
-#      that ignores the cap;
+#      that ignores the cap, a revocable grant taken without CAS, taken
+#      back without the timer role, or taken back with the slice restarted;
 #   4. the model's limit: with two boosted threads a normal one can starve
 #      (aging and the boost cap are time-based and not modelled).
 #
@@ -175,6 +176,9 @@ lane2() {
   expect_fail bug-noseq      safety   -      'invalid end state'  -DBUG_NOSEQ
   expect_fail bug-yieldfirst safety   -      'assertion violated' -DBUG_YIELDFIRST
   expect_fail bug-cappick    safety   -      'assertion violated' -DBUG_CAPPICK
+  expect_fail bug-hotnocas   safety   -      'assertion violated' -DBUG_HOTNOCAS
+  expect_fail bug-hottimer   safety   -      'assertion violated' -DBUG_HOTTIMER
+  expect_fail bug-hotslice   liveness served 'acceptance cycle'   -DBUG_HOTSLICE
   # Not a bug: two boosted threads starve a normal one unless time-based
   # aging or the boost cap steps in, and neither is in the model.
   expect_fail two-boosted    liveness served 'acceptance cycle'   -DTWO_BOOSTED

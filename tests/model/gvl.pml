@@ -15,15 +15,26 @@
  *   release   gvl__release: unboosted holds try CAS me -> 0, boosted holds
  *             and failed CASes take mu and hand the GVL to the best waiter
  *
+ *   region    gvl_call_without: the same release, except that the grant to
+ *             the waiter served is revocable (granted = 2) when the policy
+ *             allows it (within the slice, waiter not above the releaser);
+ *             then, after the region, gvl__acquire_back: under mu, if the
+ *             waiter has not taken the grant (its CAS 2 -> 1), the
+ *             releaser's CAS 2 -> 0 takes it back (take_back: the waiter
+ *             goes back to the head of the queue, the word names the
+ *             releaser, the timer role and a preempt flag meant for the
+ *             owner follow); else a plain acquire
+ *
  * These are all the ways the GVL changes hands in gvl_lock.c: the fast
- * CAS pair, the free-GVL store in acquire_slow, handoff() from a release,
- * and handoff() from hand_over (yield and safe point).
+ * CAS pair, the free-GVL store in acquire_slow, handoff() from a release
+ * (plain or revocable), take_back, and handoff() from hand_over (yield and
+ * safe point).
  *
  * State, named as in gvl_int.h: the lock word (owner id + CONTENDED), the
  * internal mutex mu, the wait queue in arrival order with each waiter's
  * qprio, every thread's hold_prio, ints (the preempt bit), granted,
  * is_timer and futex sequence word, g->timer, and
- * whether the boost cap is exceeded.
+ * whether the boost cap is exceeded, and g->hot / g->hot_to.
  *
  * Granularity.  Every access to a variable that other threads read or
  * write without mu (word, ints, granted, seq, is_timer) is its own step,
@@ -49,11 +60,14 @@
  * pass it over, and release, or any pick once the slice has run out
  * (sliceover: set by the timer's "past the slice", or at a pick as time
  * passes; cleared when a slice starts), serves it only when nobody else
- * waits.  Aging is not
+ * waits.  Taking a grant back resumes the releaser's slice, which time
+ * ends after finitely many take-backs; the model lets it end at the first
+ * (the states a second one would start from are those of any holder
+ * within its slice with the waiter queued).  Aging is not
  * modelled; with a single boosted thread handoff must serve everyone
  * without it, and that is checked.
  * Wait-queue cancellation (gvl_cond_timedwait), gvl_mutex/gvl_cond,
- * blocking regions, the spin-before-sleep hint (a bounded prefix of
+ * the interactive promotion after a region, the spin-before-sleep hint (a bounded prefix of
  * "granted?" reads, subsumed by the first check of the wait loop) and
  * futex spurious wake-ups are left out.
  *
@@ -85,6 +99,11 @@
  *                    word then lacks CONTENDED with the yielder queued
  *   -DBUG_CAPPICK    the pick ignores the cap, which was only checked when
  *                    the boost queued
+ *   -DBUG_HOTNOCAS   a waiter takes a revocable grant by reading it, not by
+ *                    CAS, so the releaser can take it back meanwhile
+ *   -DBUG_HOTTIMER   take_back leaves the queue without a timer
+ *   -DBUG_HOTSLICE   take_back restarts the slice: a releaser that keeps
+ *                    taking grants back starves its waiter
  * -DTWO_BOOSTED boosts threads 1 and 2: they can then hand the GVL back and
  * forth forever past the normal thread 0, so `served` fails.  In the
  * library the cap bounds their share over real time and aging lifts thread
@@ -110,15 +129,17 @@ byte mqlen;
 byte q[N] = NONE;              /* g->qhead..qtail, arrival order; mu         */
 byte qlen;                     /* mu                                         */
 byte timer = NONE;             /* g->timer; mu                               */
+byte hot = NONE;               /* g->hot: may take its grant back; mu        */
+byte hot_to = NONE;            /* g->hot_to: the waiter it went to; mu       */
 bit  capx;                     /* cap_exceeded(): boosted time over the cap  */
 bit  sliceover;                /* the holder's slice has run out (hold_since
                                   + slice_ns <= now); mu                    */
 bit  qprio[N];                 /* t->qprio; mu                               */
 bit  hold_prio[N];             /* t->hold_prio                               */
 bit  preempt[N];               /* GVL__INT_PREEMPT in t->head.ints           */
-bit  granted[N];               /* t->granted                                 */
+byte granted[N];              /* t->granted: 0, 1 (GRANTED), 2 (GRANTED_HOT) */
 bit  is_timer[N];              /* t->is_timer                                */
-byte seq[N];                   /* t->park.seq (futex word)                   */
+bit  seq[N];                   /* t->park.seq: bumped since t last read it   */
 bit  asleep[N];                /* blocked in futex_wait                      */
 
 /* ghost state, for the properties only */
@@ -132,11 +153,13 @@ bit  waiting[N];               /* wants the GVL and does not have it         */
  * does here.  (Its correctness on hardware rests on the seq_cst
  * bump/load against the waiter's seq_cst store and the kernel's barrier
  * before it re-reads seq: a memory-model argument SPIN does not check.)
- * The sequence word only moves while its thread is queued, and at most
- * twice per wait (timer role, grant), so it stays small (it is reset once
- * granted).  -DBUG_NOSEQ: wake without bumping, as a bare FUTEX_WAKE. */
+ * Only the waiter compares the word, and only with what it read last, so
+ * the model reads it by resetting it to 0 and a bump sets it to 1: the
+ * same comparisons ("changed since I read it?") with a word that cannot
+ * wrap, which revocable grants would otherwise make it do in the model
+ * (they can bump it any number of times in one wait).  -DBUG_NOSEQ: wake without bumping, as a bare FUTEX_WAKE. */
 #ifndef BUG_NOSEQ
-#define park_wake(x)  seq[x] = seq[x] + 1; asleep[x] = 0
+#define park_wake(x)  seq[x] = 1; asleep[x] = 0
 #else
 #define park_wake(x)  asleep[x] = 0
 #endif
@@ -235,11 +258,14 @@ inline take_best(strict) {
   w = 0
 }
 
-/* handoff() in gvl_lock.c, with mu held: W has been taken off the queue.
- * A new slice starts (gvl__pol_hold_start). */
-inline handoff() {
+/* handoff() in gvl_lock.c, with mu held: W has been taken off the queue
+ * and is granted G (1, or 2 for a revocable grant, which makes the caller
+ * g->hot).  A new slice starts (gvl__pol_hold_start). */
+inline handoff(G) {
   hold_prio[W] = qprio[W];
   sliceover = 0;
+  hot = (G == 2 -> me : NONE);
+  hot_to = (G == 2 -> W : NONE);
   word = ID(W) | (qlen > 0 -> CONTENDED : 0);
   if
   :: timer == W ->
@@ -257,16 +283,55 @@ inline handoff() {
      fi
   :: else -> skip
   fi;
-  granted[W] = 1;
+  granted[W] = G;
   park_wake(W);
   W = 0
+}
+
+/* take_back() in gvl_lock.c, with mu held, after the releaser's CAS of
+ * granted[hot_to] 2 -> 0 succeeded: hot_to back at the head of the queue,
+ * the word names the releaser again, its slice goes on (and ends here, see
+ * the note on time above), the timer role goes to hot_to if
+ * nobody has it, and a preempt flag set on hot_to as the owner moves to
+ * the releaser. */
+inline take_back() {
+  i = qlen;
+  do
+  :: i > 0 -> q[i] = q[i - 1]; i--
+  :: else -> break
+  od;
+  q[0] = hot_to;
+  qlen++;
+  word = ID(me) | CONTENDED;
+  hold_prio[me] = BASEPRIO(me);
+#ifndef BUG_HOTSLICE
+  sliceover = 1;
+#else
+  sliceover = 0;
+#endif
+#ifndef BUG_HOTTIMER
+  if
+  :: timer == NONE ->
+     timer = hot_to;
+     is_timer[hot_to] = 1;
+     park_wake(hot_to)
+  :: else -> skip
+  fi;
+#endif
+  if
+  :: preempt[hot_to] -> preempt[hot_to] = 0; preempt[me] = 1
+  :: else -> skip
+  fi;
+  hot = NONE;
+  hot_to = NONE;
+  i = 0
 }
 
 /* Entering the hold: the ghost checks, and the dead-value resets that keep
  * the state space small (nobody reads granted or seq of a thread that is
  * not queued, and nobody bumps its seq). */
 #ifndef BUG_SEQ
-#define SEQ_AGAIN s = seq[me]
+#define SEQ_AGAIN seq[me] = 0; s = 0
 #else
 #define SEQ_AGAIN skip
 #endif
@@ -282,7 +347,7 @@ active [N] proctype T()
 {
   byte me = _pid;
   byte w, s, i, W;
-  bit ok, boosted, it, timed, tout;
+  bit ok, boosted, it, timed, tout, region, myhot;
 
   assert(me < N);
 
@@ -339,13 +404,18 @@ acquire:
    * return from futex_wait is invisible to other threads. */
 wait:
 #ifndef BUG_SEQ
-  s = seq[me];
+  atomic { seq[me] = 0; s = 0 };
 #endif
 wait_check:
   atomic {
     if
-    :: granted[me] -> goto got
-    :: else -> it = is_timer[me]
+#ifndef BUG_HOTNOCAS
+    :: granted[me] == 1 -> goto got
+    :: granted[me] == 2 -> granted[me] = 1; goto got  /* took()'s CAS */
+#else
+    :: granted[me] != 0 -> goto took_late
+#endif
+    :: granted[me] == 0 -> it = is_timer[me]
     fi;
     if
     :: !it -> timed = 0; tout = 0
@@ -353,7 +423,7 @@ wait_check:
     fi
   };
 #ifdef BUG_SEQ
-  s = seq[me];
+  d_step { seq[me] = 0; s = 0 };
 #endif
   /* timer_tick: under mu, decide whether the holder is past its slice */
   if
@@ -400,6 +470,10 @@ wait_check:
   fi;
   goto wait_check;
 
+#ifdef BUG_HOTNOCAS
+took_late:
+  granted[me] = 1;   /* a second step: take_back may have run in between */
+#endif
 got:
   atomic { granted[me] = 0; seq[me] = 0; ok = 0; tout = 0; ENTER_HOLD };
 
@@ -413,6 +487,7 @@ hold:
   :: atomic { preempt[me] -> LOCK_MU; goto hand_over }  /* check_ints_slow */
   :: atomic { (word & CONTENDED) != 0 -> LOCK_MU; goto hand_over } /* yield */
   :: break                                 /* done: release                   */
+  :: region = 1; break                     /* gvl_call_without                */
   od;
 
   /* ---- gvl__release ---- */
@@ -423,7 +498,7 @@ hold:
     :: !boosted ->
 #ifndef BUG_BARGE
        if
-       :: word == ID(me) -> word = 0; goto acquire
+       :: word == ID(me) -> word = 0; region = 0; goto acquire
        :: else -> skip
        fi
 #else
@@ -446,8 +521,38 @@ hold:
     boosted = 0;
     preempt[me] = 0;
     if
-    :: qlen > 0 -> take_best(0); handoff()
+    :: qlen > 0 ->
+       take_best(0);
+       if
+       :: region && !sliceover && qprio[W] <= BASEPRIO(me) ->
+          handoff(2);
+          myhot = 1
+       :: else -> handoff(1)
+       fi
     :: else -> word = 0            /* a boosted hold with nobody waiting */
+    fi;
+    region = 0;
+    unlock_mu()
+  };
+  if
+  :: myhot -> goto back
+  :: else -> goto acquire
+  fi;
+
+  /* ---- gvl__acquire_back, after the region ---- */
+back:
+  atomic { waiting[me] = 1; myhot = 0; LOCK_MU };
+  atomic {
+    mu == ID(me) ->
+    if
+    :: hot == me && granted[hot_to] == 2 ->
+       granted[hot_to] = 0;      /* the CAS 2 -> 0 */
+       take_back();
+       ENTER_HOLD;
+       unlock_mu();
+       goto hold
+    :: hot == me && granted[hot_to] != 2 -> hot = NONE; hot_to = NONE
+    :: else -> skip
     fi;
     unlock_mu()
   };
@@ -481,9 +586,9 @@ hand_over:
 #ifndef BUG_YIELDFIRST
        enqueue(me, ok);
        ok = 0;
-       handoff();
+       handoff(1);
 #else
-       handoff();
+       handoff(1);
        enqueue(me, ok);
        ok = 0;
 #endif

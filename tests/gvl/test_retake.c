@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gvl_call_without taking the GVL back (gvl.h, gvl_call_without): when fn
+ * returns before the waiter it was released to has started to run, the
+ * caller takes the GVL back and that waiter stays first; never past the
+ * caller's slice (which goes on, it does not restart), never from a waiter
+ * of higher priority, never once the waiter runs.
+ *
+ * "Has not started to run" is made certain, not likely: the waiter is held
+ * in a signal handler (SIGUSR1, blocked in read() on a pipe) while queued,
+ * so it cannot take a grant until the test lets it go.  Every check is an
+ * order or a count.
+ *
+ * Run with a case name to run just that case.
+ */
+#include "tgvl.h"
+
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+static gvl_t *g;
+static atomic_uint nready;          /* GVL_EV_READY seen (threads queued) */
+static gvl_thread_t *_Atomic ready_last;
+static int hold_pipe[2];            /* the handler reads one byte from it */
+static atomic_int in_handler;
+static atomic_int order[4], norder;
+
+static void on_usr1(int sig) {
+  char c;
+  (void)sig;
+  atomic_store(&in_handler, 1);
+  while (read(hold_pipe[0], &c, 1) < 0 && errno == EINTR) {
+  }
+  atomic_store(&in_handler, 0);
+}
+
+static void count_ready(void *arg, gvl_thread_t *t, gvl_event_t ev,
+                        uint64_t now) {
+  (void)arg; (void)now;
+  if (ev == GVL_EV_READY) {
+    atomic_store(&ready_last, t);
+    atomic_fetch_add(&nready, 1);
+  }
+}
+
+typedef struct {
+  int id, prio;
+  pthread_t th;
+  atomic_int tid;
+} waiter_t;
+
+static void *waiter_main(void *arg) {
+  waiter_t *w = arg;
+  atomic_store(&w->tid, (int)syscall(SYS_gettid));
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(w->prio ? gvl_acquire_prio(t, w->prio) : gvl_acquire(t));
+  order[atomic_fetch_add(&norder, 1)] = w->id;
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* The thread's state letter in /proc (R running, S sleeping, ...). */
+static char thread_state(int tid) {
+  char path[64], buf[256], *p;
+  FILE *f;
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  CHECK(f = fopen(path, "r"));
+  CHECK(fgets(buf, sizeof buf, f) != NULL);
+  fclose(f);
+  CHECK(p = strrchr(buf, ')'));
+  return p[2];
+}
+
+/* Start a waiter and wait until it is queued behind the caller and asleep
+ * on its park word (so not inside g->mu, where freezing it would stop
+ * everyone). */
+static void queue_waiter(waiter_t *w, int id, int prio) {
+  unsigned n0 = atomic_load(&nready);
+  w->id = id;
+  w->prio = prio;
+  atomic_store(&w->tid, 0);
+  tgvl_spawn(&w->th, waiter_main, w);
+  tgvl_wait_ge(&nready, n0 + 1);
+  while (thread_state(atomic_load(&w->tid)) != 'S') tgvl_sleep_us(50);
+}
+
+/* Hold w's thread in the signal handler: it can take no grant now. */
+static void freeze(waiter_t *w) {
+  CHECK_OK(pthread_kill(w->th, SIGUSR1));
+  while (!atomic_load(&in_handler)) tgvl_sleep_us(50);
+}
+
+static void thaw(void) {
+  CHECK_EQ(write(hold_pipe[1], "x", 1), 1);
+}
+
+static void *noop(void *arg) { return arg; }
+
+/* Let the frozen waiter go once `me` has queued for the GVL again: the
+ * proof that me did not take it back. */
+static gvl_thread_t *thaw_after;
+static void *thaw_when_queued(void *arg) {
+  unsigned n0 = *(unsigned *)arg;
+  while (atomic_load(&nready) <= n0 || atomic_load(&ready_last) != thaw_after)
+    tgvl_sleep_us(50);
+  thaw();
+  return NULL;
+}
+
+static gvl_thread_t *setup(uint64_t slice_ns) {
+  gvl_config_t c = tgvl_strict_config(slice_ns, NULL);
+  c.hook = count_ready;
+  atomic_store(&nready, 0);
+  atomic_store(&norder, 0);
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me);
+  CHECK_OK(gvl_acquire(me));
+  return me;
+}
+
+static void teardown(gvl_thread_t *me) {
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* fn returns while the waiter cannot run: the GVL comes straight back, and
+ * that waiter is still served before one that queued after it. */
+static void taken_back(void) {
+  gvl_thread_t *me = setup(TGVL_HOUR_NS);
+  waiter_t a, b;
+  queue_waiter(&a, 1, 0);
+  queue_waiter(&b, 2, 0);
+  freeze(&a);
+  CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
+  CHECK(gvl_thread_holds(me));
+  CHECK_EQ(tgvl_tstats(me).retakes, 1);
+  CHECK_EQ(atomic_load(&norder), 0);
+  thaw();
+  CHECK_OK(gvl_release(me));
+  tgvl_join(a.th);
+  tgvl_join(b.th);
+  CHECK_EQ(atomic_load(&norder), 2);
+  CHECK_EQ(order[0], 1);          /* a first: it kept its place */
+  CHECK_EQ(order[1], 2);
+  CHECK_EQ(tgvl_stats(g).retakes, 1);
+  teardown(me);
+}
+
+/* The same, many times over: each grant taken back leaves the waiter
+ * queued, and the GVL is never held by two threads. */
+static void taken_back_repeatedly(void) {
+  gvl_thread_t *me = setup(TGVL_HOUR_NS);
+  waiter_t a;
+  queue_waiter(&a, 1, 0);
+  freeze(&a);
+  for (int i = 0; i < 1000; i++) {
+    CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
+    CHECK_OK(gvl_check_ints(me));
+  }
+  CHECK_EQ(tgvl_tstats(me).retakes, 1000);
+  CHECK_EQ(atomic_load(&norder), 0);
+  thaw();
+  CHECK_OK(gvl_release(me));
+  tgvl_join(a.th);
+  CHECK_EQ(atomic_load(&norder), 1);
+  teardown(me);
+}
+
+/* fn lasts until the waiter has the GVL: no taking back, the caller waits
+ * for the waiter's release. */
+static void *until_served(void *arg) {
+  while (atomic_load(&norder) == 0) tgvl_sleep_us(50);
+  return arg;
+}
+
+static void waiter_ran(void) {
+  gvl_thread_t *me = setup(TGVL_HOUR_NS);
+  waiter_t a;
+  queue_waiter(&a, 1, 0);
+  CHECK(gvl_call_without(me, until_served, me, NULL, NULL) == me);
+  CHECK(gvl_thread_holds(me));
+  CHECK_EQ(tgvl_tstats(me).retakes, 0);
+  tgvl_join(a.th);
+  CHECK_EQ(atomic_load(&norder), 1);
+  CHECK_OK(gvl_release(me));
+  teardown(me);
+}
+
+/* Past its slice the caller does not take the GVL back, even from a waiter
+ * that cannot run: it queues and waits. */
+static void no_retake_past_slice(void) {
+  gvl_thread_t *me = setup(1000000);           /* 1 ms slice */
+  waiter_t a;
+  pthread_t th;
+  queue_waiter(&a, 1, 0);
+  freeze(&a);
+  tgvl_sleep_us(5000);                          /* past the slice */
+  unsigned n0 = atomic_load(&nready);
+  thaw_after = me;
+  tgvl_spawn(&th, thaw_when_queued, &n0);
+  CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
+  CHECK_EQ(tgvl_tstats(me).retakes, 0);
+  CHECK_EQ(atomic_load(&norder), 1);            /* a ran first */
+  tgvl_join(th);
+  tgvl_join(a.th);
+  CHECK_OK(gvl_release(me));
+  teardown(me);
+}
+
+/* Taking the GVL back does not restart the slice: 60 ms into a 100 ms
+ * slice the caller takes it back; 60 ms later it is past the slice that
+ * started when the waiter queued, so it does not take it back again. */
+static void slice_goes_on(void) {
+  gvl_thread_t *me = setup(100000000);          /* 100 ms slice */
+  waiter_t a;
+  pthread_t th;
+  queue_waiter(&a, 1, 0);
+  freeze(&a);
+  tgvl_sleep_us(60000);
+  CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
+  CHECK_EQ(tgvl_tstats(me).retakes, 1);
+  tgvl_sleep_us(60000);
+  unsigned n0 = atomic_load(&nready);
+  thaw_after = me;
+  tgvl_spawn(&th, thaw_when_queued, &n0);
+  CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
+  CHECK_EQ(tgvl_tstats(me).retakes, 1);
+  CHECK_EQ(atomic_load(&norder), 1);
+  tgvl_join(th);
+  tgvl_join(a.th);
+  CHECK_OK(gvl_release(me));
+  teardown(me);
+}
+
+/* A waiter of higher priority is never taken back from. */
+static void no_retake_from_higher(void) {
+  gvl_thread_t *me = setup(TGVL_HOUR_NS);
+  waiter_t a;
+  pthread_t th;
+  queue_waiter(&a, 1, 5);
+  freeze(&a);
+  unsigned n0 = atomic_load(&nready);
+  thaw_after = me;
+  tgvl_spawn(&th, thaw_when_queued, &n0);
+  CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
+  CHECK_EQ(tgvl_tstats(me).retakes, 0);
+  CHECK_EQ(atomic_load(&norder), 1);
+  tgvl_join(th);
+  tgvl_join(a.th);
+  CHECK_OK(gvl_release(me));
+  teardown(me);
+}
+
+/* GVL_F_NORETAKE: never taken back, even from a waiter that cannot run. */
+static void noretake_flag(void) {
+  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+  waiter_t a;
+  pthread_t th;
+  c.hook = count_ready;
+  c.flags |= GVL_F_NORETAKE;
+  atomic_store(&nready, 0);
+  atomic_store(&norder, 0);
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me);
+  CHECK_OK(gvl_acquire(me));
+  queue_waiter(&a, 1, 0);
+  freeze(&a);
+  unsigned n0 = atomic_load(&nready);
+  thaw_after = me;
+  tgvl_spawn(&th, thaw_when_queued, &n0);
+  CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
+  CHECK_EQ(tgvl_tstats(me).retakes, 0);
+  CHECK_EQ(atomic_load(&norder), 1);
+  tgvl_join(th);
+  tgvl_join(a.th);
+  CHECK_OK(gvl_release(me));
+  teardown(me);
+}
+
+/* fork() inside fn while the grant is still revocable: the child's GVL is
+ * free (its waiter does not exist there), so fn's return takes it as a
+ * plain acquire; the parent takes its grant back as usual. */
+static void *fork_in_fn(void *arg) {
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  *(pid_t *)arg = pid;
+  return arg;
+}
+
+static void fork_in_region(void) {
+  gvl_thread_t *me = setup(TGVL_HOUR_NS);
+  waiter_t a;
+  pid_t pid = -1;
+  queue_waiter(&a, 1, 0);
+  freeze(&a);
+  CHECK(gvl_call_without(me, fork_in_fn, &pid, NULL, NULL) == &pid);
+  if (pid == 0) {
+    tgvl_watchdog(10);
+    CHECK(gvl_thread_holds(me));
+    CHECK_EQ(tgvl_tstats(me).retakes, 0);
+    CHECK_OK(gvl_yield(me));
+    CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
+    CHECK_OK(gvl_release(me));
+    CHECK_OK(gvl_thread_detach(me));
+    CHECK_OK(gvl_destroy(g));
+    _exit(0);
+  }
+  CHECK(gvl_thread_holds(me));
+  CHECK_EQ(tgvl_tstats(me).retakes, 1);
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  thaw();
+  CHECK_OK(gvl_release(me));
+  tgvl_join(a.th);
+  teardown(me);
+}
+
+static const struct {
+  const char *name;
+  void (*fn)(void);
+} cases[] = {
+  {"taken_back", taken_back},
+  {"taken_back_repeatedly", taken_back_repeatedly},
+  {"waiter_ran", waiter_ran},
+  {"no_retake_past_slice", no_retake_past_slice},
+  {"slice_goes_on", slice_goes_on},
+  {"no_retake_from_higher", no_retake_from_higher},
+  {"noretake_flag", noretake_flag},
+  {"fork_in_region", fork_in_region},
+};
+
+int main(int argc, char **argv) {
+  struct sigaction sa;
+  int ran = 0;
+  tgvl_watchdog(120);
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_usr1;
+  sigemptyset(&sa.sa_mask);
+  CHECK_OK(sigaction(SIGUSR1, &sa, NULL));
+  CHECK_OK(pipe(hold_pipe));
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) continue;
+    fprintf(stderr, "%s\n", cases[i].name);
+    cases[i].fn();
+    ran++;
+  }
+  CHECK_GT(ran, 0);
+  puts("ok");
+  return 0;
+}
