@@ -49,11 +49,11 @@ set logscale y
 set yrange [*:*]
 plot 'panel07.dat' using 0:2:5:xtic(1) with boxes lc rgb variable, \
      '' using 0:2:($3>0?$3:$2):4 with yerrorbars lc rgb '#202020' pt 0
-set title 'wakeup: p99_us (us, lower is better)'
-unset logscale y
-set yrange [0:*]
+set title 'wakeup: p99_us (us, lower is better), log scale'
+set logscale y
+set yrange [*:*]
 plot 'panel08.dat' using 0:2:5:xtic(1) with boxes lc rgb variable, \
-     '' using 0:2:3:4 with yerrorbars lc rgb '#202020' pt 0
+     '' using 0:2:($3>0?$3:$2):4 with yerrorbars lc rgb '#202020' pt 0
 set title 'dispatch_latency: p50_us (us, lower is better), log scale'
 set logscale y
 set yrange [*:*]
