@@ -300,6 +300,26 @@ GVL_EXPORT void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *),
                                   void *arg, void (*ubf)(void *),
                                   void *ubf_arg);
 
+/* [held] gvl_call_without in two halves, for hosts whose blocking calls are
+ * bracketed by two calls of their own (OCaml's caml_enter_blocking_section
+ * and caml_leave_blocking_section, a C extension's "begin/end allow
+ * threads" macros).  gvl_region_begin releases exactly as gvl_call_without
+ * does before calling fn, recording ubf for gvl_thread_interrupt; 0, or
+ * EINVAL, EPERM (not holding), EINTR (an interrupt was pending: nothing was
+ * released, the GVL is still held).
+ * [self, in a region] gvl_region_end reacquires exactly as gvl_call_without
+ * does after fn returns (the interactivity policy, taking the GVL back), at
+ * the priority of the hold that gvl_region_begin released, or at prio if
+ * prio is higher (GVL_PRIO_MIN: no change; a host that knows the code after
+ * the region is urgent passes its boost, and is then not promoted as
+ * interactive on top); 0, or EINVAL (bad t or prio), EPERM (t is not in a
+ * region).  Between the two, the only calls allowed on t are
+ * gvl_thread_interrupt (from any thread), gvl_thread_holds, gvl_thread_stats
+ * and gvl_thread_detach, which ends the region for good. */
+GVL_EXPORT int gvl_region_begin(gvl_thread_t *t, void (*ubf)(void *),
+                                void *ubf_arg);
+GVL_EXPORT int gvl_region_end(gvl_thread_t *t, int prio);
+
 /* [any] Run fn(arg) holding g, from any thread.  A thread that already holds
  * g just calls fn.  An attached thread not holding acquires at prio and
  * releases after.  An unattached (foreign) thread is attached on first use;

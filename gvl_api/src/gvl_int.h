@@ -109,6 +109,10 @@ struct gvl_thread_s {
   uint64_t ia_t0;               /* when t last came back from
                                    gvl_call_without, 0 = unknown; t only    */
   uint64_t last_wait_ns;        /* length of t's last wait; t only         */
+  int region_prio;              /* gvl_region_begin: the released hold's
+                                   requested priority; t only              */
+  bool region_ia;               /* ... and whether the interactivity rule
+                                   promotes the reacquire; t only          */
   bool hot_release;             /* t's last release, entering a blocking
                                    region, left a grant it may take back
                                    (g->hot may still name t); t only       */

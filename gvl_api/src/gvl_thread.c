@@ -231,37 +231,51 @@ int gvl_thread_interrupt(gvl_thread_t *t) {
   return 0;
 }
 
-void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *), void *arg,
-                       void (*ubf)(void *), void *ubf_arg) {
-  int rc = t && fn ? gvl__check_self(t) : EINVAL;
-  if (!rc && !atomic_load_explicit(&t->holding, memory_order_relaxed)) rc = EPERM;
-  if (rc) {
-    errno = rc;
-    return NULL;
-  }
+int gvl_region_begin(gvl_thread_t *t, void (*ubf)(void *), void *ubf_arg) {
+  int rc = gvl__check_self(t);
+  if (rc) return rc;
+  if (!atomic_load_explicit(&t->holding, memory_order_relaxed)) return EPERM;
   pthread_mutex_lock(&t->ilock);
   if (__atomic_load_n(&t->head.ints, __ATOMIC_ACQUIRE) & GVL__INT_HOST) {
     pthread_mutex_unlock(&t->ilock);
     gvl__clear_ints(t, GVL__INT_HOST);
-    errno = EINTR;
-    return NULL;
+    return EINTR;
   }
   t->ubf = ubf;
   t->ubf_arg = ubf_arg;
   t->in_region = true;
   pthread_mutex_unlock(&t->ilock);
-
-  bool ia = gvl__pol_interactive(t, gvl__now());
-  int prio = t->req_prio;      /* not the interactive promotion */
+  t->region_ia = gvl__pol_interactive(t, gvl__now());
+  t->region_prio = t->req_prio;  /* not the interactive promotion */
   gvl__release_hot(t);
-  void *ret = fn(arg);
-  int saved = errno;           /* fn's errno belongs to the caller */
+  return 0;
+}
+
+int gvl_region_end(gvl_thread_t *t, int prio) {
+  int rc = gvl__check_self(t);
+  if (rc) return rc;
+  if (prio < GVL_PRIO_MIN || prio > GVL_PRIO_MAX) return EINVAL;
+  if (!t->in_region) return EPERM;  /* only t writes it */
   pthread_mutex_lock(&t->ilock);
   t->in_region = false;
   t->ubf = NULL;
   pthread_mutex_unlock(&t->ilock);
-  (void)gvl__acquire_back(t, prio, ia);
+  if (prio < t->region_prio) prio = t->region_prio;
+  (void)gvl__acquire_back(t, prio, t->region_ia && prio <= t->region_prio);
   t->ia_t0 = gvl__now();       /* the next stretch starts here */
+  return 0;
+}
+
+void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *), void *arg,
+                       void (*ubf)(void *), void *ubf_arg) {
+  int rc = t && fn ? gvl_region_begin(t, ubf, ubf_arg) : EINVAL;
+  if (rc) {
+    errno = rc;
+    return NULL;
+  }
+  void *ret = fn(arg);
+  int saved = errno;           /* fn's errno belongs to the caller */
+  (void)gvl_region_end(t, GVL_PRIO_MIN);
   errno = saved;
   return ret;
 }

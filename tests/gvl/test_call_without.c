@@ -4,7 +4,9 @@
  * the GVL held again; other threads get the GVL while fn blocks; the ubf is
  * called by gvl_thread_interrupt while fn blocks; a pending interrupt keeps
  * fn from being called (EINTR); gvl_check_ints returns EINTR once after an
- * interrupt.
+ * interrupt.  gvl_region_begin/gvl_region_end, its two halves: the same
+ * release and reacquire, their errors, the ubf, a boost on the way back,
+ * detach inside a region.
  */
 #include "tgvl.h"
 
@@ -255,6 +257,85 @@ static void reenter_from_fn(void) {
   CHECK_OK(gvl_release(main_t));
 }
 
+/* ---- gvl_region_begin / gvl_region_end ------------------------------------ */
+
+static void *region_hog(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  atomic_store(&looping, 1);
+  while (atomic_load(&looping) == 1) CHECK_OK(gvl_check_ints(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+static void *region_detach(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_region_begin(t, NULL, NULL));
+  CHECK(!gvl_thread_holds(t));
+  CHECK_OK(gvl_thread_detach(t));   /* ends the region for good */
+  return arg;
+}
+
+static void regions(void) {
+  pthread_t th;
+  /* Errors: not holding, bad handle, bad prio, end outside a region. */
+  CHECK_EQ(gvl_region_begin(main_t, NULL, NULL), EPERM);
+  CHECK_EQ(gvl_region_begin(NULL, NULL, NULL), EINVAL);
+  CHECK_EQ(gvl_region_end(main_t, 0), EPERM);
+  CHECK_EQ(gvl_region_end(NULL, 0), EINVAL);
+  CHECK_OK(gvl_acquire(main_t));
+  CHECK_EQ(gvl_region_end(main_t, 0), EPERM);
+  for (int i = 0; i < 100; i++) {
+    CHECK_OK(gvl_region_begin(main_t, NULL, NULL));
+    CHECK(!gvl_thread_holds(main_t));
+    CHECK_EQ(gvl_region_end(main_t, GVL_PRIO_MAX + 1), EINVAL);
+    CHECK_EQ(gvl_region_end(main_t, GVL_PRIO_MIN - 1), EINVAL);
+    CHECK_OK(gvl_region_end(main_t, GVL_PRIO_MIN));
+    CHECK(gvl_thread_holds(main_t));
+  }
+  CHECK_EQ(gvl_region_end(main_t, 0), EPERM);   /* the region is over */
+  /* A pending interrupt: nothing released. */
+  CHECK_OK(gvl_thread_interrupt(main_t));
+  CHECK_EQ(gvl_region_begin(main_t, NULL, NULL), EINTR);
+  CHECK(gvl_thread_holds(main_t));
+  CHECK_OK(gvl_check_ints(main_t));
+  /* The ubf is called by an interrupt inside the region, as in fn. */
+  CHECK_OK(pipe(pipefd));
+  atomic_store(&entered, 0);
+  atomic_store(&ubf_calls, 0);
+  tgvl_spawn(&th, interrupter, NULL);
+  CHECK_OK(gvl_region_begin(main_t, write_pipe, &pipefd));
+  (void)read_pipe(NULL);
+  CHECK_OK(gvl_region_end(main_t, GVL_PRIO_MIN));
+  tgvl_join(th);
+  CHECK_EQ(atomic_load(&ubf_calls), 1);
+  CHECK_EQ(gvl_check_ints(main_t), EINTR);
+  close(pipefd[0]);
+  close(pipefd[1]);
+  /* A boost on the way back preempts a normal holder at its safe point,
+   * counted as a boost. */
+  atomic_store(&looping, 0);
+  CHECK_OK(gvl_region_begin(main_t, NULL, NULL));
+  tgvl_spawn(&th, region_hog, NULL);
+  tgvl_wait_ge(&looping, 1);          /* the hog holds the GVL */
+  uint64_t b0 = tgvl_tstats(main_t).boosts;
+  CHECK_OK(gvl_region_end(main_t, GVL_PRIO_BOOST));
+  CHECK(gvl_thread_holds(main_t));
+  CHECK_EQ(tgvl_tstats(main_t).boosts, b0 + 1);
+  atomic_store(&looping, 2);
+  CHECK_OK(gvl_release(main_t));
+  tgvl_join(th);
+  /* Another thread may detach inside a region. */
+  tgvl_spawn(&th, region_detach, NULL);
+  tgvl_join(th);
+  CHECK_OK(gvl_acquire(main_t));
+  CHECK_OK(gvl_release(main_t));
+}
+
 int main(void) {
   tgvl_watchdog(60);
   g = gvl_create(NULL);
@@ -268,6 +349,7 @@ int main(void) {
   check_ints_eintr();
   contended_return();
   reenter_from_fn();
+  regions();
   CHECK_OK(gvl_thread_detach(main_t));
   CHECK_OK(gvl_destroy(g));
   puts("ok");

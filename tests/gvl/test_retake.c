@@ -150,6 +150,27 @@ static void taken_back(void) {
   teardown(me);
 }
 
+/* The same through gvl_region_begin/gvl_region_end. */
+static void region_taken_back(void) {
+  gvl_thread_t *me = setup(TGVL_HOUR_NS);
+  waiter_t a, b;
+  queue_waiter(&a, 1, 0);
+  queue_waiter(&b, 2, 0);
+  freeze(&a);
+  CHECK_OK(gvl_region_begin(me, NULL, NULL));
+  CHECK(!gvl_thread_holds(me));
+  CHECK_OK(gvl_region_end(me, GVL_PRIO_MIN));
+  CHECK(gvl_thread_holds(me));
+  CHECK_EQ(tgvl_tstats(me).retakes, 1);
+  thaw();
+  CHECK_OK(gvl_release(me));
+  tgvl_join(a.th);
+  tgvl_join(b.th);
+  CHECK_EQ(order[0], 1);
+  CHECK_EQ(order[1], 2);
+  teardown(me);
+}
+
 /* The same, many times over: each grant taken back leaves the waiter
  * queued, and the GVL is never held by two threads. */
 static void taken_back_repeatedly(void) {
@@ -326,6 +347,7 @@ static const struct {
   void (*fn)(void);
 } cases[] = {
   {"taken_back", taken_back},
+  {"region_taken_back", region_taken_back},
   {"taken_back_repeatedly", taken_back_repeatedly},
   {"waiter_ran", waiter_ran},
   {"no_retake_past_slice", no_retake_past_slice},

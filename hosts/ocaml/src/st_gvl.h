@@ -21,14 +21,13 @@
  *    give way (GVL_EV_PREEMPT_REQ), the hook records OCaml's preemption
  *    signal, exactly what the tick thread did every 50 ms, so the holder
  *    runs Thread.yield at its next poll point.
- *  - Blocking sections (caml_enter/leave_blocking_section) release and
- *    reacquire like gvl_call_without: a thread whose stretch under the lock
- *    before the section was short (under a tenth of a slice) reacquires one
- *    level above normal, which preempts a CPU-bound holder at its next poll
- *    point (the interactivity policy; a boost, charged to the GVL's cap).
- *    gvl.h has no split begin/end form of gvl_call_without, so the rule is
- *    applied here with gvl_acquire_prio, paced here the way the GVL paces
- *    its own interactive waiters (st_gvl_pace).
+ *  - Blocking sections (caml_enter/leave_blocking_section) are GVL
+ *    regions, gvl_region_begin/gvl_region_end (gvl_call_without in two
+ *    halves): a thread whose stretch under the lock before the section was
+ *    short reacquires one level above normal, preempting a CPU-bound holder
+ *    at its next poll point (the GVL's interactivity policy, a boost charged
+ *    to its cap), and a section that ends before the thread it released
+ *    the lock to has started to run takes the lock straight back.
  *  - gvloop_caml_boost_next(prio): the next acquire of the calling thread
  *    asks for prio (the labltk glue uses it so Tk callbacks enter OCaml
  *    boosted).
@@ -92,7 +91,8 @@ static atomic_int st_gvl_active;
  * noted). */
 static _Thread_local gvl_thread_t *st_gvl_self;   /* this thread's handle */
 static _Thread_local uint64_t st_gvl_hold_t0;     /* when it last got the lock */
-static _Thread_local int st_gvl_short;            /* last stretch was short */
+static _Thread_local int st_gvl_in_region;        /* released by a blocking
+                                                     section (a GVL region) */
 static _Thread_local int st_gvl_next_prio;        /* see gvloop_caml_boost_next */
 static _Thread_local int st_gvl_detach;           /* detach after the release */
 static _Thread_local int st_gvl_gave_way;         /* set by the READY hook */
@@ -136,12 +136,13 @@ static void st_gvl_print_stats(void) {
   fprintf(stderr,
           "gvloop threads: acquires %llu contended %llu handoffs %llu yields %llu "
           "preempt_reqs %llu preemptions %llu boosts %llu refused %llu "
-          "interactive %llu wait_ms %.1f\n",
+          "interactive %llu retakes %llu wait_ms %.1f\n",
           (unsigned long long)s.acquires, (unsigned long long)s.contended,
           (unsigned long long)s.handoffs, (unsigned long long)s.yields,
           (unsigned long long)s.preempt_reqs, (unsigned long long)s.preemptions,
           (unsigned long long)s.boosts, (unsigned long long)s.boosts_refused,
-          (unsigned long long)s.interactive, (double)s.wait_ns / 1e6);
+          (unsigned long long)s.interactive, (unsigned long long)s.retakes,
+          (double)s.wait_ns / 1e6);
 }
 
 /* A preempt request reaches OCaml as one recorded signal.  If it is spent
@@ -186,80 +187,53 @@ static void st_masterlock_init(st_masterlock *m) {
   m->g = st_gvl_global;
   gvl_thread_t *t = st_gvl_thread();
   if (!gvl_thread_holds(t)) {
-    int rc = gvl_acquire(t);
+    int rc = st_gvl_in_region ? gvl_region_end(t, GVL_PRIO_MIN) : gvl_acquire(t);
     if (rc) st_gvl_fatal("acquire", rc);
   }
+  st_gvl_in_region = 0;
   st_gvl_hold_t0 = gvl_now_ns();
   atomic_store(&st_gvl_active, 1);  /* this thread (in a fork child: alone) */
 }
 
-/* The interactivity rule's pacing.  A promoted reacquire preempts the
- * CPU-bound holder, which costs it about what our last promoted acquires
- * took from asking to holding, plus our hold (st_gvl_ia_cost, a moving
- * average).  So that the holder keeps hold_share of the lock (90%, the
- * GVL's default), we ask only once it has run 9 times that since we last
- * gave the lock up, and never later than a tenth of a slice; until then we
- * spin (the wait is tens of microseconds; a timed sleep would oversleep).
- * This is what the GVL does for gvl_call_without's interactive waiters, and
- * it keeps these boosts well under the cap, so they are not refused. */
-#define ST_GVL_SHARE 9u
-static _Thread_local uint64_t st_gvl_rel_t;      /* our last release      */
-static _Thread_local uint64_t st_gvl_ia_cost;    /* see above, ns         */
-static _Thread_local uint64_t st_gvl_ia_wait;    /* this hold's ask-to-hold */
-static _Thread_local int st_gvl_ia;              /* this hold was promoted */
-
-static inline void st_gvl_cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-static void st_gvl_pace(const st_masterlock *m) {
-  uint64_t need = ST_GVL_SHARE * st_gvl_ia_cost, cap = m->slice_ns / 10;
-  uint64_t due = st_gvl_rel_t + (need < cap ? need : cap);
-  while (gvl_now_ns() < due && atomic_load(&st_gvl_active) > 1)
-    st_gvl_cpu_relax();
-}
-
-static void st_gvl_note_cost(uint64_t hold) {
-  uint64_t x = st_gvl_ia_wait + hold, lim = 2 * st_gvl_ia_cost + 2000;
-  if (x > lim) x = lim;  /* a descheduled thread must not swing it */
-  st_gvl_ia_cost += ((int64_t)x - (int64_t)st_gvl_ia_cost) / 8;
-}
-
+/* The end of a blocking section (or a thread's first acquire): the end of
+ * its GVL region if the release began one, else a plain acquire. */
 static void st_masterlock_acquire(st_masterlock *m) {
   gvl_thread_t *t = st_gvl_thread();
-  int prio = st_gvl_next_prio;
+  int prio = st_gvl_next_prio, rc;
   st_gvl_next_prio = 0;
-  st_gvl_ia = 0;
-  /* Interactive: one level up, but only against another OCaml thread. */
-  if (atomic_fetch_add(&st_gvl_active, 1) > 0 && prio <= 0 && st_gvl_short) {
-    st_gvl_pace(m);
-    prio = 1;
-    st_gvl_ia = 1;
+  atomic_fetch_add(&st_gvl_active, 1);
+  if (st_gvl_in_region) {
+    st_gvl_in_region = 0;
+    rc = gvl_region_end(t, prio > 0 ? prio : GVL_PRIO_MIN);
+  } else {
+    rc = prio > 0 ? gvl_acquire_prio(t, prio) : gvl_acquire(t);
   }
-  uint64_t ask = st_gvl_ia ? gvl_now_ns() : 0;
-  int rc = prio > 0 ? gvl_acquire_prio(t, prio) : gvl_acquire(t);
   if (rc) st_gvl_fatal("acquire", rc);
   (void)m;
   st_gvl_hold_t0 = gvl_now_ns();
-  if (st_gvl_ia) st_gvl_ia_wait = st_gvl_hold_t0 - ask;
 }
 
+/* A blocking section begins a GVL region; the thread's last release (it
+ * has ended) is a plain release before the detach.  No interrupt is ever
+ * posted to these threads, so the region's EINTR cannot happen; a retry
+ * would be correct if it did (the interrupt is cleared by the report). */
 static void st_masterlock_release(st_masterlock *m) {
   gvl_thread_t *t = st_gvl_self;
-  uint64_t now = gvl_now_ns();
-  st_gvl_short = now - st_gvl_hold_t0 < m->slice_ns / 10;
-  if (st_gvl_ia) st_gvl_note_cost(now - st_gvl_hold_t0);
-  st_gvl_rel_t = now;
+  int rc;
+  (void)m;
   atomic_fetch_sub(&st_gvl_active, 1);
-  int rc = gvl_release(t);
-  if (rc) st_gvl_fatal("release", rc);
   if (st_gvl_detach) {          /* the OCaml thread has ended */
+    rc = gvl_release(t);
+    if (rc) st_gvl_fatal("release", rc);
     st_gvl_detach = 0;
     st_gvl_self = NULL;
     (void)gvl_thread_detach(t);
+    return;
   }
+  while ((rc = gvl_region_begin(t, NULL, NULL)) == EINTR) {
+  }
+  if (rc) st_gvl_fatal("release", rc);
+  st_gvl_in_region = 1;
 }
 
 /* Thread.yield asks only when someone may wait; gvl_yield itself returns at
