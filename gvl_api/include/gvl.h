@@ -286,9 +286,10 @@ GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
  * Taking it back: when a waiter is served as fn starts, and fn returns
  * before that waiter has started to run (it was still waking up), t takes
  * the GVL straight back and the waiter stays first in line, losing no time
- * it could have used.  This happens only while t is within its slice (the
- * slice goes on, it does not restart) and only if the waiter's priority
- * is not above t's, and never with GVL_F_NORETAKE.  A waiter that has
+ * it could have used.  This happens only while t is within its slice, at
+ * the release and at the return (the slice goes on, it does not restart),
+ * only if the waiter's priority is not above t's, for a boosted t only
+ * while the boost cap allows boosts, and never with GVL_F_NORETAKE.  A waiter that has
  * started to run keeps the GVL: t then waits as any acquire does.  Counted
  * in gvl_stats_t.retakes.
  * ubf(ubf_arg) is called from another thread by gvl_thread_interrupt() to

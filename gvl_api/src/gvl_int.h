@@ -253,6 +253,7 @@ uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target);
 /* May t's release into a blocking region leave a grant t can take back
  * from w?  Only within t's slice and never from a waiter that outranks t. */
 bool gvl__pol_hot_ok(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, uint64_t now);
+bool gvl__pol_take_back_ok(gvl_t *g, int prio, uint64_t since, uint64_t now);
 /* gvl_call_without: is t back from a short stretch (any lock, t only)? */
 bool gvl__pol_interactive(gvl_thread_t *t, uint64_t now);
 

@@ -140,9 +140,13 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant) {
 /* Take back the grant g->hot left to w, which has not taken it yet (the
  * caller's CAS of w->granted HOT -> 0 said so), g->mu held: w goes back to
  * the head of the queue, where it was the best waiter, the word names the
- * caller t again, and t's slice goes on from where it was.  A preemption
- * asked of w meanwhile was meant for the GVL's owner: it moves to t. */
-static void take_back(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, int prio) {
+ * caller t again, and t's slice goes on from where it was; the timer, if
+ * another waiter has the role, is woken to time that slice again, else the
+ * role goes back to w.  A preemption asked of w meanwhile was meant for the
+ * GVL's owner: it moves to t if a waiter outranks t.  Returns true if it
+ * did (the caller fires t's PREEMPT_REQ once g->mu is dropped). */
+static bool take_back(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, int prio) {
+  bool ask = false;
   g->hot = NULL;
   w->queued = true;
   w->qprev = NULL;
@@ -157,11 +161,16 @@ static void take_back(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, int prio) {
     g->timer = w;
     atomic_store_explicit(&w->is_timer, 1, memory_order_relaxed);
     gvl__park_wake(&w->park);
+  } else {
+    gvl__park_wake(&g->timer->park);
   }
   if (__atomic_load_n(&w->head.ints, __ATOMIC_RELAXED) & GVL__INT_PREEMPT) {
     gvl__clear_ints(w, GVL__INT_PREEMPT);  /* w holds nothing: safe here */
-    gvl__request_preempt(t);
+    for (gvl_thread_t *q = g->qhead; q && !ask; q = q->qnext)
+      ask = q->qprio > prio;
+    if (ask) gvl__set_ints(t, GVL__INT_PREEMPT);  /* counted when asked */
   }
+  return ask;
 }
 
 /* ---- waiting ---------------------------------------------------------------- */
@@ -417,25 +426,25 @@ void gvl__release_hot(gvl_thread_t *t) { (void)release_(t, true); }
 int gvl__acquire_back(gvl_thread_t *t, int prio, bool ia) {
   gvl_t *g = t->g;
   if (t->hot_release) {
-    bool back = false;
+    bool back = false, ask = false;
+    uint32_t exp = GVL__GRANTED_HOT;
     t->hot_release = false;
     pthread_mutex_lock(&g->mu);
-    if (g->hot == t) {
-      gvl_thread_t *w = g->hot_to;
-      uint32_t exp = GVL__GRANTED_HOT;
-      if (atomic_compare_exchange_strong_explicit(&w->granted, &exp, 0,
-              memory_order_acq_rel, memory_order_relaxed)) {
-        t->req_prio = prio;
-        take_back(g, t, w, prio);
-        back = true;
-      } else {
-        g->hot = NULL;
-      }
+    if (g->hot == t &&
+        gvl__pol_take_back_ok(g, prio, g->hot_since, gvl__now()) &&
+        atomic_compare_exchange_strong_explicit(&g->hot_to->granted, &exp, 0,
+            memory_order_acq_rel, memory_order_relaxed)) {
+      t->req_prio = prio;
+      ask = take_back(g, t, g->hot_to, prio);
+      back = true;
     }
+    if (g->hot == t) g->hot = NULL;   /* the waiter keeps its grant */
     pthread_mutex_unlock(&g->mu);
     if (back) {
       gvl__ctr_add(t, C_RETAKES, 1);
-      start_free_hold(g, t, prio, false, gvl__now());
+      start_free_hold(g, t, prio, false,
+                      (prio > 0 || (g->flags & GVL_F_TIMING)) ? gvl__now() : 0);
+      if (ask) gvl__hook(g, t, GVL_EV_PREEMPT_REQ);
       return 0;
     }
   }

@@ -120,6 +120,14 @@ bool gvl__pol_hot_ok(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, uint64_t now) {
          w->qprio <= t->req_prio;
 }
 
+/* At the take-back itself: still within the slice the grant interrupted,
+ * and a hold at prio that would be boosted only while the cap allows
+ * boosts (else it would have queued behind the waiter, demoted). */
+bool gvl__pol_take_back_ok(gvl_t *g, int prio, uint64_t since, uint64_t now) {
+  uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
+  return now < since + slice && !(prio > 0 && cap_exceeded(g, now));
+}
+
 /* Past the slice with someone the policy would serve (past the slice, a
  * waiter the cap holds back counts too, see gvl__pol_pick): ask the holder,
  * and ask again a slice later whenever its flag is clear again, in case it

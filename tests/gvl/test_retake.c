@@ -257,6 +257,61 @@ static void slice_goes_on(void) {
   teardown(me);
 }
 
+/* A call that outlasts the slice does not take the GVL back either, even
+ * though the release was within it and the waiter still cannot run. */
+static void *sleep_past_slice(void *arg) {
+  tgvl_sleep_us(300000);
+  return arg;
+}
+
+static void no_retake_after_slice(void) {
+  gvl_thread_t *me = setup(200000000);         /* 200 ms slice */
+  waiter_t a;
+  pthread_t th;
+  queue_waiter(&a, 1, 0);
+  freeze(&a);
+  unsigned n0 = atomic_load(&nready);
+  thaw_after = me;
+  tgvl_spawn(&th, thaw_when_queued, &n0);
+  CHECK(gvl_call_without(me, sleep_past_slice, me, NULL, NULL) == me);
+  CHECK_EQ(tgvl_tstats(me).retakes, 0);
+  CHECK_EQ(atomic_load(&norder), 1);
+  tgvl_join(th);
+  tgvl_join(a.th);
+  CHECK_OK(gvl_release(me));
+  teardown(me);
+}
+
+/* A boosted hold is not taken back while the cap is exceeded: it would
+ * have queued behind the waiter, demoted. */
+static void no_retake_over_cap(void) {
+  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+  waiter_t a;
+  pthread_t th;
+  c.hook = count_ready;
+  c.boost_cap_pct = 1;                           /* 1 ms of a 100 ms window */
+  atomic_store(&nready, 0);
+  atomic_store(&norder, 0);
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me);
+  CHECK_OK(gvl_acquire_prio(me, GVL_PRIO_BOOST));
+  queue_waiter(&a, 1, 0);
+  freeze(&a);
+  tgvl_sleep_us(5000);              /* a 5 ms boosted hold: over the cap */
+  unsigned n0 = atomic_load(&nready);
+  thaw_after = me;
+  tgvl_spawn(&th, thaw_when_queued, &n0);
+  CHECK_OK(gvl_region_begin(me, NULL, NULL));
+  CHECK_OK(gvl_region_end(me, GVL_PRIO_MIN));
+  CHECK_EQ(tgvl_tstats(me).retakes, 0);
+  CHECK_EQ(atomic_load(&norder), 1);            /* a ran first */
+  tgvl_join(th);
+  tgvl_join(a.th);
+  CHECK_OK(gvl_release(me));
+  teardown(me);
+}
+
 /* A waiter of higher priority is never taken back from. */
 static void no_retake_from_higher(void) {
   gvl_thread_t *me = setup(TGVL_HOUR_NS);
@@ -352,6 +407,8 @@ static const struct {
   {"waiter_ran", waiter_ran},
   {"no_retake_past_slice", no_retake_past_slice},
   {"slice_goes_on", slice_goes_on},
+  {"no_retake_after_slice", no_retake_after_slice},
+  {"no_retake_over_cap", no_retake_over_cap},
   {"no_retake_from_higher", no_retake_from_higher},
   {"noretake_flag", noretake_flag},
   {"fork_in_region", fork_in_region},

@@ -315,11 +315,14 @@ inline take_back() {
      timer = hot_to;
      is_timer[hot_to] = 1;
      park_wake(hot_to)
-  :: else -> skip
+  :: else -> park_wake(timer)   /* to time the resumed slice */
   fi;
 #endif
-  if
-  :: preempt[hot_to] -> preempt[hot_to] = 0; preempt[me] = 1
+  if                            /* moved only if someone outranks me */
+  :: preempt[hot_to] ->
+     preempt[hot_to] = 0;
+     preempt[me] = ((qlen > 0 && qprio[q[0]] > BASEPRIO(me)) ||
+                    (qlen > 1 && qprio[q[1]] > BASEPRIO(me)))
   :: else -> skip
   fi;
   hot = NONE;
@@ -545,13 +548,15 @@ back:
   atomic {
     mu == ID(me) ->
     if
-    :: hot == me && granted[hot_to] == 2 ->
+    :: hot == me && granted[hot_to] == 2 && !(BASEPRIO(me) && capx) ->
        granted[hot_to] = 0;      /* the CAS 2 -> 0 */
        take_back();
        ENTER_HOLD;
        unlock_mu();
        goto hold
-    :: hot == me && granted[hot_to] != 2 -> hot = NONE; hot_to = NONE
+    :: hot == me ->              /* taken already, or refused: past the
+                                    slice, or a boost over the cap */
+       hot = NONE; hot_to = NONE
     :: else -> skip
     fi;
     unlock_mu()

@@ -84,7 +84,7 @@ typedef struct {
 
 static gvl_t *st_gvl_global;    /* written once, by the first init */
 /* OCaml threads holding or asking for the lock (not in a blocking
- * section): the interactivity rule applies only against another one. */
+ * section): the minor-GC re-arm and st_thread_yield look at it. */
 static atomic_int st_gvl_active;
 
 /* Per OS thread (each field is touched only by its own thread, except as
