@@ -289,9 +289,9 @@ GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
  * it could have used.  This happens only while t is within its slice, at
  * the release and at the return (the slice goes on, it does not restart),
  * only if the waiter's priority is not above t's, for a boosted t only
- * while the boost cap allows boosts, and never with GVL_F_NORETAKE.  A waiter that has
- * started to run keeps the GVL: t then waits as any acquire does.  Counted
- * in gvl_stats_t.retakes.
+ * while the boost cap allows boosts, and never with GVL_F_NORETAKE.  A
+ * waiter that has started to run keeps the GVL: t then waits as any
+ * acquire does.  Counted in gvl_stats_t.retakes.
  * ubf(ubf_arg) is called from another thread by gvl_thread_interrupt() to
  * make fn return early; it may be NULL.  On error returns NULL and sets
  * errno: EINVAL (NULL t or fn), EPERM (not holding), EINTR (an interrupt
