@@ -665,7 +665,7 @@ static void settings(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
-static const struct { const char *name; void (*fn)(void); } cases[] = {
+static const tgvl_case_t cases[] = {
   {"fork_interactive", fork_interactive}, {"fifo_after_ia", fifo_after_ia},
   {"cap_charge", cap_charge},             {"cap_bound", cap_bound},
   {"cpu_not_ia", cpu_not_ia},             {"prio_at_safepoint", prio_at_safepoint},
@@ -676,14 +676,5 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 
 int main(int argc, char **argv) {
   tgvl_watchdog(120);
-  int ran = 0;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) continue;
-    fprintf(stderr, "%s\n", cases[i].name);
-    cases[i].fn();
-    ran++;
-  }
-  CHECK_GT(ran, 0);
-  puts("ok");
-  return 0;
+  return tgvl_run_cases(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -110,21 +110,50 @@ static void *thaw_when_queued(void *arg) {
   return NULL;
 }
 
-static gvl_thread_t *setup(uint64_t slice_ns) {
-  gvl_config_t c = tgvl_strict_config(slice_ns, NULL);
+/* A GVL with config c (its hook replaced), and the caller attached and
+ * holding it at prio. */
+static gvl_thread_t *setup_with(gvl_config_t c, int prio) {
   c.hook = count_ready;
   atomic_store(&nready, 0);
   atomic_store(&norder, 0);
   CHECK(g = gvl_create(&c));
   gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(me);
-  CHECK_OK(gvl_acquire(me));
+  CHECK_OK(prio ? gvl_acquire_prio(me, prio) : gvl_acquire(me));
   return me;
+}
+
+static gvl_thread_t *setup(uint64_t slice_ns) {
+  return setup_with(tgvl_strict_config(slice_ns, NULL), 0);
 }
 
 static void teardown(gvl_thread_t *me) {
   CHECK_OK(gvl_thread_detach(me));
   CHECK_OK(gvl_destroy(g));
+}
+
+/* The blocking call of the "not taken back" cases: a region around fn. */
+static void *region_around(gvl_thread_t *me, void *(*fn)(void *)) {
+  if (fn) return gvl_call_without(me, fn, me, NULL, NULL);
+  CHECK_OK(gvl_region_begin(me, NULL, NULL));
+  CHECK_OK(gvl_region_end(me, GVL_PRIO_MIN));
+  return me;
+}
+
+/* The frozen waiter a has the grant; me's blocking call (fn in
+ * gvl_call_without, or an empty region with fn NULL) must not take it
+ * back: me queues again, which lets a go, and a runs first. */
+static void expect_no_take_back(gvl_thread_t *me, waiter_t *a,
+                                void *(*fn)(void *)) {
+  pthread_t th;
+  unsigned n0 = atomic_load(&nready);
+  thaw_after = me;
+  tgvl_spawn(&th, thaw_when_queued, &n0);
+  CHECK(region_around(me, fn) == me);
+  CHECK_EQ(atomic_load(&norder), 1);            /* a ran first */
+  tgvl_join(th);
+  tgvl_join(a->th);
+  CHECK_OK(gvl_release(me));
 }
 
 /* fn returns while the waiter cannot run: the GVL comes straight back, and
@@ -216,19 +245,11 @@ static void waiter_ran(void) {
 static void no_retake_past_slice(void) {
   gvl_thread_t *me = setup(1000000);           /* 1 ms slice */
   waiter_t a;
-  pthread_t th;
   queue_waiter(&a, 1, 0);
   freeze(&a);
   tgvl_sleep_us(5000);                          /* past the slice */
-  unsigned n0 = atomic_load(&nready);
-  thaw_after = me;
-  tgvl_spawn(&th, thaw_when_queued, &n0);
-  CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
+  expect_no_take_back(me, &a, noop);
   CHECK_EQ(tgvl_tstats(me).retakes, 0);
-  CHECK_EQ(atomic_load(&norder), 1);            /* a ran first */
-  tgvl_join(th);
-  tgvl_join(a.th);
-  CHECK_OK(gvl_release(me));
   teardown(me);
 }
 
@@ -238,22 +259,14 @@ static void no_retake_past_slice(void) {
 static void slice_goes_on(void) {
   gvl_thread_t *me = setup(100000000);          /* 100 ms slice */
   waiter_t a;
-  pthread_t th;
   queue_waiter(&a, 1, 0);
   freeze(&a);
   tgvl_sleep_us(60000);
   CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
   CHECK_EQ(tgvl_tstats(me).retakes, 1);
   tgvl_sleep_us(60000);
-  unsigned n0 = atomic_load(&nready);
-  thaw_after = me;
-  tgvl_spawn(&th, thaw_when_queued, &n0);
-  CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
+  expect_no_take_back(me, &a, noop);
   CHECK_EQ(tgvl_tstats(me).retakes, 1);
-  CHECK_EQ(atomic_load(&norder), 1);
-  tgvl_join(th);
-  tgvl_join(a.th);
-  CHECK_OK(gvl_release(me));
   teardown(me);
 }
 
@@ -267,18 +280,10 @@ static void *sleep_past_slice(void *arg) {
 static void no_retake_after_slice(void) {
   gvl_thread_t *me = setup(200000000);         /* 200 ms slice */
   waiter_t a;
-  pthread_t th;
   queue_waiter(&a, 1, 0);
   freeze(&a);
-  unsigned n0 = atomic_load(&nready);
-  thaw_after = me;
-  tgvl_spawn(&th, thaw_when_queued, &n0);
-  CHECK(gvl_call_without(me, sleep_past_slice, me, NULL, NULL) == me);
+  expect_no_take_back(me, &a, sleep_past_slice);
   CHECK_EQ(tgvl_tstats(me).retakes, 0);
-  CHECK_EQ(atomic_load(&norder), 1);
-  tgvl_join(th);
-  tgvl_join(a.th);
-  CHECK_OK(gvl_release(me));
   teardown(me);
 }
 
@@ -287,28 +292,13 @@ static void no_retake_after_slice(void) {
 static void no_retake_over_cap(void) {
   gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
   waiter_t a;
-  pthread_t th;
-  c.hook = count_ready;
   c.boost_cap_pct = 1;                           /* 1 ms of a 100 ms window */
-  atomic_store(&nready, 0);
-  atomic_store(&norder, 0);
-  CHECK(g = gvl_create(&c));
-  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
-  CHECK(me);
-  CHECK_OK(gvl_acquire_prio(me, GVL_PRIO_BOOST));
+  gvl_thread_t *me = setup_with(c, GVL_PRIO_BOOST);
   queue_waiter(&a, 1, 0);
   freeze(&a);
   tgvl_sleep_us(5000);              /* a 5 ms boosted hold: over the cap */
-  unsigned n0 = atomic_load(&nready);
-  thaw_after = me;
-  tgvl_spawn(&th, thaw_when_queued, &n0);
-  CHECK_OK(gvl_region_begin(me, NULL, NULL));
-  CHECK_OK(gvl_region_end(me, GVL_PRIO_MIN));
+  expect_no_take_back(me, &a, NULL);
   CHECK_EQ(tgvl_tstats(me).retakes, 0);
-  CHECK_EQ(atomic_load(&norder), 1);            /* a ran first */
-  tgvl_join(th);
-  tgvl_join(a.th);
-  CHECK_OK(gvl_release(me));
   teardown(me);
 }
 
@@ -316,18 +306,10 @@ static void no_retake_over_cap(void) {
 static void no_retake_from_higher(void) {
   gvl_thread_t *me = setup(TGVL_HOUR_NS);
   waiter_t a;
-  pthread_t th;
   queue_waiter(&a, 1, 5);
   freeze(&a);
-  unsigned n0 = atomic_load(&nready);
-  thaw_after = me;
-  tgvl_spawn(&th, thaw_when_queued, &n0);
-  CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
+  expect_no_take_back(me, &a, noop);
   CHECK_EQ(tgvl_tstats(me).retakes, 0);
-  CHECK_EQ(atomic_load(&norder), 1);
-  tgvl_join(th);
-  tgvl_join(a.th);
-  CHECK_OK(gvl_release(me));
   teardown(me);
 }
 
@@ -335,26 +317,12 @@ static void no_retake_from_higher(void) {
 static void noretake_flag(void) {
   gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
   waiter_t a;
-  pthread_t th;
-  c.hook = count_ready;
   c.flags |= GVL_F_NORETAKE;
-  atomic_store(&nready, 0);
-  atomic_store(&norder, 0);
-  CHECK(g = gvl_create(&c));
-  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
-  CHECK(me);
-  CHECK_OK(gvl_acquire(me));
+  gvl_thread_t *me = setup_with(c, 0);
   queue_waiter(&a, 1, 0);
   freeze(&a);
-  unsigned n0 = atomic_load(&nready);
-  thaw_after = me;
-  tgvl_spawn(&th, thaw_when_queued, &n0);
-  CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
+  expect_no_take_back(me, &a, noop);
   CHECK_EQ(tgvl_tstats(me).retakes, 0);
-  CHECK_EQ(atomic_load(&norder), 1);
-  tgvl_join(th);
-  tgvl_join(a.th);
-  CHECK_OK(gvl_release(me));
   teardown(me);
 }
 
@@ -397,10 +365,7 @@ static void fork_in_region(void) {
   teardown(me);
 }
 
-static const struct {
-  const char *name;
-  void (*fn)(void);
-} cases[] = {
+static const tgvl_case_t cases[] = {
   {"taken_back", taken_back},
   {"region_taken_back", region_taken_back},
   {"taken_back_repeatedly", taken_back_repeatedly},
@@ -416,20 +381,11 @@ static const struct {
 
 int main(int argc, char **argv) {
   struct sigaction sa;
-  int ran = 0;
   tgvl_watchdog(120);
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_usr1;
   sigemptyset(&sa.sa_mask);
   CHECK_OK(sigaction(SIGUSR1, &sa, NULL));
   CHECK_OK(pipe(hold_pipe));
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) continue;
-    fprintf(stderr, "%s\n", cases[i].name);
-    cases[i].fn();
-    ran++;
-  }
-  CHECK_GT(ran, 0);
-  puts("ok");
-  return 0;
+  return tgvl_run_cases(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

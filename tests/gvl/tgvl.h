@@ -217,4 +217,25 @@ static inline gvl_stats_t tgvl_tstats(gvl_thread_t *t) {
   return s;
 }
 
+/* Programs made of named cases, one ctest per case: run the case named by
+ * argv[1], or every case without an argument; prints "ok" when done. */
+typedef struct {
+  const char *name;
+  void (*fn)(void);
+} tgvl_case_t;
+
+static inline int tgvl_run_cases(const tgvl_case_t *cases, size_t n,
+                                 int argc, char **argv) {
+  int ran = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (argc > 1 && strcmp(argv[1], cases[i].name) != 0) continue;
+    fprintf(stderr, "%s\n", cases[i].name);
+    cases[i].fn();
+    ran++;
+  }
+  CHECK_GT(ran, 0);
+  puts("ok");
+  return 0;
+}
+
 #endif /* TGVL_H */
