@@ -338,19 +338,6 @@ static void report(const char *variant) {
   fflush(stdout);
 }
 
-/* Is name in the comma-separated list (NULL: everything)? */
-static int wanted(const char *list, const char *name) {
-  size_t n = strlen(name);
-  for (const char *p = list; p && *p;) {
-    const char *e = strchr(p, ',');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len == n && strncmp(p, name, n) == 0) return 1;
-    if (!e) break;
-    p = e + 1;
-  }
-  return list == NULL;
-}
-
 int main(int argc, char **argv) {
   int runs = 1, i, r;
   const char *only = NULL;
@@ -382,31 +369,31 @@ int main(int argc, char **argv) {
     bench_result("loop_latency", "machine", "loadavg", la[0]);
   }
   /* Samples of all runs are pooled per variant. */
-  if (wanted(only, "gvloop")) {
+  if (bench_wanted(only, "gvloop")) {
     for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 1);
     report("gvloop");
   }
-  if (wanted(only, "gvloop-noboost")) {
+  if (bench_wanted(only, "gvloop-noboost")) {
     for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, 0, 1);
     report("gvloop-noboost");
   }
-  if (wanted(only, "gvloop-noboost-noia")) {
+  if (bench_wanted(only, "gvloop-noboost-noia")) {
     for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, GVL_F_NOINTERACTIVE, 1);
     report("gvloop-noboost-noia");
   }
-  if (wanted(only, "nohog")) {
+  if (bench_wanted(only, "nohog")) {
     for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 0);
     report("nohog");
   }
-  if (wanted(only, "nogvl")) {
+  if (bench_wanted(only, "nogvl")) {
     for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 2);
     report("nogvl");
   }
-  if (wanted(only, "cond-timer")) {
+  if (bench_wanted(only, "cond-timer")) {
     for (r = 0; r < runs; r++) run_baseline(&bench_cond_timer_ops);
     report("cond-timer");
   }
-  if (wanted(only, "cpython")) {
+  if (bench_wanted(only, "cpython")) {
     for (r = 0; r < runs; r++) run_baseline(&bench_cpython_ops);
     report("cpython");
   }

@@ -106,4 +106,8 @@ void bench_chart(const char *bench, const char *metric);
  * rank.  0 for n == 0. */
 double bench_percentile(double *v, size_t n, double p);
 
+/* ---- options -------------------------------------------------------------- */
+/* Is name in the comma-separated list (NULL: everything)?  --only. */
+int bench_wanted(const char *list, const char *name);
+
 #endif /* BENCH_H */

@@ -111,3 +111,15 @@ double bench_percentile(double *v, size_t n, double p) {
   if (rank > n) rank = n;
   return v[rank - 1];
 }
+
+int bench_wanted(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0) return 1;
+    if (!e) break;
+    p = e + 1;
+  }
+  return list == NULL;
+}

@@ -30,6 +30,7 @@
 
 #include <tcl.h>
 
+#include "bench.h"
 #include "tkb_hog.h"
 #include "tkbridge.h"
 
@@ -191,19 +192,6 @@ static void run_tkinter(int n) {
   fflush(stdout);
 }
 
-/* Is name in the comma-separated list (NULL: everything)? */
-static int wanted(const char *list, const char *name) {
-  size_t n = strlen(name);
-  for (const char *p = list; p && *p;) {
-    const char *e = strchr(p, ',');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len == n && strncmp(p, name, n) == 0) return 1;
-    if (!e) break;
-    p = e + 1;
-  }
-  return list == NULL;
-}
-
 int main(int argc, char **argv) {
   int quick = 0, runs = 1;
   const char *only = NULL;
@@ -225,13 +213,13 @@ int main(int argc, char **argv) {
   for (int r = 0; r < runs; r++) {
     for (int tk = 0; tk < 2; tk++) {
       if (tk && getenv("DISPLAY") == NULL) break;
-      if (wanted(only, "gvloop")) run_variant("gvloop", 1, 1, 0, n, tk);
-      if (wanted(only, "gvloop-noboost"))
+      if (bench_wanted(only, "gvloop")) run_variant("gvloop", 1, 1, 0, n, tk);
+      if (bench_wanted(only, "gvloop-noboost"))
         run_variant("gvloop-noboost", 0, 1, 0, quick ? 50 : 200, tk);
-      if (wanted(only, "nohog")) run_variant("nohog", 1, 0, 0, n, tk);
-      if (wanted(only, "nogvl")) run_variant("nogvl", 1, 0, 1, n, tk);
+      if (bench_wanted(only, "nohog")) run_variant("nohog", 1, 0, 0, n, tk);
+      if (bench_wanted(only, "nogvl")) run_variant("nogvl", 1, 0, 1, n, tk);
     }
-    if (wanted(only, "tkinter")) run_tkinter(quick ? 50 : 200);
+    if (bench_wanted(only, "tkinter")) run_tkinter(quick ? 50 : 200);
     printf("DONE tk_latency all %d\n", r);
   }
   free(samples);
