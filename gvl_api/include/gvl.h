@@ -131,7 +131,10 @@ typedef struct {
   unsigned hold_share_pct; /* obsolete: validated (0..99) and ignored     */
 } gvl_config_t;
 
-/* Counters.  Per-GVL totals, and per-thread figures (gvl_thread_stats). */
+/* Counters.  Per-GVL totals, and per-thread figures (gvl_thread_stats).
+ * Each counter only grows.  A snapshot taken while other threads run is
+ * not one instant, but never shows more boosts, handoffs, contended
+ * acquisitions or retakes than acquisitions. */
 typedef struct {
   uint64_t acquires;        /* successful acquisitions                     */
   uint64_t contended;       /* acquisitions that had to wait               */

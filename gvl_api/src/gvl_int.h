@@ -281,6 +281,16 @@ static inline void gvl__ctr_add(gvl_thread_t *t, int c, uint64_t v) {
   atomic_fetch_add_explicit(&t->ctr[c], v, memory_order_relaxed);
 }
 
+/* Count an acquisition, before anything that qualifies it (a boost, a
+ * handoff, a wait, a retake): the fence orders this count before those, and
+ * gvl__ctr_read reads them first, so no snapshot shows more boosts than
+ * acquisitions.  The fence is free on x86 and only t writes C_ACQUIRES. */
+static inline void gvl__ctr_acquired(gvl_thread_t *t) {
+  uint64_t v = atomic_load_explicit(&t->ctr[C_ACQUIRES], memory_order_relaxed);
+  atomic_store_explicit(&t->ctr[C_ACQUIRES], v + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+}
+
 /* A counter as reported: C_PREEMPT_REQS lives beside ints. */
 static inline uint64_t gvl__ctr_get(gvl_thread_t *t, int c) {
   return atomic_load_explicit(c == C_PREEMPT_REQS ? &t->preempt_reqs : &t->ctr[c],

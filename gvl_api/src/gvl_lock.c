@@ -256,7 +256,7 @@ void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
   t->hold_t0 = now;
   int prio = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
   t->boosted = gvl__boosted(prio, t->req_prio);
-  ctr_own_inc(t, C_ACQUIRES);
+  gvl__ctr_acquired(t);
   ctr_own_inc(t, C_HANDOFFS);  /* every wait ends in a handoff */
   gvl__ctr_add(t, C_CONTENDED, 1);
   gvl__ctr_add(t, C_WAIT_NS, now - wait_t0);
@@ -272,7 +272,7 @@ static void start_free_hold(gvl_t *g, gvl_thread_t *t, int prio, bool ia,
   atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
   t->boosted = prio > 0;
   t->hold_t0 = t0;
-  ctr_own_inc(t, C_ACQUIRES);
+  gvl__ctr_acquired(t);
   if (t->boosted) gvl__ctr_add(t, C_BOOSTS, 1);
   if (ia) gvl__ctr_add(t, C_INTERACTIVE, 1);
   gvl__hook(g, t, GVL_EV_RESUMED);
@@ -441,9 +441,9 @@ int gvl__acquire_back(gvl_thread_t *t, int prio, bool ia) {
     if (g->hot == t) g->hot = NULL;   /* the waiter keeps its grant */
     pthread_mutex_unlock(&g->mu);
     if (back) {
-      gvl__ctr_add(t, C_RETAKES, 1);
       start_free_hold(g, t, prio, false,
                       (prio > 0 || (g->flags & GVL_F_TIMING)) ? gvl__now() : 0);
+      gvl__ctr_add(t, C_RETAKES, 1);
       if (ask) gvl__hook(g, t, GVL_EV_PREEMPT_REQ);
       return 0;
     }

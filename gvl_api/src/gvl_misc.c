@@ -127,14 +127,21 @@ static void to_stats(const uint64_t *v, gvl_stats_t *out) {
   out->retakes = v[C_RETAKES];
 }
 
+/* Add t's counters to v, C_ACQUIRES last (see gvl__ctr_acquired): any
+ * qualifier read here was counted after an acquisition this read sees. */
+static void ctr_read(gvl_thread_t *t, uint64_t *v) {
+  for (int i = 0; i < C__COUNT; i++)
+    if (i != C_ACQUIRES) v[i] += gvl__ctr_get(t, i);
+  atomic_thread_fence(memory_order_acquire);
+  v[C_ACQUIRES] += gvl__ctr_get(t, C_ACQUIRES);
+}
+
 int gvl_stats(gvl_t *g, gvl_stats_t *out) {
   uint64_t v[C__COUNT];
   if (!g || !out) return EINVAL;
   pthread_mutex_lock(&g->mu);
   memcpy(v, g->retired, sizeof v);
-  for (gvl_thread_t *t = g->threads; t; t = t->gnext)
-    for (int i = 0; i < C__COUNT; i++)
-      v[i] += gvl__ctr_get(t, i);
+  for (gvl_thread_t *t = g->threads; t; t = t->gnext) ctr_read(t, v);
   pthread_mutex_unlock(&g->mu);
   to_stats(v, out);
   out->ia_cost_ns = 0;
@@ -144,8 +151,8 @@ int gvl_stats(gvl_t *g, gvl_stats_t *out) {
 int gvl_thread_stats(gvl_thread_t *t, gvl_stats_t *out) {
   uint64_t v[C__COUNT];
   if (!t || !out) return EINVAL;
-  for (int i = 0; i < C__COUNT; i++)
-    v[i] = gvl__ctr_get(t, i);
+  memset(v, 0, sizeof v);
+  ctr_read(t, v);
   to_stats(v, out);
   out->ia_cost_ns = 0;
   return 0;
