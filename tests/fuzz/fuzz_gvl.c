@@ -94,11 +94,15 @@ static void check_state(fz_thread_t *f) {
 
 static void check_stats(void) {
   gvl_stats_t s;
+  /* Read under stats_mu, so that this snapshot is taken after the one in
+   * last_stats: two threads comparing their own snapshots out of order
+   * would see time go backwards. */
+  pthread_mutex_lock(&stats_mu);
   FZ_CHECK(gvl_stats(g, &s) == 0);
   FZ_CHECK(s.handoffs <= s.acquires);
   FZ_CHECK(s.contended <= s.acquires);
   FZ_CHECK(s.boosts <= s.acquires);
-  pthread_mutex_lock(&stats_mu);
+  FZ_CHECK(s.retakes <= s.acquires);
   /* Counters are read one by one; each alone never goes backwards. */
   FZ_CHECK(s.acquires >= last_stats.acquires);
   FZ_CHECK(s.handoffs >= last_stats.handoffs);
