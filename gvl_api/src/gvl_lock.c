@@ -113,9 +113,36 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
   return ask ? owner : NULL;
 }
 
+/* Wakes decided under g->mu and made once it is dropped.  A thread woken
+ * while the waker still holds g->mu often runs at once (on one CPU it
+ * preempts the waker) and soon needs g->mu itself, to release or yield:
+ * two more context switches per handoff.  Between the grant and the wake
+ * the woken thread may take the grant by itself, run, detach and free its
+ * handle, so each pending wake pins the handle (wake_refs; thread_free
+ * waits for it).  A late wake is harmless: every wait loops on its
+ * condition. */
+typedef struct {
+  gvl_thread_t *t[2];
+  int n;
+} wakes_t;
+
+static void wake_later(wakes_t *wk, gvl_thread_t *t) {
+  atomic_fetch_add_explicit(&t->wake_refs, 1, memory_order_relaxed);
+  wk->t[wk->n++] = t;
+}
+
+static void wakes_run(wakes_t *wk) {
+  for (int i = 0; i < wk->n; i++) {
+    gvl__park_wake(&wk->t[i]->park);
+    atomic_fetch_sub_explicit(&wk->t[i]->wake_refs, 1, memory_order_release);
+  }
+}
+
 /* Give the GVL to w (queued), with grant GVL__GRANTED, or GVL__GRANTED_HOT
- * for a grant the releaser may take back (the caller then sets g->hot). */
-static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant) {
+ * for a grant the releaser may take back (the caller then sets g->hot).
+ * The wakes go in wk, for the caller to make after unlocking g->mu. */
+static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant,
+                    wakes_t *wk) {
   gvl__assert(w->queued && !atomic_load(&w->granted));
   q_remove(g, w);
   g->hot = NULL;
@@ -130,11 +157,12 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant) {
     g->timer = g->qhead;
     if (g->timer) {
       atomic_store_explicit(&g->timer->is_timer, 1, memory_order_relaxed);
-      gvl__park_wake(&g->timer->park);
+      if (!pthread_equal(g->timer->tid, pthread_self()))
+        wake_later(wk, g->timer);
     }
   }
   atomic_store_explicit(&w->granted, grant, memory_order_release);
-  gvl__park_wake(&w->park);
+  wake_later(wk, w);
 }
 
 /* Take back the grant g->hot left to w, which has not taken it yet (the
@@ -199,7 +227,7 @@ static inline bool took(gvl_thread_t *t) {
 }
 
 /* Spin for a grant that should come within microseconds.  Bounded by
- * spin_ns (0 on one CPU: the thread we wait for needs this CPU), and after
+ * spin_ns (0 on one CPU: see yield_for_grant), and after
  * the first 2 us every round yields the CPU, in case the holder waits for
  * this very CPU to reach its safe point. */
 static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
@@ -215,17 +243,30 @@ static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
   }
 }
 
+/* One CPU: the thread we wait for needs this very CPU, so instead of
+ * spinning give it away a few times (the holder reaches its safe point, or
+ * the yielder hands over, and no futex wake is needed), then sleep. */
+static bool yield_for_grant(gvl_t *g, gvl_thread_t *t) {
+  for (int i = 0; i < g->yield_rounds; i++) {
+    if (took(t)) return true;
+    sched_yield();
+  }
+  return false;
+}
+
 /* Sleep until the GVL has been handed to t, or until user_deadline (0 for
  * none).  Returns true when granted. */
 bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
                              uint64_t user_deadline) {
-  /* Spin when a quick handoff is expected: asked for by a boost, or this
-   * thread's last wait was itself short (ping-pong, Thread.pass loops).
-   * A thread that waited a whole slice last time goes straight to sleep. */
+  /* Spin (or, on one CPU, yield) when a quick handoff is expected: asked
+   * for by a boost, or this thread's last wait was itself short
+   * (ping-pong, Thread.pass loops).  A thread that waited a whole slice
+   * last time goes straight to sleep. */
   bool hint = atomic_load_explicit(&t->spin_hint, memory_order_relaxed);
-  if (g->spin_ns && (hint || t->last_wait_ns <= g->spin_ns) &&
-      spin_for_grant(g, t))
-    return true;
+  if (hint || t->last_wait_ns <= g->quick_ns) {
+    if (g->spin_ns && spin_for_grant(g, t)) return true;
+    if (g->yield_rounds && yield_for_grant(g, t)) return true;
+  }
   for (;;) {
     uint32_t seq = atomic_load_explicit(&t->park.seq, memory_order_acquire);
     if (took(t)) return true;
@@ -400,20 +441,22 @@ static int release_(gvl_thread_t *t, bool hot) {
   gvl__assert(gvl__owner(atomic_load(&g->word)) == t);
   gvl__clear_ints(t, GVL__INT_PREEMPT);
   gvl_thread_t *w = gvl__pol_pick(g, now, false);
+  wakes_t wk = {.n = 0};
   gvl__assert(!w == !(atomic_load(&g->word) & GVL__CONTENDED));
   if (!w) {
     atomic_store_explicit(&g->word, 0, memory_order_release);
   } else if (hot && gvl__pol_hot_ok(g, t, w, now)) {
     uint64_t since = g->pol.hold_since;
-    handoff(g, w, now, GVL__GRANTED_HOT);
+    handoff(g, w, now, GVL__GRANTED_HOT, &wk);
     g->hot = t;
     g->hot_to = w;
     g->hot_since = since;
     t->hot_release = true;
   } else {
-    handoff(g, w, now, GVL__GRANTED);
+    handoff(g, w, now, GVL__GRANTED, &wk);
   }
   pthread_mutex_unlock(&g->mu);
+  wakes_run(&wk);
   return 0;
 }
 
@@ -471,9 +514,10 @@ int gvl_release(gvl_thread_t *t) {
  * pick sees it.  With a hook, SUSPENDED must fire before the handoff and
  * outside g->mu: mu is dropped for it and the pick made again (waiters
  * cannot leave the queue meanwhile, only the holder grants). */
-static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired) {
+static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired,
+                                    uint64_t *nowp) {
   gvl_t *g = t->g;
-  uint64_t now = gvl__now();
+  uint64_t now = *nowp = gvl__now();
   charge_hold(g, t, now);
   gvl_thread_t *w = gvl__pol_pick(g, now, !t->boosted);
   *fired = false;
@@ -482,7 +526,7 @@ static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired) {
   pthread_mutex_unlock(&g->mu);
   gvl__hook(g, t, GVL_EV_SUSPENDED);
   pthread_mutex_lock(&g->mu);
-  now = gvl__now();
+  now = *nowp = gvl__now();
   charge_hold(g, t, now);
   *fired = true;
   return gvl__pol_pick(g, now, !t->boosted);
@@ -494,15 +538,15 @@ static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired) {
 static int hand_over(gvl_thread_t *t, int ctr) {
   gvl_t *g = t->g;
   bool fired;
+  uint64_t now;
   pthread_mutex_lock(&g->mu);
   gvl__clear_ints(t, GVL__INT_PREEMPT);
-  gvl_thread_t *w = pick_for_yield(t, ctr, &fired);
+  gvl_thread_t *w = pick_for_yield(t, ctr, &fired, &now);
   if (!w) {                       /* nobody the policy would serve */
     pthread_mutex_unlock(&g->mu);
     if (fired) gvl__hook(g, t, GVL_EV_RESUMED);
     return 0;
   }
-  uint64_t now = gvl__now();
   int mine = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
   atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
   t->boosted = false;
@@ -510,10 +554,12 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   (void)enqueue(g, t, gvl__pol_requeue_prio(mine, w->qprio), now);
   /* Preempted by a boost: back soon. */
   atomic_store_explicit(&t->spin_hint, w->qprio > mine, memory_order_relaxed);
-  handoff(g, w, now, GVL__GRANTED);
+  wakes_t wk = {.n = 0};
+  handoff(g, w, now, GVL__GRANTED, &wk);
   if (!fired) gvl__ctr_add(t, ctr, 1);
   pthread_mutex_unlock(&g->mu);
-  gvl__hook(g, t, GVL_EV_READY);
+  gvl__hook(g, t, GVL_EV_READY);  /* before the wake: tests/gvl/test_wake.c */
+  wakes_run(&wk);
   gvl__wait_granted(g, t);
   gvl__after_acquire(t, now);
   return 0;

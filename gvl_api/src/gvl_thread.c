@@ -13,8 +13,10 @@
  */
 #include "gvl_int.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t tls_key;
@@ -73,7 +75,21 @@ static void tls_remove(gvl_thread_t *t) {
   if (!tls_head) pthread_setspecific(tls_key, NULL);
 }
 
+/* A waker may still be on its way to wake t (wake_refs, a few instructions
+ * and a system call): give it the CPU, then sleep a little, until done. */
+static void wait_wakers(gvl_thread_t *t) {
+  for (int i = 0; atomic_load_explicit(&t->wake_refs, memory_order_acquire); i++) {
+    if (i < 16) {
+      sched_yield();
+    } else {
+      struct timespec ts = {0, 20000};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
 static void thread_free(gvl_thread_t *t) {
+  wait_wakers(t);
   gvl__park_fini(&t->park);
   pthread_mutex_destroy(&t->ilock);
   free(t);
@@ -384,6 +400,7 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
     t->queued = false;
     t->qnext = t->qprev = NULL;
     atomic_store_explicit(&t->is_timer, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->wake_refs, 0, memory_order_relaxed); /* wakers gone */
     pthread_mutex_init(&t->ilock, NULL);
     gvl__park_after_fork(&t->park);
     glist_add(g, t);

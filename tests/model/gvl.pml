@@ -66,6 +66,8 @@
  * within its slice with the waiter queued).  Aging is not
  * modelled; with a single boosted thread handoff must serve everyone
  * without it, and that is checked.
+ * Wakes are made after mu is released, as in the code, so a late wake
+ * can find its thread running, or asleep in a later wait.
  * Wait-queue cancellation (gvl_cond_timedwait), gvl_mutex/gvl_cond,
  * the interactive promotion after a region, the spin-before-sleep hint (a bounded prefix of
  * "granted?" reads, subsumed by the first check of the wait loop) and
@@ -260,7 +262,9 @@ inline take_best(strict) {
 
 /* handoff() in gvl_lock.c, with mu held: W has been taken off the queue
  * and is granted G (1, or 2 for a revocable grant, which makes the caller
- * g->hot).  A new slice starts (gvl__pol_hold_start). */
+ * g->hot).  A new slice starts (gvl__pol_hold_start).  The wakes are only
+ * noted (wk_timer, wk_w): the caller makes them after unlocking mu
+ * (wakes_run), each its own step, in that order. */
 inline handoff(G) {
   hold_prio[W] = qprio[W];
   sliceover = 0;
@@ -275,7 +279,7 @@ inline handoff(G) {
      :: timer != NONE ->
         is_timer[timer] = 1;
 #ifndef BUG_TIMERWAKE
-        park_wake(timer)
+        wk_timer = (timer != me -> timer : NONE)   /* no need to wake oneself */
 #else
         skip
 #endif
@@ -284,8 +288,26 @@ inline handoff(G) {
   :: else -> skip
   fi;
   granted[W] = G;
-  park_wake(W);
+  wk_w = W;
   W = 0
+}
+
+/* wakes_run() in gvl_lock.c: the wakes handoff noted, made without mu.
+ * The woken thread may have taken its grant meanwhile, and even be asleep
+ * in a later wait: it wakes, finds nothing, and sleeps again. */
+inline wakes_run() {
+  atomic {
+    if
+    :: wk_timer != NONE -> park_wake(wk_timer); wk_timer = NONE
+    :: else -> skip
+    fi
+  };
+  atomic {
+    if
+    :: wk_w != NONE -> park_wake(wk_w); wk_w = NONE
+    :: else -> skip   /* [unreached-ok] from hand_over: it always grants */
+    fi
+  }
 }
 
 /* take_back() in gvl_lock.c, with mu held, after the releaser's CAS of
@@ -350,6 +372,7 @@ active [N] proctype T()
 {
   byte me = _pid;
   byte w, s, i, W;
+  byte wk_timer = NONE, wk_w = NONE;   /* wakes noted by handoff */
   bit ok, boosted, it, timed, tout, region, myhot;
 
   assert(me < N);
@@ -537,6 +560,7 @@ hold:
     region = 0;
     unlock_mu()
   };
+  wakes_run();
   if
   :: myhot -> goto back
   :: else -> goto acquire
@@ -597,14 +621,15 @@ hand_over:
        enqueue(me, ok);
        ok = 0;
 #endif
-       unlock_mu();
-       goto wait
+       unlock_mu()
     :: else ->
        /* nobody, or only boosts the cap holds back: keep the GVL */
-       unlock_mu()
+       unlock_mu();
+       goto hold
     fi
   };
-  goto hold
+  wakes_run();
+  goto wait
 }
 
 /* ---- invariants, checked in every reachable state ---- */
