@@ -76,6 +76,12 @@ void gvl__park_fini(gvl__park_t *p);
 void gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns);
 /* Bump seq and wake the sleeper, if it announced itself (sleepers). */
 void gvl__park_wake(gvl__park_t *p);
+/* The same in two halves, for a wake decided under g->mu and made after
+ * it: bump marks the wake (a sleeper that has not slept yet will not) and
+ * returns true if the sleeper may be in the kernel and must be kicked out
+ * of it; kick does that.  park_wake is bump, then kick if needed. */
+bool gvl__park_bump(gvl__park_t *p);
+void gvl__park_kick(gvl__park_t *p);
 void gvl__park_after_fork(gvl__park_t *p);
 
 /* Padding between groups of fields written by different threads, so that
@@ -140,7 +146,7 @@ struct gvl_thread_s {
                                    gvl_mutex/gvl_cond wait (then another
                                    thread queues it)                        */
   gvl__park_t park;
-  _Atomic uint32_t wake_refs;   /* wakes decided under g->mu and not made
+  _Atomic uint32_t wake_refs;   /* kicks decided under g->mu and not made
                                    yet (gvl_lock.c, wakes_t): the handle is
                                    not freed while non-zero; bumped under
                                    g->mu, dropped by the waker without it   */

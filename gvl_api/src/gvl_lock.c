@@ -113,27 +113,30 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
   return ask ? owner : NULL;
 }
 
-/* Wakes decided under g->mu and made once it is dropped.  A thread woken
- * while the waker still holds g->mu often runs at once (on one CPU it
- * preempts the waker) and soon needs g->mu itself, to release or yield:
- * two more context switches per handoff.  Between the grant and the wake
- * the woken thread may take the grant by itself, run, detach and free its
- * handle, so each pending wake pins the handle (wake_refs; thread_free
- * waits for it).  A late wake is harmless: every wait loops on its
- * condition. */
+/* Wakes decided under g->mu: the sequence word is bumped there, but a
+ * sleeper is kicked out of the kernel only once g->mu is dropped.  A
+ * thread woken while the waker still holds g->mu often runs at once (on
+ * one CPU it preempts the waker) and soon needs g->mu itself, to release
+ * or yield: two more context switches per handoff.  Between the bump and
+ * the kick the thread may wake by itself (a timeout), take its grant, run,
+ * detach and free its handle, so each pending kick pins the handle
+ * (wake_refs; thread_free waits for it).  A late kick is harmless: every
+ * wait loops on its condition.  A waiter that spins or yields needs no
+ * kick at all. */
 typedef struct {
   gvl_thread_t *t[2];
   int n;
 } wakes_t;
 
 static void wake_later(wakes_t *wk, gvl_thread_t *t) {
+  if (!gvl__park_bump(&t->park)) return;
   atomic_fetch_add_explicit(&t->wake_refs, 1, memory_order_relaxed);
   wk->t[wk->n++] = t;
 }
 
 static void wakes_run(wakes_t *wk) {
   for (int i = 0; i < wk->n; i++) {
-    gvl__park_wake(&wk->t[i]->park);
+    gvl__park_kick(&wk->t[i]->park);
     atomic_fetch_sub_explicit(&wk->t[i]->wake_refs, 1, memory_order_release);
   }
 }

@@ -46,8 +46,15 @@ void gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns) {
 
 /* A waiter that is spinning, or has not gone to sleep yet, needs no
  * system call: it sees the new seq by itself. */
-void gvl__park_wake(gvl__park_t *p) {
+bool gvl__park_bump(gvl__park_t *p) {
   atomic_fetch_add(&p->seq, 1);
-  if (atomic_load(&p->sleepers))
-    syscall(SYS_futex, &p->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  return atomic_load(&p->sleepers) != 0;
+}
+
+void gvl__park_kick(gvl__park_t *p) {
+  syscall(SYS_futex, &p->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void gvl__park_wake(gvl__park_t *p) {
+  if (gvl__park_bump(p)) gvl__park_kick(p);
 }

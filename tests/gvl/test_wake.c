@@ -2,15 +2,15 @@
 /*
  * Wakes made after g->mu is dropped, and the one-CPU wait.
  *
- * detach_waits_for_wake: a handoff only notes the new owner's wake and
- *   makes it once g->mu is released, so the new owner, spinning (or, on one
- *   CPU, yielding) rather than asleep, can take the GVL, release it and
- *   detach before its wake is made.  Its handle must outlive that wake.  The
- *   yielder's READY hook, which runs between the two, holds the wake back
- *   for 200 ms: the new owner's gvl_thread_detach must not return before
- *   the hook does (it would have freed memory the wake then writes).  A
- *   round where the new owner went to sleep instead proves nothing and is
- *   only counted.
+ * detach_waits_for_wake: a handoff to a thread asleep in the kernel bumps
+ *   its sequence word under g->mu but makes the futex call only once g->mu
+ *   is released.  Meanwhile the new owner may wake by itself (it is the
+ *   timer, sleeping until the end of a 5 ms slice), take the GVL, release
+ *   it and detach: its handle must outlive that futex call.  The yielder's
+ *   READY hook, which runs between the two, holds the call back for 200 ms
+ *   while the new owner, asleep when the yield began, wakes at its deadline:
+ *   its gvl_thread_detach must not return before the hook does (it would
+ *   have freed memory the call then uses).
  *
  * onecpu_yield_bounded: on one CPU a waiter that expects a quick handoff
  *   gives the CPU away a bounded number of times, then sleeps (gvl.h).  A
@@ -24,11 +24,12 @@
 #include "tgvl.h"
 
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static gvl_t *g;
 static gvl_thread_t *_Atomic yielder, *_Atomic taker;
-static atomic_int taker_queued, taker_took, taker_detached, in_hook;
-static atomic_int detached_in_hook;
+static atomic_int taker_tid, taker_queued, taker_detached, detached_in_hook;
 
 static void hold_back_wake(void *arg, gvl_thread_t *t, gvl_event_t ev,
                            uint64_t now) {
@@ -40,21 +41,33 @@ static void hold_back_wake(void *arg, gvl_thread_t *t, gvl_event_t ev,
     return;
   }
   if (t != atomic_load(&yielder) || !atomic_load(&taker_queued)) return;
-  /* The yielder just handed over; the taker's wake is not made yet. */
-  atomic_store(&in_hook, 1);
+  /* The yielder just handed over; the taker's futex call is not made. */
   for (int i = 0; i < 200 && !atomic_load(&taker_detached); i++)
     tgvl_sleep_us(1000);
   atomic_store(&detached_in_hook, atomic_load(&taker_detached));
-  atomic_store(&in_hook, 0);
+}
+
+/* The scheduler state of thread tid of this process ('S': asleep). */
+static char thread_state(int tid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  FILE *f = fopen(path, "r");
+  CHECK(f != NULL);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');
+  CHECK(p != NULL && p[1] == ' ');
+  return p[2];
 }
 
 static void *take_and_detach(void *arg) {
   (void)arg;
+  atomic_store(&taker_tid, (int)syscall(SYS_gettid));
   gvl_thread_t *t = gvl_thread_attach(g, 0);
   CHECK(t != NULL);
   atomic_store(&taker, t);
-  CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST)); /* asks the holder: spins */
-  atomic_store(&taker_took, atomic_load(&in_hook) ? 2 : 1);
+  CHECK_OK(gvl_acquire(t));
   CHECK_OK(gvl_release(t));
   CHECK_OK(gvl_thread_detach(t));
   atomic_store(&taker_detached, 1);
@@ -62,37 +75,34 @@ static void *take_and_detach(void *arg) {
 }
 
 static void detach_waits_for_wake(void) {
-  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+  gvl_config_t c = tgvl_strict_config(5000000, NULL);
+  c.flags |= GVL_F_NOSPIN;      /* the taker sleeps at once */
   c.hook = hold_back_wake;
   CHECK(g = gvl_create(&c));
   gvl_thread_t *me = gvl_thread_attach(g, 0);
   CHECK(me != NULL);
-  int early = 0;
-  for (int round = 0; round < 5; round++) {
+  for (int round = 0; round < 3; round++) {
     pthread_t th;
     atomic_store(&taker, NULL);
+    atomic_store(&taker_tid, 0);
     atomic_store(&taker_queued, 0);
-    atomic_store(&taker_took, 0);
     atomic_store(&taker_detached, 0);
     atomic_store(&detached_in_hook, 0);
     CHECK_OK(gvl_acquire(me));
     atomic_store(&yielder, me);
     tgvl_spawn(&th, take_and_detach, NULL);
     while (!atomic_load(&taker_queued)) sched_yield();
-    /* The boost set our flag: this safe point hands over, then READY. */
-    CHECK_OK(gvl_check_ints(me));
+    /* Queued and nothing else to block on but its park: wait till it is
+     * in the kernel, so the handoff must leave a futex call to make. */
+    while (thread_state(atomic_load(&taker_tid)) != 'S') sched_yield();
+    CHECK_OK(gvl_yield(me));   /* hands over; READY; the hook; the call */
     int detached_early = atomic_load(&detached_in_hook);
     CHECK_EQ(detached_early, 0);
     CHECK_OK(gvl_release(me));
     tgvl_join(th);
     CHECK_EQ(atomic_load(&taker_detached), 1);
-    early += atomic_load(&taker_took) == 2;
     atomic_store(&yielder, NULL);
   }
-  /* How many rounds had the taker run before its wake (the others it slept
-   * through the hook, which is allowed, and tested nothing). */
-  fprintf(stderr, "detach_waits_for_wake: %d of 5 rounds took the GVL "
-          "before the wake\n", early);
   CHECK_OK(gvl_thread_detach(me));
   CHECK_OK(gvl_destroy(g));
   g = NULL;

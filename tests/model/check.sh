@@ -31,7 +31,7 @@ model=$here/gvl.pml
 spin=${SPIN:-spin}
 cc=${PAN_CC:-cc}
 
-depth=4000000          # -m: the DFS of the liveness run reaches ~2.4M
+depth=3000000          # -m: the DFS of the liveness run reaches ~0.8M
 memlim=2048            # MB, pan stops (and we fail) beyond this
 hashw=23               # 8M hash slots, for 2-7M states
 

@@ -66,7 +66,8 @@
  * within its slice with the waiter queued).  Aging is not
  * modelled; with a single boosted thread handoff must serve everyone
  * without it, and that is checked.
- * Wakes are made after mu is released, as in the code, so a late wake
+ * A handoff bumps the woken thread's sequence word under mu and kicks it
+ * out of futex_wait after mu is released, as in the code, so a late kick
  * can find its thread running, or asleep in a later wait.
  * Wait-queue cancellation (gvl_cond_timedwait), gvl_mutex/gvl_cond,
  * the interactive promotion after a region, the spin-before-sleep hint (a bounded prefix of
@@ -161,10 +162,12 @@ bit  waiting[N];               /* wants the GVL and does not have it         */
  * wrap, which revocable grants would otherwise make it do in the model
  * (they can bump it any number of times in one wait).  -DBUG_NOSEQ: wake without bumping, as a bare FUTEX_WAKE. */
 #ifndef BUG_NOSEQ
-#define park_wake(x)  seq[x] = 1; asleep[x] = 0
+#define park_bump(x)  seq[x] = 1
 #else
-#define park_wake(x)  asleep[x] = 0
+#define park_bump(x)  skip
 #endif
+#define park_kick(x)  asleep[x] = 0
+#define park_wake(x)  park_bump(x); park_kick(x)
 
 /* g->mu, a fair lock: a thread that finds it taken queues, and unlock
  * hands it straight to the first one.  (A pthread mutex promises no such
@@ -262,9 +265,11 @@ inline take_best(strict) {
 
 /* handoff() in gvl_lock.c, with mu held: W has been taken off the queue
  * and is granted G (1, or 2 for a revocable grant, which makes the caller
- * g->hot).  A new slice starts (gvl__pol_hold_start).  The wakes are only
- * noted (wk_timer, wk_w): the caller makes them after unlocking mu
- * (wakes_run), each its own step, in that order. */
+ * g->hot).  A new slice starts (gvl__pol_hold_start).  Each wake is half
+ * made: the sequence word is bumped here, the kick out of futex_wait is
+ * noted (wk_timer, wk_w) for the caller to make after unlocking mu
+ * (wakes_run), each its own step, in that order.  (The code skips the kick
+ * of a thread that has not announced a sleep; the model always makes it.) */
 inline handoff(G) {
   hold_prio[W] = qprio[W];
   sliceover = 0;
@@ -279,7 +284,10 @@ inline handoff(G) {
      :: timer != NONE ->
         is_timer[timer] = 1;
 #ifndef BUG_TIMERWAKE
-        wk_timer = (timer != me -> timer : NONE)   /* no need to wake oneself */
+        if
+        :: timer != me -> park_bump(timer); wk_timer = timer
+        :: else -> skip                          /* no need to wake oneself */
+        fi
 #else
         skip
 #endif
@@ -288,23 +296,24 @@ inline handoff(G) {
   :: else -> skip
   fi;
   granted[W] = G;
+  park_bump(W);
   wk_w = W;
   W = 0
 }
 
-/* wakes_run() in gvl_lock.c: the wakes handoff noted, made without mu.
+/* wakes_run() in gvl_lock.c: the kicks handoff noted, made without mu.
  * The woken thread may have taken its grant meanwhile, and even be asleep
  * in a later wait: it wakes, finds nothing, and sleeps again. */
 inline wakes_run() {
   atomic {
     if
-    :: wk_timer != NONE -> park_wake(wk_timer); wk_timer = NONE
+    :: wk_timer != NONE -> park_kick(wk_timer); wk_timer = NONE
     :: else -> skip
     fi
   };
   atomic {
     if
-    :: wk_w != NONE -> park_wake(wk_w); wk_w = NONE
+    :: wk_w != NONE -> park_kick(wk_w); wk_w = NONE
     :: else -> skip   /* [unreached-ok] from hand_over: it always grants */
     fi
   }
