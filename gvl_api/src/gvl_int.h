@@ -173,7 +173,8 @@ struct gvl_thread_s {
   int call_depth;               /* gvl_call_with nesting; t only           */
   GVL__PAD(3);
 
-  /* Written by t itself, except C_PREEMPT_REQS (see preempt_reqs). */
+  /* Written by t itself (C_PREEMPT_REQS lives in preempt_reqs), except
+   * C_BOOSTS_REFUSED, which gvl__enqueue_other may add for t. */
   _Atomic uint64_t ctr[C__COUNT];
 };
 
@@ -294,17 +295,21 @@ static inline int gvl__check_self(gvl_thread_t *t) {
 void gvl__registry_add(gvl_t *g);
 int  gvl__destroy(gvl_t *g);
 
+/* Add to one of t's counters.  Only t writes its counters (the one
+ * exception, C_BOOSTS_REFUSED, is added atomically in enqueue), so a
+ * plain load and store is enough and keeps locked instructions off the
+ * handoff path; readers load them relaxed. */
 static inline void gvl__ctr_add(gvl_thread_t *t, int c, uint64_t v) {
-  atomic_fetch_add_explicit(&t->ctr[c], v, memory_order_relaxed);
+  uint64_t x = atomic_load_explicit(&t->ctr[c], memory_order_relaxed);
+  atomic_store_explicit(&t->ctr[c], x + v, memory_order_relaxed);
 }
 
 /* Count an acquisition, before anything that qualifies it (a boost, a
  * handoff, a wait, a retake): the fence orders this count before those, and
- * gvl__ctr_read reads them first, so no snapshot shows more boosts than
- * acquisitions.  The fence is free on x86 and only t writes C_ACQUIRES. */
+ * the readers (ctr_read, gvl_misc.c) read it after them, so no snapshot
+ * shows more boosts than acquisitions.  The fence is free on x86. */
 static inline void gvl__ctr_acquired(gvl_thread_t *t) {
-  uint64_t v = atomic_load_explicit(&t->ctr[C_ACQUIRES], memory_order_relaxed);
-  atomic_store_explicit(&t->ctr[C_ACQUIRES], v + 1, memory_order_relaxed);
+  gvl__ctr_add(t, C_ACQUIRES, 1);
   atomic_thread_fence(memory_order_release);
 }
 

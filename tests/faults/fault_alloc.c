@@ -10,7 +10,8 @@
  * The parent runs the script in a fresh child for N = 1, 2, ... until a run
  * completes without reaching allocation N.  In each child:
  *   - the script is run once with nothing failing (warm-up: libuv's thread
- *     pool and signal pipe, glibc's caches), then once armed;
+ *     pool, which it waits for, and signal pipe, glibc's caches), then once
+ *     armed;
  *   - every public call must succeed or return ENOMEM (NULL with errno
  *     ENOMEM for the calls that return pointers; EAGAIN where the call
  *     passes pthread_create's error through, as documented);
@@ -266,7 +267,7 @@ static void *foreign_main(void *arg) {
   return NULL;
 }
 
-static void script_loop(gvl_t *g, gvl_thread_t *me) {
+static void script_loop(gvl_t *g, gvl_thread_t *me, int warm) {
   evl_t *l;
   int p[2], i;
   evl_id_t ids[NREG];
@@ -296,12 +297,18 @@ static void script_loop(gvl_t *g, gvl_thread_t *me) {
   REG(1, evl_timer(l, 3600000, 0, 0, reg_cb, reg_, &rid_));
   REG(0, evl_fd_watch(l, p[0], EVL_READABLE, 0, reg_io, reg_, &rid_));
   REG(0, evl_signal_watch(l, SIGUSR2, 0, reg_cb, reg_, &rid_));
+  int pooled = nregs;   /* from here on, work for libuv's thread pool */
   REG(1, evl_work(l, work_fn, 0, reg_cb, reg_, &rid_));
   REG(1, evl_work(l, work_fn, EVL_F_NOGVL, reg_cb, reg_, &rid_));
   REG(1, evl_read_file(l, "/proc/self/status", 0, 0, reg_read, reg_, &rid_));
   REG(1, evl_read_file(l, "/etc/hostname", EVL_F_NOGVL, 0, reg_read, reg_,
                        &rid_));
 #undef REG
+  /* The warm-up lets the pool's work finish, so that libuv has started its
+   * thread pool (it aborts if it cannot) before anything is made to fail;
+   * the armed run may cancel it before it starts. */
+  for (i = pooled; warm && i < nregs; i++)
+    while (atomic_load(&regs[i].last) == 0) flt_sleep_us(1000);
   /* A synchronous read on this thread, GVL held and released inside. */
   if (OK_OR_NOMEM(gvl_acquire(me))) {
     int r = evl_read_all(me, "/proc/self/status", 0, 0, &data, &len);
@@ -331,7 +338,7 @@ static void script_loop(gvl_t *g, gvl_thread_t *me) {
   }
 }
 
-static void script(void) {
+static void script(int warm) {
   gvl_t *g;
   gvl_thread_t *me;
   pthread_t th;
@@ -351,7 +358,7 @@ static void script(void) {
   }
   foreign_g = g;
   if (pthread_create(&th, NULL, foreign_main, &foreign_g) == 0) flt_join(th);
-  script_loop(g, me);
+  script_loop(g, me, warm);
   CHECK_OK(gvl_thread_detach(me));
   CHECK_OK(gvl_destroy(g));
 }
@@ -380,13 +387,13 @@ static int child_main(long fail_at, int from, int site_fd) {
   sigaction(SIGBUS, &sa, NULL);
   sigaction(SIGABRT, &sa, NULL);
   flt_watchdog(30);
-  script();                        /* warm-up, nothing fails */
+  script(1);                       /* warm-up, nothing fails */
   atomic_store(&fa_site_fd, site_fd);
   atomic_store(&fa_track, 1);
   atomic_store(&fa_fail_at, fail_at);
   atomic_store(&fa_from, from);
   atomic_store(&fa_armed, 1);
-  script();
+  script(0);
   atomic_store(&fa_armed, 0);
   atomic_store(&fa_track, 0);
   /* Frees after the run (late thread exits) are allowed to settle. */
