@@ -24,8 +24,9 @@
  *    the CPU after 2 us) only with two or more CPUs online and in its
  *    affinity mask, and never with GVL_F_NOSPIN.  On one CPU a waiter that
  *    expects a quick handoff (see spin_ns) gives the CPU away instead, with
- *    sched_yield, at most 8 times before it sleeps; never with
- *    GVL_F_NOSPIN.
+ *    sched_yield, at most 8 times and for at most spin_ns before it sleeps;
+ *    never with GVL_F_NOSPIN.  Waits for a gvl_mutex or gvl_cond do
+ *    neither.
  *
  * Return values: every int-returning call returns 0 or a positive errno code.
  *   EINVAL   NULL or out-of-range argument

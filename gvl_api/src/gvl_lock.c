@@ -61,11 +61,12 @@ void gvl__clear_ints(gvl_thread_t *t, uint32_t bit) {
   __atomic_fetch_and(&t->head.ints, ~bit, __ATOMIC_RELAXED);
 }
 
-static void ctr_own_inc(gvl_thread_t *t, int c) {
-  /* Only t itself writes this counter: a plain load/store pair is enough
-   * and keeps a locked instruction off the fast path. */
-  uint64_t v = atomic_load_explicit(&t->ctr[c], memory_order_relaxed);
-  atomic_store_explicit(&t->ctr[c], v + 1, memory_order_relaxed);
+/* Clear the PREEMPT bit of t, which holds the GVL, under g->mu.  Only code
+ * under g->mu sets that bit, so a load tells whether the locked and is
+ * needed (usually not: a yield nobody asked for). */
+static void clear_preempt(gvl_thread_t *t) {
+  if (__atomic_load_n(&t->head.ints, __ATOMIC_RELAXED) & GVL__INT_PREEMPT)
+    gvl__clear_ints(t, GVL__INT_PREEMPT);
 }
 
 /* Ask owner to give the GVL up at its next safe point (g->mu held). */
@@ -83,46 +84,17 @@ static void q_remove(gvl_t *g, gvl_thread_t *t) {
   t->queued = false;
 }
 
-/* Queue t (the caller, or a thread blocked in a gvl_mutex) behind the
- * holder, at the priority the policy gives it; the caller has set
- * GVL__CONTENDED.  Returns the holder if t outranks it and so asked it to
- * give the GVL up now. */
-static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
-                             uint64_t now) {
-  gvl_thread_t *owner =
-      gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
-  bool refused;
-  prio = gvl__pol_queue_prio(g, prio, now, &refused);
-  bool ask = owner && owner != t &&
-      prio > atomic_load_explicit(&owner->hold_prio, memory_order_relaxed);
-  t->qprio = prio;
-  t->qtime = now;
-  t->queued = true;
-  t->qnext = NULL;
-  t->qprev = g->qtail;
-  if (g->qtail) g->qtail->qnext = t; else g->qhead = t;
-  g->qtail = t;
-  atomic_store_explicit(&t->spin_hint, ask, memory_order_relaxed);
-  if (refused) gvl__ctr_add(t, C_BOOSTS_REFUSED, 1);
-  if (ask) gvl__request_preempt(owner);
-  if (!g->timer) {
-    g->timer = t;
-    atomic_store_explicit(&t->is_timer, 1, memory_order_relaxed);
-    if (!pthread_equal(t->tid, pthread_self())) gvl__park_wake(&t->park);
-  }
-  return ask ? owner : NULL;
-}
-
-/* Wakes decided under g->mu: the sequence word is bumped there, but a
- * sleeper is kicked out of the kernel only once g->mu is dropped.  A
+/* Wakes decided under g->mu: with futexes the sequence word is bumped
+ * there, but a sleeper is kicked out of the kernel only once g->mu is
+ * dropped (the portable park does the whole wake then).  A
  * thread woken while the waker still holds g->mu often runs at once (on
  * one CPU it preempts the waker) and soon needs g->mu itself, to release
  * or yield: two more context switches per handoff.  Between the bump and
  * the kick the thread may wake by itself (a timeout), take its grant, run,
  * detach and free its handle, so each pending kick pins the handle
  * (wake_refs; thread_free waits for it).  A late kick is harmless: every
- * wait loops on its condition.  A waiter that spins or yields needs no
- * kick at all. */
+ * wait loops on its condition.  With futexes a waiter that spins or
+ * yields needs no kick at all. */
 typedef struct {
   gvl_thread_t *t[2];
   int n;
@@ -141,6 +113,39 @@ static void wakes_run(wakes_t *wk) {
   }
 }
 
+/* Queue t (the caller, or a thread blocked in a gvl_mutex) behind the
+ * holder, at the priority the policy gives it; the caller has set
+ * GVL__CONTENDED.  Returns the holder if t outranks it and so asked it to
+ * give the GVL up now.  wk: NULL when t is the caller; else t, if it takes
+ * the timer role, is woken to arm its clock once the caller drops g->mu. */
+static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
+                             uint64_t now, wakes_t *wk) {
+  gvl_thread_t *owner =
+      gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
+  bool refused;
+  prio = gvl__pol_queue_prio(g, prio, now, &refused);
+  bool ask = owner && owner != t &&
+      prio > atomic_load_explicit(&owner->hold_prio, memory_order_relaxed);
+  t->qprio = prio;
+  t->qtime = now;
+  t->queued = true;
+  t->qnext = NULL;
+  t->qprev = g->qtail;
+  if (g->qtail) g->qtail->qnext = t; else g->qhead = t;
+  g->qtail = t;
+  atomic_store_explicit(&t->spin_hint, ask, memory_order_relaxed);
+  if (refused)   /* t may be another thread: atomically */
+    atomic_fetch_add_explicit(&t->ctr[C_BOOSTS_REFUSED], 1,
+                              memory_order_relaxed);
+  if (ask) gvl__request_preempt(owner);
+  if (!g->timer) {
+    g->timer = t;
+    atomic_store_explicit(&t->is_timer, 1, memory_order_relaxed);
+    if (wk) wake_later(wk, t);
+  }
+  return ask ? owner : NULL;
+}
+
 /* Give the GVL to w (queued), with grant GVL__GRANTED, or GVL__GRANTED_HOT
  * for a grant the releaser may take back (the caller then sets g->hot).
  * The wakes go in wk, for the caller to make after unlocking g->mu. */
@@ -154,18 +159,20 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant,
                         (uintptr_t)w | (g->qhead ? GVL__CONTENDED : 0),
                         memory_order_release);
   gvl__pol_hold_start(g, now);
+  gvl_thread_t *timer = NULL;
   if (g->timer == w) {
-    /* The timer role moves to another waiter, woken to arm its clock. */
+    /* The timer role moves to another waiter, woken to arm its clock
+     * (a yielder that queued itself takes it knowingly). */
     atomic_store_explicit(&w->is_timer, 0, memory_order_relaxed);
     g->timer = g->qhead;
     if (g->timer) {
       atomic_store_explicit(&g->timer->is_timer, 1, memory_order_relaxed);
-      if (!pthread_equal(g->timer->tid, pthread_self()))
-        wake_later(wk, g->timer);
+      if (!pthread_equal(g->timer->tid, pthread_self())) timer = g->timer;
     }
   }
   atomic_store_explicit(&w->granted, grant, memory_order_release);
-  wake_later(wk, w);
+  wake_later(wk, w);            /* the new owner first */
+  if (timer) wake_later(wk, timer);
 }
 
 /* Take back the grant g->hot left to w, which has not taken it yet (the
@@ -176,7 +183,8 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant,
  * role goes back to w.  A preemption asked of w meanwhile was meant for the
  * GVL's owner: it moves to t if a waiter outranks t.  Returns true if it
  * did (the caller fires t's PREEMPT_REQ once g->mu is dropped). */
-static bool take_back(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, int prio) {
+static bool take_back(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, int prio,
+                      wakes_t *wk) {
   bool ask = false;
   g->hot = NULL;
   w->queued = true;
@@ -191,9 +199,9 @@ static bool take_back(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, int prio) {
   if (!g->timer) {
     g->timer = w;
     atomic_store_explicit(&w->is_timer, 1, memory_order_relaxed);
-    gvl__park_wake(&w->park);
+    wake_later(wk, w);
   } else {
-    gvl__park_wake(&g->timer->park);
+    wake_later(wk, g->timer);
   }
   if (__atomic_load_n(&w->head.ints, __ATOMIC_RELAXED) & GVL__INT_PREEMPT) {
     gvl__clear_ints(w, GVL__INT_PREEMPT);  /* w holds nothing: safe here */
@@ -247,12 +255,17 @@ static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
 }
 
 /* One CPU: the thread we wait for needs this very CPU, so instead of
- * spinning give it away a few times (the holder reaches its safe point, or
- * the yielder hands over, and no futex wake is needed), then sleep. */
+ * spinning give it away (the holder reaches its safe point, or the yielder
+ * hands over, and no futex wake is needed), then sleep.  At most
+ * yield_rounds times, and not past quick_ns: one sched_yield may hand a
+ * whole scheduler slice to a thread that is not the one we wait for, and a
+ * timer waiter must not be late for its tick. */
 static bool yield_for_grant(gvl_t *g, gvl_thread_t *t) {
+  uint64_t end = gvl__now() + g->quick_ns;
   for (int i = 0; i < g->yield_rounds; i++) {
     if (took(t)) return true;
     sched_yield();
+    if (gvl__now() >= end) break;
   }
   return false;
 }
@@ -261,15 +274,6 @@ static bool yield_for_grant(gvl_t *g, gvl_thread_t *t) {
  * none).  Returns true when granted. */
 bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
                              uint64_t user_deadline) {
-  /* Spin (or, on one CPU, yield) when a quick handoff is expected: asked
-   * for by a boost, or this thread's last wait was itself short
-   * (ping-pong, Thread.pass loops).  A thread that waited a whole slice
-   * last time goes straight to sleep. */
-  bool hint = atomic_load_explicit(&t->spin_hint, memory_order_relaxed);
-  if (hint || t->last_wait_ns <= g->quick_ns) {
-    if (g->spin_ns && spin_for_grant(g, t)) return true;
-    if (g->yield_rounds && yield_for_grant(g, t)) return true;
-  }
   for (;;) {
     uint32_t seq = atomic_load_explicit(&t->park.seq, memory_order_acquire);
     if (took(t)) return true;
@@ -284,7 +288,16 @@ bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
   }
 }
 
+/* Wait in the GVL's queue.  Spin (or, on one CPU, yield) first when a
+ * quick handoff is expected: asked for by a boost, or this thread's last
+ * wait was itself short (ping-pong, Thread.pass loops).  A thread that
+ * waited a whole slice last time goes straight to sleep. */
 void gvl__wait_granted(gvl_t *g, gvl_thread_t *t) {
+  bool hint = atomic_load_explicit(&t->spin_hint, memory_order_relaxed);
+  if (hint || t->last_wait_ns <= g->quick_ns) {
+    if (g->spin_ns && spin_for_grant(g, t)) return;
+    if (g->yield_rounds && yield_for_grant(g, t)) return;
+  }
   (void)gvl__wait_granted_until(g, t, 0);
 }
 
@@ -301,7 +314,7 @@ void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
   int prio = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
   t->boosted = gvl__boosted(prio, t->req_prio);
   gvl__ctr_acquired(t);
-  ctr_own_inc(t, C_HANDOFFS);  /* every wait ends in a handoff */
+  gvl__ctr_add(t, C_HANDOFFS, 1);  /* every wait ends in a handoff */
   gvl__ctr_add(t, C_CONTENDED, 1);
   gvl__ctr_add(t, C_WAIT_NS, now - wait_t0);
   t->last_wait_ns = now - wait_t0;
@@ -343,7 +356,7 @@ static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
   if (!(w & GVL__CONTENDED)) gvl__pol_hold_start(g, t0); /* first waiter */
   if (ia) gvl__ctr_add(t, C_INTERACTIVE, 1);
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
-  target = enqueue(g, t, prio, t0);
+  target = enqueue(g, t, prio, t0, NULL);
   pthread_mutex_unlock(&g->mu);
   gvl__hook(g, t, GVL_EV_READY);
   if (target) gvl__hook(g, target, GVL_EV_PREEMPT_REQ);
@@ -391,7 +404,7 @@ int gvl_acquire(gvl_thread_t *t) {
   atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
   t->boosted = false;
   t->hold_t0 = 0;
-  ctr_own_inc(t, C_ACQUIRES);
+  gvl__ctr_add(t, C_ACQUIRES, 1);  /* qualified by nothing: no fence */
   return 0;
 }
 
@@ -442,7 +455,7 @@ static int release_(gvl_thread_t *t, bool hot) {
   }
   t->boosted = false;
   gvl__assert(gvl__owner(atomic_load(&g->word)) == t);
-  gvl__clear_ints(t, GVL__INT_PREEMPT);
+  clear_preempt(t);
   gvl_thread_t *w = gvl__pol_pick(g, now, false);
   wakes_t wk = {.n = 0};
   gvl__assert(!w == !(atomic_load(&g->word) & GVL__CONTENDED));
@@ -474,6 +487,7 @@ int gvl__acquire_back(gvl_thread_t *t, int prio, bool ia) {
   if (t->hot_release) {
     bool back = false, ask = false;
     uint32_t exp = GVL__GRANTED_HOT;
+    wakes_t wk = {.n = 0};
     t->hot_release = false;
     pthread_mutex_lock(&g->mu);
     if (g->hot == t &&
@@ -481,11 +495,12 @@ int gvl__acquire_back(gvl_thread_t *t, int prio, bool ia) {
         atomic_compare_exchange_strong_explicit(&g->hot_to->granted, &exp, 0,
             memory_order_acq_rel, memory_order_relaxed)) {
       t->req_prio = prio;
-      ask = take_back(g, t, g->hot_to, prio);
+      ask = take_back(g, t, g->hot_to, prio, &wk);
       back = true;
     }
     if (g->hot == t) g->hot = NULL;   /* the waiter keeps its grant */
     pthread_mutex_unlock(&g->mu);
+    wakes_run(&wk);
     if (back) {
       start_free_hold(g, t, prio, false,
                       (prio > 0 || (g->flags & GVL_F_TIMING)) ? gvl__now() : 0);
@@ -543,7 +558,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   bool fired;
   uint64_t now;
   pthread_mutex_lock(&g->mu);
-  gvl__clear_ints(t, GVL__INT_PREEMPT);
+  clear_preempt(t);
   gvl_thread_t *w = pick_for_yield(t, ctr, &fired, &now);
   if (!w) {                       /* nobody the policy would serve */
     pthread_mutex_unlock(&g->mu);
@@ -554,15 +569,15 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
   t->boosted = false;
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
-  (void)enqueue(g, t, gvl__pol_requeue_prio(mine, w->qprio), now);
+  (void)enqueue(g, t, gvl__pol_requeue_prio(mine, w->qprio), now, NULL);
   /* Preempted by a boost: back soon. */
   atomic_store_explicit(&t->spin_hint, w->qprio > mine, memory_order_relaxed);
   wakes_t wk = {.n = 0};
   handoff(g, w, now, GVL__GRANTED, &wk);
   if (!fired) gvl__ctr_add(t, ctr, 1);
   pthread_mutex_unlock(&g->mu);
-  gvl__hook(g, t, GVL_EV_READY);  /* before the wake: tests/gvl/test_wake.c */
   wakes_run(&wk);
+  gvl__hook(g, t, GVL_EV_READY);
   gvl__wait_granted(g, t);
   gvl__after_acquire(t, now);
   return 0;
@@ -609,10 +624,12 @@ void gvl__drop_for_wait(gvl_thread_t *t) {
  * caller, the caller's own preempt flag is set: it hands over at its next
  * safe point. */
 void gvl__enqueue_other(gvl_t *g, gvl_thread_t *t, int prio) {
+  wakes_t wk = {.n = 0};
   pthread_mutex_lock(&g->mu);
   if (!(atomic_fetch_or_explicit(&g->word, GVL__CONTENDED,
                                  memory_order_relaxed) & GVL__CONTENDED))
     gvl__pol_hold_start(g, gvl__now());
-  (void)enqueue(g, t, prio, gvl__now());
+  (void)enqueue(g, t, prio, gvl__now(), &wk);
   pthread_mutex_unlock(&g->mu);
+  wakes_run(&wk);
 }

@@ -86,7 +86,7 @@ static void unlock_m(gvl_mutex_t *m) {
 static void block(gvl_thread_t *t) {
   uint64_t t0 = gvl__now();
   gvl__drop_for_wait(t);
-  gvl__wait_granted(t->g, t);
+  (void)gvl__wait_granted_until(t->g, t, 0);  /* for the mutex first: no spin */
   gvl__after_acquire(t, t0);
 }
 

@@ -267,7 +267,7 @@ inline take_best(strict) {
  * and is granted G (1, or 2 for a revocable grant, which makes the caller
  * g->hot).  A new slice starts (gvl__pol_hold_start).  Each wake is half
  * made: the sequence word is bumped here, the kick out of futex_wait is
- * noted (wk_timer, wk_w) for the caller to make after unlocking mu
+ * noted (wk_w, wk_timer) for the caller to make after unlocking mu
  * (wakes_run), each its own step, in that order.  (The code skips the kick
  * of a thread that has not announced a sleep; the model always makes it.) */
 inline handoff(G) {
@@ -307,14 +307,14 @@ inline handoff(G) {
 inline wakes_run() {
   atomic {
     if
-    :: wk_timer != NONE -> park_kick(wk_timer); wk_timer = NONE
-    :: else -> skip
+    :: wk_w != NONE -> park_kick(wk_w); wk_w = NONE
+    :: else -> skip   /* [unreached-ok] from hand_over: it always grants */
     fi
   };
   atomic {
     if
-    :: wk_w != NONE -> park_kick(wk_w); wk_w = NONE
-    :: else -> skip   /* [unreached-ok] from hand_over: it always grants */
+    :: wk_timer != NONE -> park_kick(wk_timer); wk_timer = NONE
+    :: else -> skip
     fi
   }
 }
@@ -345,8 +345,8 @@ inline take_back() {
   :: timer == NONE ->
      timer = hot_to;
      is_timer[hot_to] = 1;
-     park_wake(hot_to)
-  :: else -> park_wake(timer)   /* to time the resumed slice */
+     park_bump(hot_to); wk_timer = hot_to
+  :: else -> park_bump(timer); wk_timer = timer  /* to time the resumed slice */
   fi;
 #endif
   if                            /* moved only if someone outranks me */
@@ -585,8 +585,7 @@ back:
        granted[hot_to] = 0;      /* the CAS 2 -> 0 */
        take_back();
        ENTER_HOLD;
-       unlock_mu();
-       goto hold
+       ok = 1
     :: hot == me ->              /* taken already, or refused: past the
                                     slice, or a boost over the cap */
        hot = NONE; hot_to = NONE
@@ -594,7 +593,13 @@ back:
     fi;
     unlock_mu()
   };
-  goto acquire;
+  if
+  :: ok ->                      /* take_back's one wake, made now */
+     ok = 0;
+     atomic { park_kick(wk_timer); wk_timer = NONE };
+     goto hold
+  :: else -> goto acquire
+  fi;
 
   /* ---- hand_over (gvl_yield, preemption) ---- */
 hand_over:
