@@ -243,7 +243,7 @@ int  gvl__release(gvl_thread_t *t);
 void gvl__release_hot(gvl_thread_t *t);
 int  gvl__acquire_back(gvl_thread_t *t, int prio, bool interactive);
 void gvl__enqueue_other(gvl_t *g, gvl_thread_t *t, int prio);
-void gvl__wait_granted(gvl_t *g, gvl_thread_t *t);
+void gvl__wait_granted(gvl_t *g, gvl_thread_t *t, uint64_t start);
 void gvl__drop_for_wait(gvl_thread_t *t);
 bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t, uint64_t deadline);
 void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0);

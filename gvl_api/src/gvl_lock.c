@@ -241,8 +241,8 @@ static inline bool took(gvl_thread_t *t) {
  * spin_ns (0 on one CPU: see yield_for_grant), and after
  * the first 2 us every round yields the CPU, in case the holder waits for
  * this very CPU to reach its safe point. */
-static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
-  uint64_t start = gvl__now(), end = start + g->spin_ns;
+static bool spin_for_grant(gvl_t *g, gvl_thread_t *t, uint64_t start) {
+  uint64_t end = start + g->spin_ns;
   for (;;) {
     for (int i = 0; i < 64; i++) {
       if (took(t)) return true;
@@ -260,12 +260,11 @@ static bool spin_for_grant(gvl_t *g, gvl_thread_t *t) {
  * yield_rounds times, and not past quick_ns: one sched_yield may hand a
  * whole scheduler slice to a thread that is not the one we wait for, and a
  * timer waiter must not be late for its tick. */
-static bool yield_for_grant(gvl_t *g, gvl_thread_t *t) {
-  uint64_t end = gvl__now() + g->quick_ns;
+static bool yield_for_grant(gvl_t *g, gvl_thread_t *t, uint64_t start) {
   for (int i = 0; i < g->yield_rounds; i++) {
-    if (took(t)) return true;
     sched_yield();
-    if (gvl__now() >= end) break;
+    if (took(t)) return true;      /* the usual case: no clock read */
+    if (gvl__now() - start >= g->quick_ns) break;
   }
   return false;
 }
@@ -288,15 +287,16 @@ bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
   }
 }
 
-/* Wait in the GVL's queue.  Spin (or, on one CPU, yield) first when a
- * quick handoff is expected: asked for by a boost, or this thread's last
- * wait was itself short (ping-pong, Thread.pass loops).  A thread that
- * waited a whole slice last time goes straight to sleep. */
-void gvl__wait_granted(gvl_t *g, gvl_thread_t *t) {
+/* Wait in the GVL's queue, which t joined at start.  Spin (or, on one
+ * CPU, yield) first when a quick handoff is expected: asked for by a
+ * boost, or this thread's last wait was itself short (ping-pong,
+ * Thread.pass loops).  A thread that waited a whole slice last time goes
+ * straight to sleep. */
+void gvl__wait_granted(gvl_t *g, gvl_thread_t *t, uint64_t start) {
   bool hint = atomic_load_explicit(&t->spin_hint, memory_order_relaxed);
   if (hint || t->last_wait_ns <= g->quick_ns) {
-    if (g->spin_ns && spin_for_grant(g, t)) return;
-    if (g->yield_rounds && yield_for_grant(g, t)) return;
+    if (g->spin_ns && spin_for_grant(g, t, start)) return;
+    if (g->yield_rounds && yield_for_grant(g, t, start)) return;
   }
   (void)gvl__wait_granted_until(g, t, 0);
 }
@@ -360,7 +360,7 @@ static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
   pthread_mutex_unlock(&g->mu);
   gvl__hook(g, t, GVL_EV_READY);
   if (target) gvl__hook(g, target, GVL_EV_PREEMPT_REQ);
-  gvl__wait_granted(g, t);
+  gvl__wait_granted(g, t, t0);
   gvl__after_acquire(t, t0);
   return 0;
 }
@@ -578,7 +578,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   pthread_mutex_unlock(&g->mu);
   wakes_run(&wk);
   gvl__hook(g, t, GVL_EV_READY);
-  gvl__wait_granted(g, t);
+  gvl__wait_granted(g, t, now);
   gvl__after_acquire(t, now);
   return 0;
 }

@@ -157,7 +157,7 @@ static int cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m,
   }
   int exp = GVL__CW_WAITING;
   if (!atomic_compare_exchange_strong(&t->cstate, &exp, GVL__CW_TIMEDOUT)) {
-    gvl__wait_granted(t->g, t);    /* signalled meanwhile: it is coming */
+    gvl__wait_granted(t->g, t, gvl__now());  /* signalled meanwhile: coming */
     gvl__after_acquire(t, t0);
     return 0;
   }
