@@ -84,17 +84,17 @@ static void q_remove(gvl_t *g, gvl_thread_t *t) {
   t->queued = false;
 }
 
-/* Wakes decided under g->mu: with futexes the sequence word is bumped
+/* Wakes decided under g->mu.  With futexes the sequence word is bumped
  * there, but a sleeper is kicked out of the kernel only once g->mu is
- * dropped (the portable park does the whole wake then).  A
- * thread woken while the waker still holds g->mu often runs at once (on
- * one CPU it preempts the waker) and soon needs g->mu itself, to release
- * or yield: two more context switches per handoff.  Between the bump and
+ * dropped (the portable park makes its whole wake then): a thread woken
+ * while the waker still holds g->mu often runs at once (on one CPU it
+ * preempts the waker) and soon needs g->mu itself, to release or yield,
+ * which costs two more context switches per handoff.  Between the bump and
  * the kick the thread may wake by itself (a timeout), take its grant, run,
  * detach and free its handle, so each pending kick pins the handle
  * (wake_refs; thread_free waits for it).  A late kick is harmless: every
- * wait loops on its condition.  With futexes a waiter that spins or
- * yields needs no kick at all. */
+ * wait loops on its condition.  With futexes a waiter that spins or yields
+ * needs no kick at all. */
 typedef struct {
   gvl_thread_t *t[2];
   int n;
