@@ -22,11 +22,8 @@
  *    the exact bound); past the cap boosted waiters are served last.
  *  - No spinning on one CPU: a waiter spins (bounded by spin_ns, yielding
  *    the CPU after 2 us) only with two or more CPUs online and in its
- *    affinity mask, and never with GVL_F_NOSPIN.  On one CPU a waiter that
- *    expects a quick handoff (see spin_ns) gives the CPU away instead, with
- *    sched_yield, at most 8 times and for at most spin_ns before it sleeps;
- *    never with GVL_F_NOSPIN.  Waits for a gvl_mutex or gvl_cond do
- *    neither.
+ *    affinity mask, and never with GVL_F_NOSPIN.  Waits for a gvl_mutex or
+ *    gvl_cond never spin.
  *
  * Return values: every int-returning call returns 0 or a positive errno code.
  *   EINVAL   NULL or out-of-range argument
@@ -110,7 +107,7 @@ typedef void (*gvl_hook_cb)(void *arg, gvl_thread_t *t, gvl_event_t ev,
 /* Flags for gvl_config_t.flags */
 #define GVL_F_TIMING  0x1u  /* measure hold time on every acquisition, not
                                only contended ones (costs two clock reads)  */
-#define GVL_F_NOSPIN  0x2u  /* never spin or yield before sleeping          */
+#define GVL_F_NOSPIN  0x2u  /* never spin before sleeping                   */
 #define GVL_F_NOINTERACTIVE 0x4u /* turn the interactivity policy off: see
                                gvl_call_without and ARCHITECTURE.md      */
 #define GVL_F_NORETAKE 0x8u /* gvl_call_without never takes the GVL back
@@ -128,8 +125,7 @@ typedef struct {
                              yield, was preempted by a boost, or its last
                              wait was this short); 0 = default (50 us);
                              never on 1 CPU (online, or in the creating
-                             thread's affinity mask: up to 8 sched_yield
-                             calls there instead) or with GVL_F_NOSPIN    */
+                             thread's affinity mask) or with GVL_F_NOSPIN */
   unsigned flags;         /* GVL_F_*                                        */
   gvl_hook_cb hook;       /* optional instrumentation hook                 */
   void *hook_arg;

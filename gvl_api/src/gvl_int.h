@@ -47,7 +47,6 @@
 #define GVL__DEF_WINDOW_NS  (100u * 1000000u)
 #define GVL__DEF_AGE_NS     (100u * 1000000u)
 #define GVL__DEF_SPIN_NS    (50u * 1000u)
-#define GVL__YIELD_ROUNDS   8   /* one CPU: sched_yield()s before sleeping */
 #define GVL__MAX_NS         (86400ull * 1000000000u)  /* GVL_MAX_NS: a day */
 #define GVL__CAP_BUCKETS    8   /* the window is 8 buckets; one more is kept */
 #define GVL__CAP_SLOTS      (GVL__CAP_BUCKETS + 1)
@@ -206,13 +205,7 @@ struct gvl_s {
   /* Read on every wait; written only by the setters (validated there). */
   _Atomic uint64_t slice_ns;
   _Atomic unsigned cap_pct;
-  uint64_t window_ns, age_ns;   /* fixed at creation                       */
-  uint64_t quick_ns;            /* a wait this short is "quick" (spin_ns as
-                                   configured); fixed at creation          */
-  uint64_t spin_ns;             /* spin bound, 0: never spin (one CPU,
-                                   GVL_F_NOSPIN); fixed at creation        */
-  int yield_rounds;             /* one CPU: yields before sleeping, 0 with
-                                   GVL_F_NOSPIN or several CPUs; fixed      */
+  uint64_t window_ns, age_ns, spin_ns; /* fixed at creation               */
   unsigned flags;               /* fixed at creation                       */
   _Atomic(gvl_hook_cb) hook;
   void *_Atomic hook_arg;

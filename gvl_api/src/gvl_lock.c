@@ -238,7 +238,7 @@ static inline bool took(gvl_thread_t *t) {
 }
 
 /* Spin for a grant that should come within microseconds.  Bounded by
- * spin_ns (0 on one CPU: see yield_for_grant), and after
+ * spin_ns (0 on one CPU, see gvl__wait_granted), and after
  * the first 2 us every round yields the CPU, in case the holder waits for
  * this very CPU to reach its safe point. */
 static bool spin_for_grant(gvl_t *g, gvl_thread_t *t, uint64_t start) {
@@ -252,21 +252,6 @@ static bool spin_for_grant(gvl_t *g, gvl_thread_t *t, uint64_t start) {
     if (now >= end) return false;
     if (now - start > 2000) sched_yield();
   }
-}
-
-/* One CPU: the thread we wait for needs this very CPU, so instead of
- * spinning give it away (the holder reaches its safe point, or the yielder
- * hands over, and no futex wake is needed), then sleep.  At most
- * yield_rounds times, and not past quick_ns: one sched_yield may hand a
- * whole scheduler slice to a thread that is not the one we wait for, and a
- * timer waiter must not be late for its tick. */
-static bool yield_for_grant(gvl_t *g, gvl_thread_t *t, uint64_t start) {
-  for (int i = 0; i < g->yield_rounds; i++) {
-    sched_yield();
-    if (took(t)) return true;      /* the usual case: no clock read */
-    if (gvl__now() - start >= g->quick_ns) break;
-  }
-  return false;
 }
 
 /* Sleep until the GVL has been handed to t, or until user_deadline (0 for
@@ -287,17 +272,19 @@ bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
   }
 }
 
-/* Wait in the GVL's queue, which t joined at start.  Spin (or, on one
- * CPU, yield) first when a quick handoff is expected: asked for by a
- * boost, or this thread's last wait was itself short (ping-pong,
- * Thread.pass loops).  A thread that waited a whole slice last time goes
- * straight to sleep. */
+/* Wait in the GVL's queue, which t joined at start.  Spin first when a
+ * quick handoff is expected: asked for by a boost, or this thread's last
+ * wait was itself short (ping-pong, Thread.pass loops).  A thread that
+ * waited a whole slice last time goes straight to sleep.  On one CPU
+ * nobody spins, nor yields instead: a waiter kept runnable by sched_yield
+ * takes CPU from threads that are not waiting for the GVL, such as the one
+ * a convoy's I/O thread waits for (bench convoy beside 2 hogs, pinned: the
+ * I/O thread at 40-340x its time alone, against 4-5x asleep). */
 void gvl__wait_granted(gvl_t *g, gvl_thread_t *t, uint64_t start) {
   bool hint = atomic_load_explicit(&t->spin_hint, memory_order_relaxed);
-  if (hint || t->last_wait_ns <= g->quick_ns) {
-    if (g->spin_ns && spin_for_grant(g, t, start)) return;
-    if (g->yield_rounds && yield_for_grant(g, t, start)) return;
-  }
+  if (g->spin_ns && (hint || t->last_wait_ns <= g->spin_ns) &&
+      spin_for_grant(g, t, start))
+    return;
   (void)gvl__wait_granted_until(g, t, 0);
 }
 

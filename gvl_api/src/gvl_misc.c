@@ -69,17 +69,8 @@ gvl_t *gvl_create(const gvl_config_t *cfg) {
   atomic_init(&g->cap_pct, c->boost_cap_pct ? c->boost_cap_pct : GVL__DEF_CAP_PCT);
   g->window_ns = c->cap_window_ns ? c->cap_window_ns : GVL__DEF_WINDOW_NS;
   g->age_ns = c->age_ns ? c->age_ns : GVL__DEF_AGE_NS;
-  g->quick_ns = c->spin_ns ? c->spin_ns : GVL__DEF_SPIN_NS;
-  if (c->flags & GVL_F_NOSPIN) {
-    g->spin_ns = 0;
-    g->yield_rounds = 0;
-  } else if (one_cpu()) {
-    g->spin_ns = 0;
-    g->yield_rounds = GVL__YIELD_ROUNDS;
-  } else {
-    g->spin_ns = g->quick_ns;
-    g->yield_rounds = 0;
-  }
+  g->spin_ns = c->spin_ns ? c->spin_ns : GVL__DEF_SPIN_NS;
+  if ((c->flags & GVL_F_NOSPIN) || one_cpu()) g->spin_ns = 0;
   g->flags = c->flags;
   atomic_init(&g->hook, c->hook);
   atomic_init(&g->hook_arg, c->hook_arg);
