@@ -281,12 +281,15 @@ GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
 /* [held] Release the GVL, call fn(arg), reacquire, return fn's result.
  * Interactivity policy (on unless GVL_F_NOINTERACTIVE or
  * gvl_thread_set_interactive(t, 0)): if less than a tenth of a slice has
- * passed since t's previous gvl_call_without returned, t reacquires at
+ * passed since t's previous gvl_call_without returned, or had passed
+ * before that one (a single long stretch, such as one the OS stretched by
+ * running something else on t's CPU, does not demote), t reacquires at
  * priority 1 (when its own is lower), preempting a normal CPU-bound holder
  * at its next safe point; that promotion is a boost and is charged to the
  * cap.  A thread that computes longer between blocking calls, however often
- * it was preempted meanwhile, is never promoted; nor is the first call
- * after a gvl_acquire.
+ * it was preempted meanwhile, is never promoted, except once right after a
+ * short stretch; nor is the first call after a gvl_acquire (a gvl_release
+ * ends the stretch).
  * Taking it back: when a waiter is served as fn starts, and fn returns
  * before that waiter has started to run (it was still waking up), t takes
  * the GVL straight back and the waiter stays first in line, losing no time

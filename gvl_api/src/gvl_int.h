@@ -113,7 +113,10 @@ struct gvl_thread_s {
   uint64_t hold_t0;             /* start of the current hold (and of its
                                    charge), 0 = not timed; t only          */
   uint64_t ia_t0;               /* when t last came back from
-                                   gvl_call_without, 0 = unknown; t only    */
+                                   gvl_call_without, 0 = unknown (none
+                                   since its gvl_acquire); t only          */
+  bool ia_short;                /* t's last stretch was short
+                                   (gvl__pol_interactive); t only          */
   uint64_t last_wait_ns;        /* length of t's last wait; t only         */
   int region_prio;              /* gvl_region_begin: the released hold's
                                    requested priority; t only              */

@@ -504,6 +504,7 @@ int gvl_release(gvl_thread_t *t) {
   if (rc) return rc;
   gvl_t *g = t->g;
   uintptr_t exp = (uintptr_t)t;
+  t->ia_t0 = 0;   /* the first call after the next gvl_acquire: no stretch */
   if (t->boosted || t->hold_t0 || instrumented(g)) return gvl__release(t);
   if (!atomic_load_explicit(&t->holding, memory_order_relaxed)) return EPERM;
   atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
@@ -557,10 +558,12 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   t->boosted = false;
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
   (void)enqueue(g, t, gvl__pol_requeue_prio(mine, w->qprio), now, NULL);
-  /* Preempted by a boost: back soon. */
-  atomic_store_explicit(&t->spin_hint, w->qprio > mine, memory_order_relaxed);
   wakes_t wk = {.n = 0};
   handoff(g, w, now, GVL__GRANTED, &wk);
+  /* Preempted by a boost and next in line: back soon.  Behind another
+   * waiter, a spin would only take a CPU that others need. */
+  atomic_store_explicit(&t->spin_hint, w->qprio > mine && g->qhead == t,
+                        memory_order_relaxed);
   if (!fired) gvl__ctr_add(t, ctr, 1);
   pthread_mutex_unlock(&g->mu);
   wakes_run(&wk);

@@ -153,12 +153,18 @@ uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target) {
 
 /* A thread whose stretch since it last came back from gvl_call_without was
  * short (under a tenth of a slice, wall time, whatever happened in it) is
- * I/O-bound: its next reacquire is promoted one level above normal.  A
- * thread that computes across slices between blocking calls never is.
+ * I/O-bound: its next reacquire is promoted one level above normal.  One
+ * long stretch after a short one does not demote it: wall time also counts
+ * the moments the OS ran something else on t's CPU, and a demoted I/O
+ * thread waits out whole slices (a convoy beside 2 hogs lost 20 ms to one
+ * such moment).  So only two long stretches in a row do, and a thread that
+ * computes across slices between blocking calls is never promoted.
  * t only, no lock. */
 bool gvl__pol_interactive(gvl_thread_t *t, uint64_t now) {
   if (t->interactive_off || (t->g->flags & GVL_F_NOINTERACTIVE) || !t->ia_t0)
-    return false;
+    return t->ia_short = false;
   uint64_t slice = atomic_load_explicit(&t->g->slice_ns, memory_order_relaxed);
-  return now - t->ia_t0 < slice / 10;
+  bool was = t->ia_short;
+  t->ia_short = now - t->ia_t0 < slice / 10;
+  return t->ia_short || was;
 }

@@ -7,6 +7,8 @@
  */
 #include "tgvl.h"
 
+#include <stdbool.h>
+
 static gvl_t *g;
 static int pipefd[2];
 static atomic_uint ready_waiters, in_read;
@@ -125,6 +127,91 @@ static void test_heavy_compute_not_interactive(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* The stretch rule's edges, with a 100 ms slice (a tenth: 10 ms).  A noop
+ * call is followed at once by the next, so that stretch is short; the
+ * test knows it was (a loaded machine may stretch it) only if the time
+ * from before the first call to after the second was under 10 ms, which
+ * bounds the stretch the library saw; otherwise the round is tried again.
+ * A stretch of 15 ms of work is long whatever the machine does. */
+#define IA_TENTH_NS 10000000ull
+
+static uint64_t ia_count(gvl_thread_t *t) { return tgvl_tstats(t).interactive; }
+
+static void busy_ns(uint64_t ns) {
+  uint64_t end = gvl_now_ns() + ns;
+  while (gvl_now_ns() < end) tgvl_work(10);
+}
+
+/* Two calls in a row (a short stretch between them); false if the
+ * machine may have made it long. */
+static bool short_stretch(gvl_thread_t *t) {
+  uint64_t t0 = gvl_now_ns();
+  gvl_call_without(t, noop, NULL, NULL, NULL);
+  gvl_call_without(t, noop, NULL, NULL, NULL);
+  return gvl_now_ns() - t0 < IA_TENTH_NS;
+}
+
+static gvl_thread_t *ia_setup(void) {
+  gvl_config_t c = tgvl_strict_config(10 * IA_TENTH_NS, NULL);
+  c.flags = 0;
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  return t;
+}
+
+static void ia_teardown(gvl_thread_t *t) {
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* One long stretch after a short one keeps the promotion (the OS may have
+ * taken the CPU away for a moment); two in a row end it. */
+static void test_one_long_stretch_keeps_promotion(void) {
+  gvl_thread_t *t = ia_setup();
+  for (int rounds = 0;; rounds++) {
+    CHECK(rounds < 100);
+    busy_ns(15000000);
+    gvl_call_without(t, noop, NULL, NULL, NULL);   /* after a long stretch */
+    busy_ns(15000000);
+    uint64_t n0 = ia_count(t);
+    gvl_call_without(t, noop, NULL, NULL, NULL);   /* two long in a row */
+    CHECK_EQ(ia_count(t), n0);
+    if (!short_stretch(t)) continue;
+    busy_ns(15000000);
+    uint64_t n1 = ia_count(t);
+    gvl_call_without(t, noop, NULL, NULL, NULL);   /* long after short */
+    CHECK_EQ(ia_count(t), n1 + 1);
+    busy_ns(15000000);
+    gvl_call_without(t, noop, NULL, NULL, NULL);   /* and long again */
+    CHECK_EQ(ia_count(t), n1 + 1);
+    break;
+  }
+  ia_teardown(t);
+}
+
+/* A stretch ends at gvl_release: the first call after a gvl_acquire is
+ * never promoted, however soon it comes. */
+static void test_first_call_after_acquire(void) {
+  gvl_thread_t *t = ia_setup();
+  for (int rounds = 0;; rounds++) {
+    CHECK(rounds < 100);
+    uint64_t t0 = gvl_now_ns();
+    gvl_call_without(t, noop, NULL, NULL, NULL);
+    CHECK_OK(gvl_release(t));
+    CHECK_OK(gvl_acquire(t));
+    uint64_t n0 = ia_count(t);
+    gvl_call_without(t, noop, NULL, NULL, NULL);
+    CHECK_EQ(ia_count(t), n0);
+    if (gvl_now_ns() - t0 >= IA_TENTH_NS) continue;  /* proved nothing */
+    /* The rule itself still promotes such a short stretch. */
+    if (short_stretch(t) && ia_count(t) > n0) break;
+  }
+  ia_teardown(t);
+}
+
 /* An "interactive" thread that holds for most of the time is stopped by
  * the cap: its promotions are refused and the hog keeps its share. */
 static atomic_int stop_hog;
@@ -210,6 +297,8 @@ int main(void) {
   tgvl_watchdog(120);
   TGVL_RUN(test_io_thread_goes_first);
   TGVL_RUN(test_heavy_compute_not_interactive);
+  TGVL_RUN(test_one_long_stretch_keeps_promotion);
+  TGVL_RUN(test_first_call_after_acquire);
   TGVL_RUN(test_cap_bounds_interactive);
   TGVL_RUN(test_hold_share_settings);
   puts("ok");
