@@ -81,17 +81,17 @@ static int host_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
 
 /* ---- one variant ---------------------------------------------------------------- */
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
+/* The same percentile rule as every other bench program (bench_percentile:
+ * the nearest rank), over the samples in microseconds. */
 static void report(const char *bench, const char *variant) {
   if (nsamples == 0) return;
-  qsort(samples, nsamples, sizeof(*samples), cmp_u64);
-  double p50 = samples[nsamples / 2] / 1000.0;
-  double p99 = samples[(nsamples * 99) / 100] / 1000.0;
-  double mx = samples[nsamples - 1] / 1000.0;
+  double *us = malloc(nsamples * sizeof *us);
+  if (!us) { perror("malloc"); exit(1); }
+  for (size_t i = 0; i < nsamples; i++) us[i] = (double)samples[i] / 1000.0;
+  double p50 = bench_percentile(us, nsamples, 50);
+  double p99 = bench_percentile(us, nsamples, 99);
+  double mx = bench_percentile(us, nsamples, 100);
+  free(us);
   printf("RESULT %s %s p50_us %.3f\n", bench, variant, p50);
   printf("RESULT %s %s p99_us %.3f\n", bench, variant, p99);
   printf("RESULT %s %s max_us %.3f\n", bench, variant, mx);
