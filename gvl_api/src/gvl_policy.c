@@ -161,8 +161,10 @@ uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target) {
  * computes across slices between blocking calls is never promoted.
  * t only, no lock. */
 bool gvl__pol_interactive(gvl_thread_t *t, uint64_t now) {
-  if (t->interactive_off || (t->g->flags & GVL_F_NOINTERACTIVE) || !t->ia_t0)
-    return t->ia_short = false;
+  if (t->interactive_off || (t->g->flags & GVL_F_NOINTERACTIVE) || !t->ia_t0) {
+    t->ia_short = false;
+    return false;
+  }
   uint64_t slice = atomic_load_explicit(&t->g->slice_ns, memory_order_relaxed);
   bool was = t->ia_short;
   t->ia_short = now - t->ia_t0 < slice / 10;

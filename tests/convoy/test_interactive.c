@@ -22,6 +22,12 @@ static void count_ready(void *arg, gvl_thread_t *t, gvl_event_t ev,
 
 static void *noop(void *arg) { return arg; }
 
+/* Work (a stretch that holds the GVL) for ns of wall time. */
+static void busy_ns(uint64_t ns) {
+  uint64_t end = gvl_now_ns() + ns;
+  while (gvl_now_ns() < end) tgvl_work(10);
+}
+
 static void *read_pipe(void *arg) {
   char c;
   (void)arg;
@@ -106,8 +112,7 @@ static void test_heavy_compute_not_interactive(void) {
   CHECK(t);
   CHECK_OK(gvl_acquire(t));
   for (int i = 0; i < 20; i++) {
-    uint64_t end = gvl_now_ns() + 2000000;            /* 2 ms of work */
-    while (gvl_now_ns() < end) tgvl_work(10);
+    busy_ns(2000000);                                  /* 2 ms of work */
     gvl_call_without(t, noop, NULL, NULL, NULL);
   }
   CHECK_EQ(tgvl_tstats(t).interactive, 0);
@@ -136,11 +141,6 @@ static void test_heavy_compute_not_interactive(void) {
 #define IA_TENTH_NS 10000000ull
 
 static uint64_t ia_count(gvl_thread_t *t) { return tgvl_tstats(t).interactive; }
-
-static void busy_ns(uint64_t ns) {
-  uint64_t end = gvl_now_ns() + ns;
-  while (gvl_now_ns() < end) tgvl_work(10);
-}
 
 /* Two calls in a row (a short stretch between them); false if the
  * machine may have made it long. */
