@@ -18,7 +18,10 @@ its gvloop run see the same machine; a file never runs in two lanes at once
 The verdict compares the two runs of a suite file by file and test by test:
 it fails for every test that passed under the stock shell and, under the
 gvloop shell, failed, or was never reported because its file hung (timeout)
-or aborted.  Names in flaky.txt are reported but do not fail.  Exit status:
+or aborted.  Names in flaky.txt are reported but do not fail.  Names in
+skip.txt are tests that can hang forever by a race of their own; both shells
+are told to skip them (tcltest's -skip), so the two runs stay comparable.
+Exit status:
 0 no regression, 1 regressions, 77 skipped (no suites), 2 usage.
 """
 import argparse
@@ -127,6 +130,7 @@ class Run:
         self.tree = os.path.join(args.suites, tree)
         self.sub = sub
         self.files = files
+        self.skip = args.skip
         self.results = {}
         self.secs = 0.0         # the files' own times, waits excluded
         self.wall = 0.0
@@ -146,9 +150,11 @@ class Run:
         cwd = os.path.join(self.root, "tree", self.sub)
         logpath = os.path.join(self.logdir, name + ".log")
         t0 = time.monotonic()
+        argv = [self.shell, "all.tcl", "-file", name, "-verbose", "bpse"]
+        if self.skip:
+            argv += ["-skip", " ".join(self.skip)]
         with open(logpath, "wb") as out:
-            p = subprocess.Popen(
-                [self.shell, "all.tcl", "-file", name, "-verbose", "bpse"],
+            p = subprocess.Popen(argv,
                 cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
                 stderr=subprocess.STDOUT, start_new_session=True)
             try:
@@ -216,16 +222,17 @@ def list_files(suites_dir, suite):
     return sorted(f for f in os.listdir(d) if f.endswith(".test"))
 
 
-def load_flaky(path):
-    flaky = set()
+def load_names(path):
+    """The first word of each line of a list file, comments dropped."""
+    names = set()
     if not os.path.exists(path):
-        return flaky
+        return names
     with open(path) as f:
         for line in f:
             line = line.split("#", 1)[0].strip()
             if line:
-                flaky.add(line.split()[0])
-    return flaky
+                names.add(line.split()[0])
+    return names
 
 
 def compare(stock, gv, flaky):
@@ -264,6 +271,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=0, help="per file, seconds")
     ap.add_argument("--out", default="")
     ap.add_argument("--flaky", default=os.path.join(HERE, "flaky.txt"))
+    ap.add_argument("--skiplist", default=os.path.join(HERE, "skip.txt"))
     args = ap.parse_args()
 
     if os.environ.get("GVLOOP_SUITES"):
@@ -291,7 +299,8 @@ def main():
     if not args.out:
         args.out = tempfile.mkdtemp(prefix="gvloop-conformance-")
     os.makedirs(args.out, exist_ok=True)
-    flaky = load_flaky(args.flaky)
+    flaky = load_names(args.flaky)
+    args.skip = sorted(load_names(args.skiplist))
 
     pairs = []
     for s in suites:
