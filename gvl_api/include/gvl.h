@@ -219,8 +219,9 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  * ahead of lower priorities.  prio > 0 is a boosted acquisition, subject to
  * the cap; its holds (also after a safe point handed the GVL on and back)
  * and those of the interactive promotion are boosted holds:
- *  - each boosted hold is charged once, for the time it held (from getting
- *    the GVL to giving it up);
+ *  - each boosted hold is charged once, for the time it held (from when
+ *    its thread runs with the GVL to giving it up: the time a granted
+ *    thread waits for a CPU is not charged);
  *  - whenever the GVL is handed on (release, yield, safe point), a waiter
  *    whose hold would be boosted is served only while the holds charged
  *    over the last cap_window_ns are below boost_cap_pct of it.  Otherwise
