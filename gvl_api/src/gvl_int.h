@@ -147,10 +147,11 @@ struct gvl_thread_s {
                                    queues itself or drops the GVL for a
                                    gvl_mutex/gvl_cond wait (then another
                                    thread queues it)                        */
-  uint64_t grant_ns;            /* when the handoff granted it: the end of
-                                   t's wait and the start of its hold;
-                                   written under g->mu before granted, read
-                                   by t once granted                       */
+  uint64_t grant_ns;            /* when the handoff granted it: for an
+                                   unboosted hold, the end of t's wait and
+                                   the start of its hold (a boosted one
+                                   starts when t runs); written under g->mu
+                                   before granted, read by t once granted  */
   gvl__park_t park;
   _Atomic uint32_t wake_refs;   /* kicks decided under g->mu and not made
                                    yet (gvl_lock.c, wakes_t): the handle is

@@ -284,12 +284,6 @@ static atomic_uint cw_stage;       /* 1 b attached, 2 x busy, 3 b ran, 4 b asks 
 static _Atomic uint64_t cw_grant_ns, cw_ran_ns, cw_rel_ns;
 static int cw_cpu;
 
-static uint64_t cw_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void cw_pin(void) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -300,8 +294,8 @@ static void cw_pin(void) {
 static void *cw_busy(void *arg) {
   cw_pin();
   atomic_store(&cw_stage, 2);
-  uint64_t end = cw_now() + 200 * 1000000ull;
-  while (cw_now() < end && atomic_load(&cw_stage) < 3) {
+  uint64_t end = gvl_now_ns() + 200 * 1000000ull;
+  while (gvl_now_ns() < end && atomic_load(&cw_stage) < 3) {
   }
   return arg;
 }
@@ -314,14 +308,14 @@ static void *cw_booster(void *arg) {
   CHECK(t);
   atomic_store(&cw_stage, 1);
   CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
-  atomic_store(&cw_ran_ns, cw_now());
+  atomic_store(&cw_ran_ns, gvl_now_ns());
   atomic_store(&cw_stage, 3);
   /* Back to normal scheduling for the rest, so a loaded machine cannot
    * starve this thread (SCHED_IDLE back to SCHED_OTHER is allowed within
    * RLIMIT_NICE; if it is not, the thread stays idle-class and slower). */
   (void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
   tgvl_work(20);
-  atomic_store(&cw_rel_ns, cw_now());
+  atomic_store(&cw_rel_ns, gvl_now_ns());
   CHECK_OK(gvl_release(t));
   atomic_store(&cw_stage, 4);
   CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));   /* main holds: queues */
@@ -350,16 +344,16 @@ static uint64_t cap_wake_once(void) {
   tgvl_spawn(&x, cw_busy, NULL);
   tgvl_wait_ge(&cw_stage, 2);
   tgvl_sleep_us(1000);
-  atomic_store(&cw_grant_ns, cw_now());
+  atomic_store(&cw_grant_ns, gvl_now_ns());
   CHECK_OK(gvl_release(me));     /* grants b, which waits for x's CPU */
   CHECK_OK(gvl_acquire(me));     /* back after b's first hold */
   tgvl_wait_ge(&cw_stage, 4);
   /* Safe points until b's second boost is served (it asked main to yield)
    * or refused (it queued at normal priority).  If b has not queued within
    * 5 s, its boost may find the GVL free later: the attempt proves nothing. */
-  uint64_t until = cw_now() + 5000000000ull * (uint64_t)tgvl_slow();
+  uint64_t until = gvl_now_ns() + 5000000000ull * (uint64_t)tgvl_slow();
   int queued = 0;
-  while (!queued && cw_now() < until) {
+  while (!queued && gvl_now_ns() < until) {
     gvl_check_ints(me);
     gvl_stats_t s = tgvl_stats(g);
     queued = s.boosts >= 2 || s.boosts_refused > 0;
