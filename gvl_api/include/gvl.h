@@ -112,6 +112,8 @@ typedef void (*gvl_hook_cb)(void *arg, gvl_thread_t *t, gvl_event_t ev,
                                gvl_call_without and ARCHITECTURE.md      */
 #define GVL_F_NORETAKE 0x8u /* gvl_call_without never takes the GVL back
                                from its waiter (see gvl_call_without)    */
+#define GVL_F_LEND    0x10u /* a boost lends the holder the booster's
+                               kernel scheduling (see "Lending" below)   */
 
 typedef struct {
   uint64_t slice_ns;      /* time slice; 0 = default (10 ms)               */
@@ -155,6 +157,8 @@ typedef struct {
   uint64_t retakes;         /* gvl_call_without returns that took the GVL
                                back before its waiter did (each also
                                counts as an uncontended acquire)            */
+  uint64_t lends;           /* GVL_F_LEND: boosted waits that lent the
+                               holder their kernel scheduling              */
 } gvl_stats_t;
 
 /* ---- lifecycle ------------------------------------------------------------ */
@@ -240,7 +244,24 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  * slice ran out, and hands it back to the unboosted waiter after at most
  * one slice, so the unboosted threads keep at least every other slice.
  * A boosted acquire that finds the GVL free takes it (nobody waits); its
- * hold is charged all the same. */
+ * hold is charged all the same.
+ * Lending (GVL_F_LEND, Linux; elsewhere accepted and no-op): a thread
+ * that queues itself above the holder's priority, and so asks it to give
+ * the GVL up at its next safe point, lends the holder its own kernel
+ * scheduling (policy, nice, real-time priority) when that ranks above the
+ * holder's (SCHED_FIFO and SCHED_RR by priority, above SCHED_OTHER and
+ * SCHED_BATCH by nice, above SCHED_IDLE; a SCHED_DEADLINE thread neither
+ * lends nor is lent to), so that on a busy machine the holder gets a CPU
+ * to reach its safe point.  The holder gets its own scheduling back as it
+ * gives the GVL up (release, yield, safe point, blocking region, cond
+ * wait), before the call returns; a fork() child's thread has its own.
+ * A lend the kernel refuses (EPERM: no CAP_SYS_NICE or RLIMIT_RTPRIO) is
+ * not made.  Counted in gvl_stats_t.lends, on the lender.  While lent, a
+ * change the host makes to the holder's scheduling is undone when the lend
+ * ends.  Only the kernel's real-time policies preempt a busy CPU at once:
+ * a booster at a lower nice lends a weight that the kernel applies at its
+ * next pick (see evloop.h, cfg.sched_policy, for a loop thread that lends
+ * SCHED_FIFO). */
 GVL_EXPORT int gvl_acquire_prio(gvl_thread_t *t, int prio);
 
 /* [held] Release; hands the GVL directly to the best waiter, if any. */

@@ -55,7 +55,7 @@
 enum {
   C_ACQUIRES, C_CONTENDED, C_HANDOFFS, C_YIELDS, C_PREEMPT_REQS,
   C_PREEMPTIONS, C_BOOSTS, C_BOOSTS_REFUSED, C_INTERACTIVE, C_OWNER_DIED,
-  C_WAIT_NS, C_HOLD_NS, C_RETAKES, C__COUNT
+  C_WAIT_NS, C_HOLD_NS, C_RETAKES, C_LENDS, C__COUNT
 };
 
 /* Platform parking: each thread sleeps on its own word (futex on Linux). */
@@ -82,6 +82,26 @@ void gvl__park_wake(gvl__park_t *p);
 bool gvl__park_bump(gvl__park_t *p);
 void gvl__park_kick(gvl__park_t *p);
 void gvl__park_after_fork(gvl__park_t *p);
+
+/* A thread's kernel scheduling, for GVL_F_LEND (gvl_sched_*.c).  tid is a
+ * kernel thread id (gvl__ksched_tid); get and set return 0 or an errno
+ * (ENOSYS where one thread cannot read or set another's). */
+typedef struct {
+  int policy;                   /* SCHED_OTHER, SCHED_FIFO, ...            */
+  int nice;                     /* SCHED_OTHER, SCHED_BATCH                */
+  int rtprio;                   /* SCHED_FIFO, SCHED_RR                    */
+  uint64_t flags;               /* SCHED_FLAG_RESET_ON_FORK, kept as found */
+} gvl__ksched_t;
+
+int gvl__ksched_tid(void);
+int gvl__ksched_get(int tid, gvl__ksched_t *s);
+int gvl__ksched_set(int tid, const gvl__ksched_t *s);
+/* Higher runs first; -1 (SCHED_DEADLINE, or no support): never lend from
+ * or to it. */
+int gvl__ksched_rank(const gvl__ksched_t *s);
+
+/* t->lend: GVL_F_LEND's state of t's kernel scheduling. */
+enum { GVL__LEND_NONE, GVL__LEND_LENT, GVL__LEND_RESTORING };
 
 /* Padding between groups of fields written by different threads, so that
  * a handoff moves few cache lines between CPUs (see ARCHITECTURE.md,
@@ -125,6 +145,18 @@ struct gvl_thread_s {
   bool hot_release;             /* t's last release, entering a blocking
                                    region, left a grant it may take back
                                    (g->hot may still name t); t only       */
+  int ktid;                     /* kernel thread id (GVL_F_LEND); set at
+                                   attach and in the fork child            */
+  _Atomic int lend;             /* GVL__LEND_*: NONE -> LENT by a lender
+                                   under g->mu while t owns the GVL; LENT
+                                   -> RESTORING under g->mu as t gives it
+                                   up (or by the thread that takes a grant
+                                   back from t); RESTORING -> NONE by that
+                                   same thread once the kernel has t's own
+                                   scheduling back, without g->mu          */
+  gvl__ksched_t lend_own;       /* t's own scheduling while LENT or
+                                   RESTORING; written with LENT, under
+                                   g->mu                                   */
   GVL__PAD(0);
 
   /* Wait queue node; guarded by g->mu, written by whoever holds it. */

@@ -113,6 +113,70 @@ static void wakes_run(wakes_t *wk) {
   }
 }
 
+/* ---- lending (GVL_F_LEND) ---------------------------------------------
+ * A boost asks the holder to give the GVL up at its next safe point, but on
+ * a busy machine the holder may wait milliseconds for a CPU before it gets
+ * there, behind processes the booster outranks in the kernel.  With
+ * GVL_F_LEND the booster lends the holder its own kernel scheduling (policy,
+ * nice, real-time priority) if that ranks higher, the way a priority-
+ * inheritance mutex does, and the holder takes its own back as it gives the
+ * GVL up.
+ * The lend is made under g->mu while the holder owns the GVL.  The restore
+ * is marked under g->mu (LENT -> RESTORING) and made after it is dropped,
+ * so that a holder that loses its kernel priority is not preempted with
+ * g->mu held; the kernel often preempts it right after the restore, before
+ * it can say so (RESTORING -> NONE), and it may own the GVL again by then.
+ * A lender that finds RESTORING knows the holder's own scheduling
+ * (lend_own) and claims the lend back (RESTORING -> LENT) before making
+ * it; the late restore may then undo that lend, which costs this one boost
+ * its help, but the state stays LENT and the next release restores again.
+ * No order of the two leaves a thread lent with nobody to restore it. */
+static void lend(gvl_t *g, gvl_thread_t *t, gvl_thread_t *owner) {
+  gvl__ksched_t mine, cur;
+  if (!(g->flags & GVL_F_LEND) || gvl__ksched_get(0, &mine)) return;
+  int r = gvl__ksched_rank(&mine);
+  int st = atomic_load_explicit(&owner->lend, memory_order_acquire);
+  bool have = false;
+  if (st == GVL__LEND_RESTORING) {
+    cur = owner->lend_own;
+    if (r <= gvl__ksched_rank(&cur)) return;
+    have = atomic_compare_exchange_strong_explicit(
+        &owner->lend, &st, GVL__LEND_LENT, memory_order_acq_rel,
+        memory_order_acquire);  /* else the restore is done: st is NONE */
+  }
+  if (!have) {
+    if (gvl__ksched_get(owner->ktid, &cur)) return;
+    int h = gvl__ksched_rank(&cur);
+    if (h < 0 || r <= h) return;
+  }
+  gvl__ksched_t lent = mine;
+  lent.flags = cur.flags;
+  if (gvl__ksched_set(owner->ktid, &lent)) return;   /* EPERM: not allowed */
+  if (st == GVL__LEND_NONE) {
+    owner->lend_own = cur;
+    atomic_store_explicit(&owner->lend, GVL__LEND_LENT, memory_order_release);
+  }
+  gvl__ctr_add(t, C_LENDS, 1);
+}
+
+/* t gives the GVL up (g->mu held): mark its lend, if any, for unlend. */
+static bool unlend_mark(gvl_thread_t *t) {
+  if (atomic_load_explicit(&t->lend, memory_order_relaxed) != GVL__LEND_LENT)
+    return false;
+  atomic_store_explicit(&t->lend, GVL__LEND_RESTORING, memory_order_relaxed);
+  return true;
+}
+
+/* ... and, once g->mu is dropped, give t its own scheduling back.  A
+ * failed CAS means a lender has claimed the lend meanwhile (see above). */
+static void unlend(gvl_thread_t *t) {
+  int exp = GVL__LEND_RESTORING;
+  (void)gvl__ksched_set(t->ktid, &t->lend_own);
+  (void)atomic_compare_exchange_strong_explicit(
+      &t->lend, &exp, GVL__LEND_NONE, memory_order_acq_rel,
+      memory_order_relaxed);
+}
+
 /* Queue t (the caller, or a thread blocked in a gvl_mutex) behind the
  * holder, at the priority the policy gives it; the caller has set
  * GVL__CONTENDED.  Returns the holder if t outranks it and so asked it to
@@ -137,7 +201,10 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
   if (refused)   /* t may be another thread: atomically */
     atomic_fetch_add_explicit(&t->ctr[C_BOOSTS_REFUSED], 1,
                               memory_order_relaxed);
-  if (ask) gvl__request_preempt(owner);
+  if (ask) {
+    gvl__request_preempt(owner);
+    if (!wk) lend(g, t, owner);
+  }
   if (!g->timer) {
     g->timer = t;
     atomic_store_explicit(&t->is_timer, 1, memory_order_relaxed);
@@ -450,6 +517,7 @@ static int release_(gvl_thread_t *t, bool hot) {
   t->boosted = false;
   gvl__assert(gvl__owner(atomic_load(&g->word)) == t);
   clear_preempt(t);
+  bool lent = unlend_mark(t);
   gvl_thread_t *w = gvl__pol_pick(g, now, false);
   wakes_t wk = {.n = 0};
   gvl__assert(!w == !(atomic_load(&g->word) & GVL__CONTENDED));
@@ -467,6 +535,7 @@ static int release_(gvl_thread_t *t, bool hot) {
   }
   pthread_mutex_unlock(&g->mu);
   wakes_run(&wk);
+  if (lent) unlend(t);
   return 0;
 }
 
@@ -480,6 +549,7 @@ int gvl__acquire_back(gvl_thread_t *t, int prio, bool ia) {
   gvl_t *g = t->g;
   if (t->hot_release) {
     bool back = false, ask = false;
+    gvl_thread_t *unlent = NULL;
     uint32_t exp = GVL__GRANTED_HOT;
     wakes_t wk = {.n = 0};
     t->hot_release = false;
@@ -491,10 +561,13 @@ int gvl__acquire_back(gvl_thread_t *t, int prio, bool ia) {
       t->req_prio = prio;
       ask = take_back(g, t, g->hot_to, prio, &wk);
       back = true;
+      /* A lend to the waiter was meant for the GVL's owner: end it. */
+      if (unlend_mark(g->hot_to)) unlent = g->hot_to;
     }
     if (g->hot == t) g->hot = NULL;   /* the waiter keeps its grant */
     pthread_mutex_unlock(&g->mu);
     wakes_run(&wk);
+    if (unlent) unlend(unlent);  /* queued again: it cannot go meanwhile */
     if (back) {
       start_free_hold(g, t, prio, false,
                       (prio > 0 || (g->flags & GVL_F_TIMING)) ? gvl__now() : 0);
@@ -561,6 +634,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
     return 0;
   }
   int mine = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
+  bool lent = unlend_mark(t);
   atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
   t->boosted = false;
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
@@ -574,6 +648,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   if (!fired) gvl__ctr_add(t, ctr, 1);
   pthread_mutex_unlock(&g->mu);
   wakes_run(&wk);
+  if (lent) unlend(t);
   gvl__hook(g, t, GVL_EV_READY);
   gvl__wait_granted(g, t, now);
   gvl__after_acquire(t, now);

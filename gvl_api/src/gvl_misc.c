@@ -11,7 +11,8 @@
 #include <unistd.h>
 
 #define KNOWN_FLAGS \
-  (GVL_F_TIMING | GVL_F_NOSPIN | GVL_F_NOINTERACTIVE | GVL_F_NORETAKE)
+  (GVL_F_TIMING | GVL_F_NOSPIN | GVL_F_NOINTERACTIVE | GVL_F_NORETAKE | \
+   GVL_F_LEND)
 
 /* Durations up to GVL__MAX_NS keep every sum and product of the GVL's
  * clocks inside 64 bits (deadlines, the cap's pct * window). */
@@ -125,6 +126,7 @@ static void to_stats(const uint64_t *v, gvl_stats_t *out) {
   out->wait_ns = v[C_WAIT_NS];
   out->hold_ns = v[C_HOLD_NS];
   out->retakes = v[C_RETAKES];
+  out->lends = v[C_LENDS];
 }
 
 /* Add t's counters to v, C_ACQUIRES last (see gvl__ctr_acquired): any

@@ -120,6 +120,7 @@ static gvl_thread_t *attach(gvl_t *g, int prio, bool foreign) {
   }
   t->g = g;
   t->tid = pthread_self();
+  t->ktid = gvl__ksched_tid();
   t->self_key = &gvl__self_key;
   t->prio = prio;
   t->foreign = foreign;
@@ -403,6 +404,12 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
     atomic_store_explicit(&t->wake_refs, 0, memory_order_relaxed); /* wakers gone */
     pthread_mutex_init(&t->ilock, NULL);
     gvl__park_after_fork(&t->park);
+    /* The child's thread is a new kernel thread, and a lend made to the
+     * parent's is not one any waiter here made. */
+    t->ktid = gvl__ksched_tid();
+    if (atomic_load_explicit(&t->lend, memory_order_relaxed) != GVL__LEND_NONE)
+      (void)gvl__ksched_set(t->ktid, &t->lend_own);
+    atomic_store_explicit(&t->lend, GVL__LEND_NONE, memory_order_relaxed);
     glist_add(g, t);
     in_call += t->call_depth;  /* only our own gvl_call_with calls remain */
   }

@@ -34,11 +34,12 @@ static void create_errors(void) {
   CHECK_OK(gvl_destroy(ok));
   /* Every documented flag is accepted; any other bit is refused. */
   memset(&c, 0, sizeof c);
-  c.flags = GVL_F_TIMING | GVL_F_NOSPIN | GVL_F_NOINTERACTIVE | GVL_F_NORETAKE;
+  c.flags = GVL_F_TIMING | GVL_F_NOSPIN | GVL_F_NOINTERACTIVE | GVL_F_NORETAKE |
+            GVL_F_LEND;
   ok = gvl_create(&c);
   CHECK(ok != NULL);
   CHECK_OK(gvl_destroy(ok));
-  for (unsigned bit = 0x10; bit != 0; bit <<= 1) {
+  for (unsigned bit = 0x20; bit != 0; bit <<= 1) {
     c.flags = bit;
     CHECK_NULL_ERRNO(gvl_create(&c), EINVAL);
   }

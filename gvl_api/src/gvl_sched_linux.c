@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gvl_sched_linux.c -- a thread's kernel scheduling, read and set by its
+ * kernel thread id, for GVL_F_LEND (gvl_lock.c, "lending").
+ *
+ * sched_getattr/sched_setattr carry policy, nice and real-time priority in
+ * one call, for any thread of the process.  glibc 2.36 has no wrappers, so
+ * they are called through syscall(2) with the kernel's first layout of
+ * struct sched_attr (48 bytes, Linux 3.14).  Other systems build
+ * gvl_sched_none.c, which lends nothing.
+ */
+#include "gvl_int.h"
+
+#include <sched.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct gvl__sched_attr {     /* the kernel's struct sched_attr, version 0 */
+  uint32_t size;
+  uint32_t sched_policy;
+  uint64_t sched_flags;
+  int32_t  sched_nice;
+  uint32_t sched_priority;
+  uint64_t sched_runtime, sched_deadline, sched_period;
+};
+
+int gvl__ksched_tid(void) { return (int)syscall(SYS_gettid); }
+
+int gvl__ksched_get(int tid, gvl__ksched_t *s) {
+  struct gvl__sched_attr a;
+  memset(&a, 0, sizeof a);
+  if (syscall(SYS_sched_getattr, tid, &a, (unsigned)sizeof a, 0u) != 0)
+    return errno;
+  s->policy = (int)a.sched_policy;
+  s->nice = a.sched_nice;
+  s->rtprio = (int)a.sched_priority;
+  s->flags = a.sched_flags & 1u;   /* SCHED_FLAG_RESET_ON_FORK only */
+  return 0;
+}
+
+int gvl__ksched_set(int tid, const gvl__ksched_t *s) {
+  struct gvl__sched_attr a;
+  memset(&a, 0, sizeof a);
+  a.size = sizeof a;
+  a.sched_policy = (uint32_t)s->policy;
+  a.sched_flags = s->flags;
+  a.sched_nice = s->nice;
+  a.sched_priority = (uint32_t)s->rtprio;
+  return syscall(SYS_sched_setattr, tid, &a, 0u) != 0 ? errno : 0;
+}
+
+
+/* Who runs first: a real-time thread by its priority, above every
+ * SCHED_OTHER or SCHED_BATCH thread, which go by nice, above SCHED_IDLE.
+ * SCHED_DEADLINE has its own rules: it neither lends nor is lent to. */
+int gvl__ksched_rank(const gvl__ksched_t *s) {
+  switch (s->policy) {
+  case SCHED_FIFO:
+  case SCHED_RR:    return 100 + s->rtprio;
+  case SCHED_OTHER:
+  case SCHED_BATCH: return 20 - s->nice;        /* 1 (nice 19) .. 40 (-20) */
+  case SCHED_IDLE:  return 0;
+  default:          return -1;
+  }
+}

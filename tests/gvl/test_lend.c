@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GVL_F_LEND: a thread that queues above the holder lends the holder its
+ * kernel scheduling while it waits, and the holder gets its own back as it
+ * gives the GVL up.  One case per promise of gvl.h:
+ *
+ *   fifo        a SCHED_FIFO booster's lend reaches a SCHED_OTHER holder,
+ *               which gets its own back at the safe point that serves the
+ *               booster; one lend counted, on the booster
+ *   off         without GVL_F_LEND nothing is lent
+ *   rank        a nice -5 booster lends its nice; an equal or lower one
+ *               (nice 0, nice 3, SCHED_IDLE; FIFO 1 under a FIFO 2 holder)
+ *               lends nothing
+ *   paths       the holder's own scheduling is back when it gives the GVL
+ *               up by gvl_release, gvl_yield, gvl_call_without (checked
+ *               inside the region) and gvl_cond_timedwait
+ *   fork        a lent holder forks: the child's thread has the holder's
+ *               own scheduling, and its GVL works
+ *   hammer      threads of random scheduling (nice -5..5, FIFO 1..3) take
+ *               the GVL at random priorities, compute, sleep holding it,
+ *               yield, block and release; whenever one does not hold the GVL it has its own
+ *               scheduling, and lends were made
+ *
+ * Asserted: states of the kernel's scheduling and counts.  Changing another
+ * thread's scheduling needs CAP_SYS_NICE: without it the program exits 77
+ * (ctest: skipped).
+ */
+#include "tgvl.h"
+
+#include <stdbool.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+typedef struct {
+  int policy, prio, nice;
+} ks_t;
+
+static int ktid(void) { return (int)syscall(SYS_gettid); }
+
+static ks_t ks_get(int tid) {
+  ks_t k;
+  struct sched_param sp;
+  k.policy = sched_getscheduler(tid);
+  CHECK_GE(k.policy, 0);
+  CHECK_OK(sched_getparam(tid, &sp));
+  k.prio = sp.sched_priority;
+  errno = 0;
+  k.nice = getpriority(PRIO_PROCESS, (id_t)tid);
+  CHECK_OK(errno);
+  return k;
+}
+
+static bool ks_rt(ks_t k) { return k.policy == SCHED_FIFO || k.policy == SCHED_RR; }
+
+/* Equal as the kernel runs them: a real-time thread's nice is not used. */
+static bool ks_eq(ks_t a, ks_t b) {
+  if (a.policy != b.policy || a.prio != b.prio) return false;
+  return ks_rt(a) || a.nice == b.nice;
+}
+
+static int ks_set_self(ks_t k) {
+  struct sched_param sp = {.sched_priority = k.prio};
+  if (sched_setscheduler(0, k.policy, &sp) != 0) return errno;
+  if (!ks_rt(k) && setpriority(PRIO_PROCESS, (id_t)ktid(), k.nice) != 0)
+    return errno;
+  return 0;
+}
+
+static const ks_t OTHER0 = {SCHED_OTHER, 0, 0};
+static const ks_t FIFO1 = {SCHED_FIFO, 1, 0};
+
+static gvl_t *g;
+
+static gvl_t *make_gvl(unsigned flags) {
+  gvl_config_t c = {0};
+  c.flags = flags;
+  gvl_t *r = gvl_create(&c);
+  CHECK(r);
+  return r;
+}
+
+/* ---- one booster against the calling thread as holder ------------------- */
+
+typedef struct {
+  ks_t ks;
+  uint64_t lends;               /* out: the booster's own count */
+} booster_t;
+
+static void *booster(void *arg) {
+  booster_t *b = arg;
+  CHECK_OK(ks_set_self(b->ks));
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
+  b->lends = tgvl_tstats(t).lends;
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* What the holder runs as while lent b. */
+static ks_t lent_as(ks_t own, ks_t b) {
+  ks_t k = b;
+  if (ks_rt(b)) k.nice = own.nice;
+  return k;
+}
+
+/* Wait, holding, for the booster's lend to show (expect) or for its
+ * preemption request (!expect).  Sleeping, not yielding: a SCHED_FIFO
+ * holder that yields keeps a SCHED_OTHER booster off a single CPU. */
+static void wait_for_booster(gvl_thread_t *h, ks_t own, ks_t b, bool expect) {
+  if (expect) {
+    ks_t want = lent_as(own, b);
+    while (!ks_eq(ks_get(ktid()), want)) tgvl_sleep_us(100);
+  } else {
+    while (tgvl_tstats(h).preempt_reqs == 0) tgvl_sleep_us(100);
+  }
+}
+
+/* The calling thread holds at `own`, a booster at `bks` asks; the holder
+ * gives the GVL up at a safe point and must have `own` back. */
+static void one(unsigned flags, ks_t own, ks_t bks, bool expect) {
+  pthread_t th;
+  booster_t b = {.ks = bks, .lends = 99};
+  g = make_gvl(flags);
+  CHECK_OK(ks_set_self(own));
+  gvl_thread_t *h = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(h);
+  CHECK_OK(gvl_acquire(h));
+  tgvl_spawn(&th, booster, &b);
+  wait_for_booster(h, own, bks, expect);
+  CHECK_OK(gvl_check_ints(h));        /* hands over, and back */
+  CHECK(ks_eq(ks_get(ktid()), own));
+  CHECK_EQ(tgvl_tstats(h).preemptions, 1);
+  tgvl_join(th);
+  CHECK_EQ(b.lends, expect ? 1 : 0);
+  CHECK_EQ(tgvl_stats(g).lends, expect ? 1 : 0);
+  CHECK_OK(gvl_release(h));
+  CHECK_OK(gvl_thread_detach(h));
+  CHECK_OK(gvl_destroy(g));
+  CHECK_OK(ks_set_self(OTHER0));
+}
+
+static void fifo(void) { one(GVL_F_LEND, OTHER0, FIFO1, true); }
+static void off(void) { one(0, OTHER0, FIFO1, false); }
+
+static void rank(void) {
+  const ks_t nice_m5 = {SCHED_OTHER, 0, -5}, nice3 = {SCHED_OTHER, 0, 3};
+  const ks_t idle = {SCHED_IDLE, 0, 0}, fifo2 = {SCHED_FIFO, 2, 0};
+  one(GVL_F_LEND, OTHER0, nice_m5, true);
+  one(GVL_F_LEND, nice3, OTHER0, true);
+  one(GVL_F_LEND, OTHER0, OTHER0, false);
+  one(GVL_F_LEND, OTHER0, nice3, false);
+  one(GVL_F_LEND, OTHER0, idle, false);
+  one(GVL_F_LEND, fifo2, FIFO1, false);
+  one(GVL_F_LEND, FIFO1, fifo2, true);
+}
+
+/* ---- the ways a holder gives the GVL up ----------------------------------- */
+
+static ks_t path_own;
+
+static void *region_fn(void *arg) {
+  CHECK(ks_eq(ks_get(ktid()), path_own));
+  return arg;
+}
+
+static void paths(void) {
+  static gvl_mutex_t m;
+  static gvl_cond_t c;
+  path_own = (ks_t){SCHED_OTHER, 0, 2};
+  for (int way = 0; way < 4; way++) {
+    pthread_t th;
+    booster_t b = {.ks = FIFO1};
+    g = make_gvl(GVL_F_LEND);
+    CHECK_OK(ks_set_self(path_own));
+    gvl_thread_t *h = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+    CHECK(h);
+    CHECK_OK(gvl_acquire(h));
+    tgvl_spawn(&th, booster, &b);
+    wait_for_booster(h, path_own, FIFO1, true);
+    switch (way) {
+    case 0:
+      CHECK_OK(gvl_release(h));
+      CHECK(ks_eq(ks_get(ktid()), path_own));
+      CHECK_OK(gvl_acquire(h));
+      break;
+    case 1:
+      CHECK_OK(gvl_yield(h));
+      break;
+    case 2:
+      CHECK(gvl_call_without(h, region_fn, &m, NULL, NULL) == &m);
+      break;
+    case 3:
+      CHECK_OK(gvl_mutex_init(&m));
+      CHECK_OK(gvl_cond_init(&c));
+      CHECK_OK(gvl_mutex_lock(h, &m));
+      CHECK_EQ(gvl_cond_timedwait(h, &c, &m, 1000000), ETIMEDOUT);
+      CHECK_OK(gvl_mutex_unlock(h, &m));
+      CHECK_OK(gvl_cond_destroy(&c));
+      CHECK_OK(gvl_mutex_destroy(&m));
+      break;
+    }
+    CHECK(ks_eq(ks_get(ktid()), path_own));
+    tgvl_join(th);
+    CHECK_EQ(b.lends, 1);
+    CHECK_OK(gvl_release(h));
+    CHECK_OK(gvl_thread_detach(h));
+    CHECK_OK(gvl_destroy(g));
+  }
+  CHECK_OK(ks_set_self(OTHER0));
+}
+
+/* ---- fork while lent ------------------------------------------------------ */
+
+static void fork_lent(void) {
+  pthread_t th;
+  booster_t b = {.ks = FIFO1};
+  g = make_gvl(GVL_F_LEND);
+  CHECK_OK(ks_set_self(OTHER0));
+  gvl_thread_t *h = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(h);
+  CHECK_OK(gvl_acquire(h));
+  tgvl_spawn(&th, booster, &b);
+  wait_for_booster(h, OTHER0, FIFO1, true);
+  pid_t pid = fork();
+  CHECK_GE(pid, 0);
+  if (pid == 0) {
+    tgvl_watchdog(30);
+    CHECK(ks_eq(ks_get(ktid()), OTHER0));
+    CHECK_OK(gvl_check_ints(h));      /* the booster is not here */
+    CHECK_OK(gvl_yield(h));
+    CHECK_OK(gvl_release(h));
+    CHECK_OK(gvl_acquire(h));
+    CHECK_OK(gvl_release(h));
+    CHECK_OK(gvl_thread_detach(h));
+    CHECK_OK(gvl_destroy(g));
+    _exit(0);
+  }
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  CHECK_OK(gvl_check_ints(h));
+  CHECK(ks_eq(ks_get(ktid()), OTHER0));
+  tgvl_join(th);
+  CHECK_OK(gvl_release(h));
+  CHECK_OK(gvl_thread_detach(h));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* ---- many threads, random scheduling and random ways in and out ----------- */
+
+#define HAMMER_THREADS 6
+
+static atomic_int hammer_go;
+
+static unsigned rnd(unsigned *s) {
+  *s = *s * 1103515245u + 12345u;
+  return *s >> 16;
+}
+
+static void *hammer_region(void *arg) {
+  const ks_t *own = arg;
+  CHECK(ks_eq(ks_get(ktid()), *own));
+  sched_yield();
+  return NULL;
+}
+
+static void *hammer_thread(void *arg) {
+  unsigned seed = (unsigned)(uintptr_t)arg * 2654435761u + 1;
+  ks_t own = {SCHED_OTHER, 0, (int)(rnd(&seed) % 11) - 5};
+  if (rnd(&seed) % 3 == 0) own = (ks_t){SCHED_FIFO, 1 + (int)(rnd(&seed) % 3), 0};
+  CHECK_OK(ks_set_self(own));
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  while (!atomic_load(&hammer_go)) tgvl_sleep_us(100);
+  int rounds = 3000 / tgvl_slow();
+  for (int i = 0; i < rounds; i++) {
+    int prio = (int)(rnd(&seed) % 3);
+    CHECK_OK(gvl_acquire_prio(t, prio == 2 ? GVL_PRIO_BOOST : prio));
+    for (unsigned k = rnd(&seed) % 20; k > 0; k--) {
+      tgvl_work(2);
+      CHECK_OK(gvl_check_ints(t));
+    }
+    switch (rnd(&seed) % 4) {
+    case 0: CHECK_OK(gvl_yield(t)); break;
+    case 1: (void)gvl_call_without(t, hammer_region, &own, NULL, NULL); break;
+    case 2:   /* sleep holding: the others queue behind, also on one CPU */
+      tgvl_sleep_us(20);
+      CHECK_OK(gvl_check_ints(t));
+      break;
+    default: break;
+    }
+    CHECK_OK(gvl_release(t));
+    CHECK(ks_eq(ks_get(ktid()), own));
+  }
+  CHECK_OK(gvl_thread_detach(t));
+  CHECK_OK(ks_set_self(OTHER0));
+  return NULL;
+}
+
+static void hammer(void) {
+  pthread_t th[HAMMER_THREADS];
+  g = make_gvl(GVL_F_LEND);
+  atomic_store(&hammer_go, 0);
+  for (int i = 0; i < HAMMER_THREADS; i++)
+    tgvl_spawn(&th[i], hammer_thread, (void *)(uintptr_t)(i + 1));
+  atomic_store(&hammer_go, 1);
+  for (int i = 0; i < HAMMER_THREADS; i++) tgvl_join(th[i]);
+  gvl_stats_t s = tgvl_stats(g);
+  fprintf(stderr, "  lends %llu of %llu preempt_reqs\n",
+          (unsigned long long)s.lends, (unsigned long long)s.preempt_reqs);
+  CHECK_GT(s.lends, 0);
+  CHECK_OK(gvl_destroy(g));
+}
+
+static const tgvl_case_t cases[] = {
+  {"fifo", fifo}, {"off", off},   {"rank", rank},
+  {"paths", paths}, {"fork", fork_lent}, {"hammer", hammer},
+};
+
+int main(int argc, char **argv) {
+  tgvl_watchdog(120);
+  /* Can this process change another thread's scheduling at all? */
+  if (ks_set_self(FIFO1) != 0) {
+    printf("skipped: setting SCHED_FIFO needs CAP_SYS_NICE (%s)\n",
+           strerror(errno));
+    return 77;
+  }
+  CHECK_OK(ks_set_self(OTHER0));
+  return tgvl_run_cases(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
