@@ -25,11 +25,14 @@
  *                        CPython 3.2+): a libuv thread waits outside the
  *                        lock and, in the libuv callback, acquires it as
  *                        those runtimes' event threads do.
- * Scheduling hints, to try whether one helps on a loaded machine (all off
- * by default; every evloop variant gets them):
- *   LOOP_LATENCY_SCHED=nice:N  the loop thread at nice N (setpriority on
- *                              its thread id, from a cfg.driver)
- *   LOOP_LATENCY_SCHED=fifo    the loop thread in SCHED_FIFO, priority 1
+ *   gvloop-rt            gvloop with the loop thread in SCHED_FIFO
+ *                        (cfg.sched_policy) on a GVL created with
+ *                        GVL_F_LEND: the boost lends the hog SCHED_FIFO
+ *                        until its safe point (skipped where SCHED_FIFO
+ *                        is refused)
+ *   nogvl-rt             nogvl with the loop thread in SCHED_FIFO: the
+ *                        reference for gvloop-rt
+ * A scheduling hint to try (off by default):
  *   LOOP_LATENCY_HOG_NICE=N    the GVL hog at nice N
  * Output: RESULT loop_latency_timer|loop_latency_pipe <variant>
  *         p50_us|p99_us|max_us|samples <v>
@@ -184,40 +187,37 @@ static void print_gvl_stats(gvl_t *g) {
   if (gvl_stats(g, &st) != 0) return;
   fprintf(stderr,
           "  gvl: acquires %llu contended %llu handoffs %llu preempt_reqs %llu "
-          "preemptions %llu boosts %llu refused %llu interactive %llu\n",
+          "preemptions %llu boosts %llu refused %llu interactive %llu lends %llu\n",
           (unsigned long long)st.acquires, (unsigned long long)st.contended,
           (unsigned long long)st.handoffs, (unsigned long long)st.preempt_reqs,
           (unsigned long long)st.preemptions, (unsigned long long)st.boosts,
-          (unsigned long long)st.boosts_refused, (unsigned long long)st.interactive);
+          (unsigned long long)st.boosts_refused, (unsigned long long)st.interactive,
+          (unsigned long long)st.lends);
 }
 
-/* LOOP_LATENCY_SCHED: applied on the loop thread, then evloop's own loop. */
-static void hint_driver(evl_t *l, void *arg) {
-  const char *h = getenv("LOOP_LATENCY_SCHED");
-  (void)arg;
-  if (strcmp(h, "fifo") == 0) {
-    struct sched_param sp = {.sched_priority = 1};
-    if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) perror("sched_setscheduler");
-  } else if (strncmp(h, "nice:", 5) == 0) {
-    nice_self(atoi(h + 5));
-  }
-  while (!evl_stopping(l)) evl_step(l, -1);
-}
-
-/* hog: 0 none, 1 a GVL hog, 2 a CPU-bound thread that takes no GVL. */
-static void run_evloop(int prio, unsigned gvl_flags, int hog) {
+/* hog: 0 none, 1 a GVL hog, 2 a CPU-bound thread that takes no GVL.
+ * rt: the loop thread in SCHED_FIFO (cfg.sched_policy) on a GVL that
+ * lends (GVL_F_LEND).  Returns 0, or EPERM where SCHED_FIFO is refused. */
+static int run_evloop(int prio, unsigned gvl_flags, int hog, int rt) {
   gvl_config_t gc = {0};
   evl_config_t ec = {0};
   gvl_t *g;
   evl_t *l;
   pthread_t hog_th, wr_th;
-  gc.flags = gvl_flags;
+  gc.flags = gvl_flags | (rt ? GVL_F_LEND : 0);
   g = gvl_create(&gc);
   if (g == NULL) bench_die("gvl_create", errno);
   ec.prio = prio;
   ec.on_ready = on_ready;
-  if (getenv("LOOP_LATENCY_SCHED") != NULL) ec.driver = hint_driver;
+  if (rt) {
+    ec.sched_policy = EVL_SCHED_FIFO;
+    ec.sched_priority = 1;
+  }
   l = evl_start(g, &ec);
+  if (l == NULL && rt && errno == EPERM) {
+    gvl_destroy(g);
+    return EPERM;
+  }
   if (l == NULL) bench_die("evl_start", errno);
   atomic_store(&stop_flag, 0);
   atomic_store(&pipe_t0, 0);
@@ -238,6 +238,7 @@ static void run_evloop(int prio, unsigned gvl_flags, int hog) {
   if (getenv("LOOP_LATENCY_STATS") != NULL) print_gvl_stats(g);
   gvl_destroy(g);
   drain_pipe();
+  return 0;
 }
 
 /* ---- baseline variants: a plain libuv thread acquiring the baseline GVL --------- */
@@ -338,6 +339,18 @@ static void report(const char *variant) {
   fflush(stdout);
 }
 
+/* The rt variants, or a line saying why not. */
+static void run_rt(const char *variant, int hog, int runs) {
+  for (int r = 0; r < runs; r++) {
+    if (run_evloop(EVL_PRIO_BOOST, 0, hog, 1) == EPERM) {
+      printf("loop_latency: %s skipped: SCHED_FIFO is not permitted here\n",
+             variant);
+      return;
+    }
+  }
+  report(variant);
+}
+
 int main(int argc, char **argv) {
   int runs = 1, i, r;
   const char *only = NULL;
@@ -370,25 +383,27 @@ int main(int argc, char **argv) {
   }
   /* Samples of all runs are pooled per variant. */
   if (bench_wanted(only, "gvloop")) {
-    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 1);
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 1, 0);
     report("gvloop");
   }
   if (bench_wanted(only, "gvloop-noboost")) {
-    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, 0, 1);
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, 0, 1, 0);
     report("gvloop-noboost");
   }
   if (bench_wanted(only, "gvloop-noboost-noia")) {
-    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, GVL_F_NOINTERACTIVE, 1);
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_NORMAL, GVL_F_NOINTERACTIVE, 1, 0);
     report("gvloop-noboost-noia");
   }
   if (bench_wanted(only, "nohog")) {
-    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 0);
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 0, 0);
     report("nohog");
   }
   if (bench_wanted(only, "nogvl")) {
-    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 2);
+    for (r = 0; r < runs; r++) run_evloop(EVL_PRIO_BOOST, 0, 2, 0);
     report("nogvl");
   }
+  if (bench_wanted(only, "gvloop-rt")) run_rt("gvloop-rt", 1, runs);
+  if (bench_wanted(only, "nogvl-rt")) run_rt("nogvl-rt", 2, runs);
   if (bench_wanted(only, "cond-timer")) {
     for (r = 0; r < runs; r++) run_baseline(&bench_cond_timer_ops);
     report("cond-timer");

@@ -132,7 +132,36 @@ typedef struct {
                                ready, signal, work done) or a post reaches
                                the loop.  It must not block or call evloop. */
   void    *on_ready_arg;
+  int      sched_policy;    /* kernel scheduling of the loop thread that
+                               evl_start spawns: 0 (EVL_SCHED_KEEP) leaves
+                               it as created; EVL_SCHED_FIFO or
+                               EVL_SCHED_RR give it that real-time policy
+                               at sched_priority (1..99).  See "Scheduling"
+                               below.  Not with no_thread (EINVAL)          */
+  int      sched_priority;  /* 0 with EVL_SCHED_KEEP                        */
 } evl_config_t;
+
+/* Values for cfg.sched_policy.
+ * Scheduling: on a machine whose CPUs are all busy with other processes,
+ * the loop thread waits for a CPU after each event, and so does the GVL's
+ * holder, which must reach a safe point before a boosted dispatch can run
+ * (bench/evloop loop_latency beside 2 CPU-bound processes on 2 CPUs:
+ * milliseconds at p99, against microseconds for a loop with no GVL).  A
+ * real-time loop thread on a GVL created with GVL_F_LEND (gvl.h) answers
+ * both: the loop thread runs when its event comes, and its boosted acquire
+ * lends the holder SCHED_FIFO until the holder's next safe point, so both
+ * run ahead of the busy processes (BENCHMARKS.md, "A loaded machine").
+ * The trade-off: the loop thread, and a GVL holder while lent, run ahead of
+ * every normal process on the machine.  A host callback that computes for
+ * long keeps a CPU from them for as long as it runs (the kernel's
+ * real-time throttling, by default 95% of each second, is the only bound),
+ * so use it for loops whose callbacks are short.  It needs CAP_SYS_NICE or
+ * an RLIMIT_RTPRIO of at least sched_priority: without, evl_start fails with
+ * EPERM.  A nice level is not offered: a lower nice is applied by the
+ * kernel at its next pick, not at once, and does not help (measured). */
+#define EVL_SCHED_KEEP 0
+#define EVL_SCHED_FIFO 1
+#define EVL_SCHED_RR   2
 
 /* Values for cfg.prio (any GVL priority is accepted). */
 #define EVL_PRIO_NORMAL GVL_PRIO_NORMAL   /* 0: the default               */

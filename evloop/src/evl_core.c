@@ -5,6 +5,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,16 +30,37 @@ static int evl__prio_from(const evl_config_t *cfg, int *prio) {
   return 0;
 }
 
+/* cfg.sched_policy, checked: a real-time policy and a priority the
+ * kernel accepts for it, and only for a thread evl_start spawns. */
+static int evl__sched_from(const evl_config_t *cfg, int *policy, int *prio) {
+  *policy = -1;
+  *prio = 0;
+  if (cfg->sched_policy == EVL_SCHED_KEEP)
+    return cfg->sched_priority == 0 ? 0 : EINVAL;
+  if (cfg->sched_policy != EVL_SCHED_FIFO && cfg->sched_policy != EVL_SCHED_RR)
+    return EINVAL;
+  int p = cfg->sched_policy == EVL_SCHED_FIFO ? SCHED_FIFO : SCHED_RR;
+  if (cfg->no_thread || cfg->sched_priority < sched_get_priority_min(p) ||
+      cfg->sched_priority > sched_get_priority_max(p))
+    return EINVAL;
+  *policy = p;
+  *prio = cfg->sched_priority;
+  return 0;
+}
+
 static int evl__configure(evl_t *l, const evl_config_t *cfg) {
   int err = evl__prio_from(cfg, &l->prio);
   if (err != 0) return err;
   l->budget_count = EVL__DEFAULT_BUDGET_COUNT;
   l->budget_ns = EVL__DEFAULT_BUDGET_NS;
+  l->sched_policy = -1;
   if (cfg == NULL) return 0;
   if (cfg->no_thread != 0 && cfg->no_thread != 1) return EINVAL;
   if (cfg->budget_count != 0) l->budget_count = cfg->budget_count;
   if (cfg->budget_ns != 0) l->budget_ns = cfg->budget_ns;
   l->no_thread = cfg->no_thread;
+  if ((err = evl__sched_from(cfg, &l->sched_policy, &l->sched_priority)) != 0)
+    return err;
   l->driver = cfg->driver;
   l->driver_arg = cfg->driver_arg;
   l->on_error = cfg->on_error;
@@ -187,7 +210,12 @@ static void evl__body(evl_t *l) {
 static void *evl__thread_main(void *p) {
   evl_t *l = p;
   gvl_trace_set_thread_name("evloop");
-  int err = evl__enter(l);
+  int err = 0;
+  if (l->sched_policy >= 0) {
+    struct sched_param sp = {.sched_priority = l->sched_priority};
+    err = pthread_setschedparam(pthread_self(), l->sched_policy, &sp);
+  }
+  if (err == 0) err = evl__enter(l);
   pthread_mutex_lock(&l->mu);
   l->start_err = err;
   l->start_done = 1;

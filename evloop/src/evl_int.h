@@ -115,6 +115,9 @@ struct evl_s {
   unsigned budget_count;   /* immutable                                  */
   uint64_t budget_ns;      /* immutable                                  */
   int no_thread;           /* immutable                                  */
+  int sched_policy;        /* SCHED_FIFO / SCHED_RR for the loop thread,
+                              or -1 to leave it; immutable               */
+  int sched_priority;      /* immutable                                  */
   void (*driver)(evl_t *, void *);
   void *driver_arg;
   void (*on_error)(evl_t *, int, const char *, void *);

@@ -47,6 +47,7 @@
 #define GVL__DEF_WINDOW_NS  (100u * 1000000u)
 #define GVL__DEF_AGE_NS     (100u * 1000000u)
 #define GVL__DEF_SPIN_NS    (50u * 1000u)
+#define GVL__LEND_AFTER_NS  (10u * 1000u)  /* GVL_F_LEND: spin this long first */
 #define GVL__MAX_NS         (86400ull * 1000000000u)  /* GVL_MAX_NS: a day */
 #define GVL__CAP_BUCKETS    8   /* the window is 8 buckets; one more is kept */
 #define GVL__CAP_SLOTS      (GVL__CAP_BUCKETS + 1)
@@ -145,6 +146,9 @@ struct gvl_thread_s {
   bool hot_release;             /* t's last release, entering a blocking
                                    region, left a grant it may take back
                                    (g->hot may still name t); t only       */
+  bool lend_ask;                /* t's wait is to lend to the holder it
+                                   asked to yield (GVL_F_LEND); set by
+                                   enqueue of t itself; t only             */
   int ktid;                     /* kernel thread id (GVL_F_LEND); set at
                                    attach and in the fork child            */
   _Atomic int lend;             /* GVL__LEND_*: NONE -> LENT by a lender

@@ -159,6 +159,19 @@ static void lend(gvl_t *g, gvl_thread_t *t, gvl_thread_t *owner) {
   gvl__ctr_add(t, C_LENDS, 1);
 }
 
+/* The lend of a waiter t whose spin did not bring the grant: to whoever
+ * owns the GVL now, if t still waits and still outranks it. */
+static void lend_late(gvl_t *g, gvl_thread_t *t) {
+  pthread_mutex_lock(&g->mu);
+  gvl_thread_t *owner =
+      gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
+  if (!atomic_load_explicit(&t->granted, memory_order_relaxed) && owner &&
+      owner != t &&
+      t->qprio > atomic_load_explicit(&owner->hold_prio, memory_order_relaxed))
+    lend(g, t, owner);
+  pthread_mutex_unlock(&g->mu);
+}
+
 /* t gives the GVL up (g->mu held): mark its lend, if any, for unlend. */
 static bool unlend_mark(gvl_thread_t *t) {
   if (atomic_load_explicit(&t->lend, memory_order_relaxed) != GVL__LEND_LENT)
@@ -201,9 +214,15 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
   if (refused)   /* t may be another thread: atomically */
     atomic_fetch_add_explicit(&t->ctr[C_BOOSTS_REFUSED], 1,
                               memory_order_relaxed);
-  if (ask) {
-    gvl__request_preempt(owner);
-    if (!wk) lend(g, t, owner);
+  if (ask) gvl__request_preempt(owner);
+  /* The caller lends when it waits: at once if it will not spin, else
+   * only if a spin did not bring the grant (gvl__wait_granted). */
+  if (!wk) {
+    t->lend_ask = ask && (g->flags & GVL_F_LEND);
+    if (t->lend_ask && !g->spin_ns) {
+      lend(g, t, owner);
+      t->lend_ask = false;
+    }
   }
   if (!g->timer) {
     g->timer = t;
@@ -309,8 +328,7 @@ static inline bool took(gvl_thread_t *t) {
  * spin_ns (0 on one CPU, see gvl__wait_granted), and after
  * the first 2 us every round yields the CPU, in case the holder waits for
  * this very CPU to reach its safe point. */
-static bool spin_for_grant(gvl_t *g, gvl_thread_t *t, uint64_t start) {
-  uint64_t end = start + g->spin_ns;
+static bool spin_for_grant(gvl_thread_t *t, uint64_t start, uint64_t end) {
   for (;;) {
     for (int i = 0; i < 64; i++) {
       if (took(t)) return true;
@@ -350,9 +368,17 @@ bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
  * I/O thread at 40-340x its time alone, against 4-5x asleep). */
 void gvl__wait_granted(gvl_t *g, gvl_thread_t *t, uint64_t start) {
   bool hint = atomic_load_explicit(&t->spin_hint, memory_order_relaxed);
-  if (g->spin_ns && (hint || t->last_wait_ns <= g->spin_ns) &&
-      spin_for_grant(g, t, start))
-    return;
+  bool spin = g->spin_ns && (hint || t->last_wait_ns <= g->spin_ns);
+  uint64_t end = start + g->spin_ns;
+  if (t->lend_ask) {
+    /* A holder that is running hands over within microseconds and needs
+     * no lend; one that is not gets it after the first part of the spin
+     * (or at once, if this wait would not spin). */
+    t->lend_ask = false;
+    if (spin && spin_for_grant(t, start, start + GVL__LEND_AFTER_NS)) return;
+    lend_late(g, t);
+  }
+  if (spin && spin_for_grant(t, start, end)) return;
   (void)gvl__wait_granted_until(g, t, 0);
 }
 

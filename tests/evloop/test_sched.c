@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/* cfg.sched_policy: bad values are refused with EINVAL; the loop thread
+ * runs its callbacks in the policy and priority asked for, or as created
+ * with EVL_SCHED_KEEP; without CAP_SYS_NICE evl_start fails with EPERM; and
+ * with GVL_F_LEND a boosted dispatch lends SCHED_FIFO to the GVL's holder
+ * until its safe point.  Exits 77 (skipped) where real-time scheduling is
+ * not permitted at all. */
+#include <linux/capability.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "evl_test.h"
+
+static atomic_int seen_policy = -1, seen_prio = -1, ran;
+
+static void where_cb(evl_t *l, void *arg, int status) {
+  struct sched_param sp;
+  (void)l;
+  (void)arg;
+  CHECK_EQ(status, 0);
+  CHECK_EQ(sched_getparam(0, &sp), 0);
+  atomic_store(&seen_policy, sched_getscheduler(0));
+  atomic_store(&seen_prio, sp.sched_priority);
+  atomic_fetch_add(&ran, 1);
+}
+
+static void start_refused(gvl_t *g, int policy, int prio, int no_thread,
+                          int err) {
+  evl_config_t cfg = {0};
+  cfg.sched_policy = policy;
+  cfg.sched_priority = prio;
+  cfg.no_thread = no_thread;
+  errno = 0;
+  CHECK(evl_start(g, &cfg) == NULL);
+  CHECK_EQ(errno, err);
+}
+
+static void bad_values(gvl_t *g) {
+  start_refused(g, 3, 1, 0, EINVAL);
+  start_refused(g, -1, 0, 0, EINVAL);
+  start_refused(g, EVL_SCHED_KEEP, 5, 0, EINVAL);
+  start_refused(g, EVL_SCHED_FIFO, 0, 0, EINVAL);
+  start_refused(g, EVL_SCHED_FIFO, 100, 0, EINVAL);
+  start_refused(g, EVL_SCHED_RR, -1, 0, EINVAL);
+  start_refused(g, EVL_SCHED_FIFO, 1, 1, EINVAL);   /* the host's thread */
+}
+
+/* Start a loop with policy/prio and return what its callback ran in. */
+static void runs_in(gvl_t *g, int policy, int prio, int want_policy,
+                    int want_prio) {
+  evl_config_t cfg = {0};
+  cfg.sched_policy = policy;
+  cfg.sched_priority = prio;
+  evl_t *l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  int n = atomic_load(&ran);
+  CHECK_EQ(evl_post(l, where_cb, NULL, NULL), 0);
+  t_wait_ge(&ran, n + 1);
+  CHECK_EQ(atomic_load(&seen_policy), want_policy);
+  CHECK_EQ(atomic_load(&seen_prio), want_prio);
+  CHECK_EQ(evl_stop(l), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
+/* In a child without CAP_SYS_NICE (and RLIMIT_RTPRIO 0, the default):
+ * evl_start must fail with EPERM and leave nothing running. */
+static void no_permission(void) {
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    CHECK_EQ(syscall(SYS_capget, &h, d), 0);
+    d[CAP_SYS_NICE / 32].effective &= ~(1u << (CAP_SYS_NICE % 32));
+    d[CAP_SYS_NICE / 32].permitted &= ~(1u << (CAP_SYS_NICE % 32));
+    CHECK_EQ(syscall(SYS_capset, &h, d), 0);
+    struct rlimit rl = {0, 0};
+    CHECK_EQ(setrlimit(RLIMIT_RTPRIO, &rl), 0);
+    gvl_t *g = t_gvl();
+    start_refused(g, EVL_SCHED_FIFO, 1, 0, EPERM);
+    CHECK_EQ(gvl_destroy(g), 0);   /* EBUSY if the loop thread were left */
+    _exit(0);
+  }
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* ---- a boosted dispatch lends SCHED_FIFO to a computing holder ---------- */
+
+static atomic_int hog_holding, hog_lent;
+
+/* Holds the GVL and passes a safe point only once it runs as SCHED_FIFO:
+ * without the lend the boosted dispatch would wait for ever. */
+static void *hog(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(arg, GVL_PRIO_NORMAL);
+  CHECK(t != NULL);
+  CHECK_EQ(gvl_acquire(t), 0);
+  atomic_store(&hog_holding, 1);
+  while (sched_getscheduler(0) != SCHED_FIFO) t_sleep_ms(1);
+  atomic_store(&hog_lent, 1);
+  CHECK_EQ(gvl_check_ints(t), 0);                  /* the callback runs */
+  CHECK_EQ(sched_getscheduler(0), SCHED_OTHER);    /* its own, back */
+  CHECK_EQ(gvl_release(t), 0);
+  CHECK_EQ(gvl_thread_detach(t), 0);
+  return NULL;
+}
+
+static void lend_to_holder(void) {
+  gvl_config_t gc = {0};
+  gc.flags = GVL_F_LEND;
+  gvl_t *g = gvl_create(&gc);
+  CHECK(g != NULL);
+  evl_config_t cfg = {0};
+  cfg.prio = EVL_PRIO_BOOST;
+  cfg.sched_policy = EVL_SCHED_FIFO;
+  cfg.sched_priority = 1;
+  evl_t *l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  pthread_t th;
+  CHECK_EQ(pthread_create(&th, NULL, hog, g), 0);
+  t_wait_ge(&hog_holding, 1);
+  int n = atomic_load(&ran);
+  CHECK_EQ(evl_post(l, where_cb, NULL, NULL), 0);
+  t_wait_ge(&ran, n + 1);
+  CHECK_EQ(atomic_load(&hog_lent), 1);
+  CHECK_EQ(pthread_join(th, NULL), 0);
+  gvl_stats_t s;
+  CHECK_EQ(gvl_stats(g, &s), 0);
+  CHECK_EQ(s.lends, 1);
+  CHECK_EQ(evl_stop(l), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(gvl_destroy(g), 0);
+}
+
+int main(void) {
+  struct sched_param sp = {.sched_priority = 1};
+  if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0) {
+    puts("skipped: SCHED_FIFO is not permitted here");
+    return 77;
+  }
+  sp.sched_priority = 0;
+  CHECK_EQ(pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp), 0);
+  gvl_t *g = t_gvl();
+  bad_values(g);
+  runs_in(g, EVL_SCHED_KEEP, 0, SCHED_OTHER, 0);
+  runs_in(g, EVL_SCHED_FIFO, 1, SCHED_FIFO, 1);
+  runs_in(g, EVL_SCHED_RR, 2, SCHED_RR, 2);
+  CHECK_EQ(gvl_destroy(g), 0);
+  no_permission();
+  lend_to_holder();
+  puts("test_sched ok");
+  return 0;
+}
