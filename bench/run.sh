@@ -238,15 +238,20 @@ trap 'stop_load; stop_xvfb' EXIT
 # --quick: one CPU-bound process only (the same code path, half the time).
 levels="1 2"
 [ $quick = 1 ] && levels=1
+# The -rt variants (the event or loop thread in SCHED_FIFO, evloop.h's
+# "Scheduling") only where this user may use SCHED_FIFO.
+rtv=",gvloop-rt,nogvl-rt"
+chrt -f 1 true 2>/dev/null || rtv=""
 if [ $load = 1 ]; then
   for n in $levels; do
     echo "== loaded machine: $n CPU-bound process(es) beside the latency cases" >&2
     start_load $n
     echo "INFO load$n load average with the load running $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
     if [ -z "$cases" ] || echo ",$cases," | grep -q ",dispatch,"; then
-      "$gvlbench" $qflag --runs "$lruns" --case dispatch --variant gvloop,nogvl | tag "load$n" >>"$raw" ||
+      "$gvlbench" $qflag --runs "$lruns" --case dispatch --variant "gvloop,nogvl$rtv" |
+        tag "load$n" >>"$raw" ||
         { echo "run.sh: gvlbench under load failed" >&2; fail=1; }
-      "$gvlbench" --list | grep '^dispatch ' | sed 's/ .*//; s/$/ gvloop nogvl/' |
+      "$gvlbench" --list | grep '^dispatch ' | sed 's/ .*//; s/$/ gvloop nogvl'"$(echo "$rtv" | tr , ' ')"'/' |
         tag_list "load$n" >>"$out/expect.load"
     fi
     if [ $outside = 1 ]; then
@@ -254,7 +259,8 @@ if [ $load = 1 ]; then
         prog=$(outside_prog $name)
         [ -n "$prog" ] && [ -x "$prog" ] || continue
         if [ $quick = 1 ]; then set -- --quick; else set -- --runs "$lruns"; fi
-        timeout 600 "$prog" "$@" --only gvloop,nogvl </dev/null | tag "load$n" >>"$raw" ||
+        timeout 600 "$prog" "$@" --only "gvloop,nogvl$rtv" </dev/null |
+          tag "load$n" >>"$raw" ||
           { echo "run.sh: $name under load failed" >&2; fail=1; }
       done
     fi

@@ -56,6 +56,13 @@ extern const bench_gvl_ops_t bench_gvloop_ops;
 extern const bench_gvl_ops_t bench_gvloop_noboost_ops;
 extern const bench_gvl_ops_t bench_gvloop_noia_ops;
 extern const bench_gvl_ops_t bench_nogvl_ops;
+/* The same two, with each thread that asks for a boost put in SCHED_FIFO
+ * (priority 1) at its first boosted acquire, and the GVL created with
+ * GVL_F_LEND: evloop's cfg.sched_policy, for the dispatch case only. */
+extern const bench_gvl_ops_t bench_gvloop_rt_ops;
+extern const bench_gvl_ops_t bench_nogvl_rt_ops;
+/* Put the calling thread in SCHED_FIFO once (later calls do nothing). */
+void bench_rt_self_once(void);
 extern const bench_gvl_ops_t bench_simple_mutex_ops;
 extern const bench_gvl_ops_t bench_cond_timer_ops;
 extern const bench_gvl_ops_t bench_cpython_ops;

@@ -2,8 +2,10 @@
 /* bench_util.c -- clocks, threads, calibrated work and result lines. */
 #include "bench.h"
 
+
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,4 +124,13 @@ int bench_wanted(const char *list, const char *name) {
     p = e + 1;
   }
   return list == NULL;
+}
+
+void bench_rt_self_once(void) {
+  static _Thread_local int done;
+  struct sched_param sp = {.sched_priority = 1};
+  if (done) return;
+  done = 1;
+  int err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+  if (err) bench_die("pthread_setschedparam SCHED_FIFO", err);
 }

@@ -245,8 +245,16 @@ static const char *var_tag(int v) {
 
 /* The variant `base@tag` of v's pass (base alone when v has no tag), -1. */
 static int pass_ref(int v, const char *base) {
-  char want[2 * NAME + 2];
+  char want[2 * NAME + 2], rt[NAME + 4];
   const char *tag = var_tag(v);
+  /* A real-time variant (gvloop-rt) is compared with the same one
+   * without a GVL (nogvl-rt), when the reference is nogvl. */
+  size_t bl = strcspn(vars[v].name, "@");
+  if (strcmp(base, "nogvl") == 0 && bl > 3 &&
+      strncmp(vars[v].name + bl - 3, "-rt", 3) == 0) {
+    snprintf(rt, sizeof rt, "%s-rt", base);
+    base = rt;
+  }
   snprintf(want, sizeof want, "%s%s%s", base, tag[0] ? "@" : "", tag);
   for (int i = 0; i < nvars; i++)
     if (strcmp(vars[i].name, want) == 0) return i;
@@ -400,7 +408,10 @@ static void md_loaded(FILE *f) {
       char base[NAME];
       copy_str(base, sizeof base, vars[c[k]].name);
       base[strcspn(base, "@")] = 0;
-      if (t == 0 && strcmp(base, "gvloop") != 0 && strcmp(base, "nogvl") != 0) continue;
+      if (strcmp(base, "machine") == 0) continue;   /* not a variant */
+      if (t == 0 && strcmp(base, "gvloop") != 0 && strcmp(base, "nogvl") != 0 &&
+          strcmp(base, "gvloop-rt") != 0 && strcmp(base, "nogvl-rt") != 0)
+        continue;
       cols[n++] = c[k];
     }
   }
@@ -409,7 +420,10 @@ static void md_loaded(FILE *f) {
              "(started and stopped by run.sh); the first two columns are the same rows "
              "without that load.  Target: gvloop's p99 <= 3x nogvl's under the same "
              "load (dispatch_latency: due_p99_us, which includes the event thread's "
-             "own wake-up).\n\n");
+             "own wake-up).  `-rt`: the event or loop thread in SCHED_FIFO on a GVL "
+             "created with GVL_F_LEND (evloop.h, \"Scheduling\"), against nogvl-rt, "
+             "the same thread in SCHED_FIFO beside a CPU-bound thread that takes no "
+             "GVL.\n\n");
   /* Only the rows measured under load. */
   int lc[MAXV], nl = 0;
   for (int k = 0; k < n; k++)

@@ -33,6 +33,7 @@
 #define V_NOBOOST 0x04u
 #define V_NOIA 0x08u
 #define V_FLOOR 0x10u    /* the floor: the raw handoff, no lock            */
+#define V_RT 0x20u       /* gvloop-rt, nogvl-rt: only when asked by name    */
 
 typedef struct {
   const char *name;
@@ -50,7 +51,7 @@ static const case_t cases[] = {
     {"mutex_100", bench_case_mutex_100, V_CORE | V_NOGVL},
     {"busy_flag", bench_case_busy_flag, V_CORE | V_NOGVL},
     {"wakeup", bench_case_wakeup, V_CORE | V_NOGVL | V_NOIA},
-    {"dispatch", bench_case_dispatch, V_CORE | V_NOGVL | V_NOBOOST},
+    {"dispatch", bench_case_dispatch, V_CORE | V_NOGVL | V_NOBOOST | V_RT},
     {"fairness", bench_case_fairness, V_CORE | V_NOGVL},
     {"starvation", bench_case_starvation, V_CORE | V_NOBOOST},
     {"convoy", bench_case_convoy, V_CORE | V_NOGVL | V_NOIA},
@@ -69,6 +70,7 @@ static const variant_t variants[] = {
     {&bench_gvloop_noia_ops, V_NOIA},    {&bench_nogvl_ops, V_NOGVL},
     {&bench_simple_mutex_ops, V_CORE},   {&bench_cond_timer_ops, V_CORE},
     {&bench_cpython_ops, V_CORE},        {&bench_floor_ops, V_FLOOR},
+    {&bench_gvloop_rt_ops, V_RT},        {&bench_nogvl_rt_ops, V_RT},
 };
 #define NVARIANTS (sizeof variants / sizeof variants[0])
 
@@ -133,7 +135,8 @@ static void list_all(void) {
   for (size_t c = 0; c < NCASES; c++) {
     printf("%s", cases[c].name);
     for (size_t v = 0; v < NVARIANTS; v++)
-      if (cases[c].variants & variants[v].set) printf(" %s", variants[v].ops->name);
+      if ((cases[c].variants & variants[v].set) && !(variants[v].set & V_RT))
+        printf(" %s", variants[v].ops->name);
     printf("\n");
   }
 }
@@ -166,6 +169,7 @@ static void run_case(const case_t *c, const bench_cfg_t *cfg, int runs, const ch
   for (int r = 0; r < runs; r++) {
     for (size_t v = 0; v < NVARIANTS; v++) {
       if (!(c->variants & variants[v].set) || !listed(vlist, variants[v].ops->name)) continue;
+      if ((variants[v].set & V_RT) && vlist == NULL) continue;   /* by name only */
       /* CPU time of the whole process against wall time, per case: one
        * figure that says whether waiting threads burn CPU. */
       uint64_t w0 = bench_now_ns(), c0 = process_cpu_ns();

@@ -8,6 +8,8 @@
  *                   the priority boost buys in dispatch/starvation
  *   gvloop-noia     GVL_F_NOINTERACTIVE: the interactivity policy off, for
  *                   the convoy and wake-up cases
+ *   gvloop-rt       GVL_F_LEND, and a thread that boosts runs SCHED_FIFO
+ *                   (the loaded dispatch rows)
  */
 #include "bench.h"
 
@@ -32,6 +34,7 @@ static void *create_with(unsigned flags) {
 
 static void *g_create(void) { return create_with(0); }
 static void *g_create_noia(void) { return create_with(GVL_F_NOINTERACTIVE); }
+static void *g_create_lend(void) { return create_with(GVL_F_LEND); }
 static void g_destroy(void *g) { check("gvl_destroy", gvl_destroy(g)); }
 
 static void *g_attach(void *g) {
@@ -43,6 +46,10 @@ static void *g_attach(void *g) {
 static void g_detach(void *t) { check("gvl_thread_detach", gvl_thread_detach(t)); }
 static void g_acquire(void *t) { check("gvl_acquire", gvl_acquire(t)); }
 static void g_acquire_prio(void *t, int prio) {
+  check("gvl_acquire_prio", gvl_acquire_prio(t, prio));
+}
+static void g_acquire_rt(void *t, int prio) {
+  if (prio > 0) bench_rt_self_once();
   check("gvl_acquire_prio", gvl_acquire_prio(t, prio));
 }
 static void g_acquire_noboost(void *t, int prio) {
@@ -102,3 +109,6 @@ const bench_gvl_ops_t bench_gvloop_noboost_ops =
 const bench_gvl_ops_t bench_gvloop_noia_ops =
     GVLOOP_OPS("gvloop-noia", "libgvl, interactivity policy off", g_create_noia,
                g_acquire_prio);
+const bench_gvl_ops_t bench_gvloop_rt_ops =
+    GVLOOP_OPS("gvloop-rt", "libgvl, GVL_F_LEND, boosting threads in SCHED_FIFO",
+               g_create_lend, g_acquire_rt);

@@ -31,6 +31,10 @@ static void n_acquire_prio(void *t, int prio) {
   (void)t;
   (void)prio;
 }
+static void n_acquire_rt(void *t, int prio) {
+  (void)t;
+  if (prio > 0) bench_rt_self_once();
+}
 static void n_yield(void *t) {
   (void)t;
   sched_yield();
@@ -76,6 +80,17 @@ const bench_gvl_ops_t bench_nogvl_ops = {
     n_create,       n_destroy,
     n_attach,       n_detach,
     n_nop,          n_acquire_prio,
+    n_nop,          n_yield,
+    n_nop,          n_call_without,
+    n_mutex_create, n_mutex_destroy,
+    n_mutex_lock,   n_mutex_unlock,
+    n_stats};
+
+const bench_gvl_ops_t bench_nogvl_rt_ops = {
+    "nogvl-rt",     "no lock; a thread that boosts runs SCHED_FIFO",
+    n_create,       n_destroy,
+    n_attach,       n_detach,
+    n_nop,          n_acquire_rt,
     n_nop,          n_yield,
     n_nop,          n_call_without,
     n_mutex_create, n_mutex_destroy,

@@ -24,7 +24,10 @@ uint64_t bench_gate_open(bench_gate_t *gate, int nthreads) {
   return t0;
 }
 
-int bench_has_lock(const bench_gvl_ops_t *ops) { return ops != &bench_nogvl_ops; }
+int bench_has_lock(const bench_gvl_ops_t *ops) {
+  return ops != &bench_nogvl_ops && ops != &bench_nogvl_rt_ops;
+}
+
 
 void *bench_hog_main(void *arg) {
   bench_hog_t *h = arg;

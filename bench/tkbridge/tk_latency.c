@@ -16,6 +16,9 @@
  *   nogvl           boost, beside a CPU-bound thread that never takes the
  *                   GVL: what the OS scheduler alone costs (the reference
  *                   on a loaded machine)
+ *   gvloop-rt       gvloop with the loop thread in SCHED_FIFO on a GVL
+ *                   created with GVL_F_LEND (evloop.h, "Scheduling")
+ *   nogvl-rt        nogvl with the loop thread in SCHED_FIFO
  *   tkinter         python3-tk: after(0) callback delay beside a CPU-bound
  *                   Python thread (when python3 with tkinter is installed)
  * Output: RESULT tk_latency[_event] <variant> p50_us|p99_us|max_us|samples <v>
@@ -125,13 +128,26 @@ static void *plain_hog_main(void *arg) {
 }
 
 /* hogs GVL hogs; plain: one more CPU-bound thread that takes no GVL. */
-static int run_variant(const char *variant, int boost, int hogs, int plain, int n, int with_tk) {
-  gvl_t *g = gvl_create(NULL);
+/* rt: the loop thread in SCHED_FIFO on a GVL that lends (evloop.h). */
+static int run_variant(const char *variant, int boost, int hogs, int plain, int n, int with_tk,
+                       int rt) {
+  gvl_config_t gc = {0};
+  gc.flags = rt ? GVL_F_LEND : 0;
+  gvl_t *g = gvl_create(&gc);
   evl_config_t ec;
   memset(&ec, 0, sizeof ec);
   tkb_evl_config(&ec);
   ec.prio = boost ? EVL_PRIO_BOOST : EVL_PRIO_NORMAL;
+  if (rt) {
+    ec.sched_policy = EVL_SCHED_FIFO;
+    ec.sched_priority = 1;
+  }
   evl_t *l = evl_start(g, &ec);
+  if (l == NULL && rt && errno == EPERM) {
+    printf("INFO tk_latency %s skipped: SCHED_FIFO is not permitted here\n", variant);
+    gvl_destroy(g);
+    return EPERM;
+  }
   tkb_config_t tc;
   memset(&tc, 0, sizeof tc);
   tc.no_tk = !with_tk;
@@ -213,11 +229,13 @@ int main(int argc, char **argv) {
   for (int r = 0; r < runs; r++) {
     for (int tk = 0; tk < 2; tk++) {
       if (tk && getenv("DISPLAY") == NULL) break;
-      if (bench_wanted(only, "gvloop")) run_variant("gvloop", 1, 1, 0, n, tk);
+      if (bench_wanted(only, "gvloop")) run_variant("gvloop", 1, 1, 0, n, tk, 0);
       if (bench_wanted(only, "gvloop-noboost"))
-        run_variant("gvloop-noboost", 0, 1, 0, quick ? 50 : 200, tk);
-      if (bench_wanted(only, "nohog")) run_variant("nohog", 1, 0, 0, n, tk);
-      if (bench_wanted(only, "nogvl")) run_variant("nogvl", 1, 0, 1, n, tk);
+        run_variant("gvloop-noboost", 0, 1, 0, quick ? 50 : 200, tk, 0);
+      if (bench_wanted(only, "nohog")) run_variant("nohog", 1, 0, 0, n, tk, 0);
+      if (bench_wanted(only, "nogvl")) run_variant("nogvl", 1, 0, 1, n, tk, 0);
+      if (bench_wanted(only, "gvloop-rt")) run_variant("gvloop-rt", 1, 1, 0, n, tk, 1);
+      if (bench_wanted(only, "nogvl-rt")) run_variant("nogvl-rt", 1, 0, 1, n, tk, 1);
     }
     if (bench_wanted(only, "tkinter")) run_tkinter(quick ? 50 : 200);
     printf("DONE tk_latency all %d\n", r);
