@@ -252,7 +252,9 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  * holder's (SCHED_FIFO and SCHED_RR by priority, above SCHED_OTHER and
  * SCHED_BATCH by nice, above SCHED_IDLE; a SCHED_DEADLINE thread neither
  * lends nor is lent to), so that on a busy machine the holder gets a CPU
- * to reach its safe point.  The holder gets its own scheduling back as it
+ * to reach its safe point.  A waiter that spins lends only once 10 us of
+ * its spin have passed without the grant (a running holder hands over
+ * sooner and is never lent); one that does not spin lends as it queues.  The holder gets its own scheduling back as it
  * gives the GVL up (release, yield, safe point, blocking region, cond
  * wait), before the call returns; a fork() child's thread has its own.
  * A lend the kernel refuses (EPERM: no CAP_SYS_NICE or RLIMIT_RTPRIO) is
