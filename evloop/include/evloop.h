@@ -149,8 +149,11 @@ typedef struct {
  * milliseconds at p99, against microseconds for a loop with no GVL).  A
  * real-time loop thread on a GVL created with GVL_F_LEND (gvl.h) answers
  * both: the loop thread runs when its event comes, and its boosted acquire
- * lends the holder SCHED_FIFO until the holder's next safe point, so both
- * run ahead of the busy processes (BENCHMARKS.md, "A loaded machine").
+ * lends the holder its real-time policy until the holder's next safe
+ * point, so both run ahead of the busy processes (BENCHMARKS.md, "A loaded
+ * machine").  Threads the loop thread starts (libuv's thread pool, which
+ * evl_work and evl_read may create) begin with normal scheduling
+ * (SCHED_RESET_ON_FORK).
  * The trade-off: the loop thread, and a GVL holder while lent, run ahead of
  * every normal process on the machine.  A host callback that computes for
  * long keeps a CPU from them for as long as it runs (the kernel's

@@ -212,8 +212,15 @@ static void *evl__thread_main(void *p) {
   gvl_trace_set_thread_name("evloop");
   int err = 0;
   if (l->sched_policy >= 0) {
+    /* Not for the threads it starts: libuv's pool, shared by the whole
+     * process, is created by the first piece of work queued. */
     struct sched_param sp = {.sched_priority = l->sched_priority};
+#ifdef SCHED_RESET_ON_FORK
+    if (sched_setscheduler(0, l->sched_policy | SCHED_RESET_ON_FORK, &sp) != 0)
+      err = errno;
+#else
     err = pthread_setschedparam(pthread_self(), l->sched_policy, &sp);
+#endif
   }
   if (err == 0) err = evl__enter(l);
   pthread_mutex_lock(&l->mu);

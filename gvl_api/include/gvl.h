@@ -253,8 +253,11 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  * SCHED_BATCH by nice, above SCHED_IDLE; a SCHED_DEADLINE thread neither
  * lends nor is lent to), so that on a busy machine the holder gets a CPU
  * to reach its safe point.  A waiter that spins lends only once 10 us of
- * its spin have passed without the grant (a running holder hands over
- * sooner and is never lent); one that does not spin lends as it queues.  The holder gets its own scheduling back as it
+ * its spin (or all of spin_ns, if shorter) have passed without the grant,
+ * so a holder that hands over sooner is not lent; one that does not spin
+ * lends as it queues.  Threads and processes the holder starts while lent
+ * begin with normal scheduling (SCHED_RESET_ON_FORK).  A thread attached to
+ * two GVLs at once is never lent to.  The holder gets its own scheduling back as it
  * gives the GVL up (release, yield, safe point, blocking region, cond
  * wait), before the call returns; a fork() child's thread has its own.
  * A lend the kernel refuses (EPERM: no CAP_SYS_NICE or RLIMIT_RTPRIO) is

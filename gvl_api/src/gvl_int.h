@@ -91,8 +91,9 @@ typedef struct {
   int policy;                   /* SCHED_OTHER, SCHED_FIFO, ...            */
   int nice;                     /* SCHED_OTHER, SCHED_BATCH                */
   int rtprio;                   /* SCHED_FIFO, SCHED_RR                    */
-  uint64_t flags;               /* SCHED_FLAG_RESET_ON_FORK, kept as found */
+  uint64_t flags;               /* GVL__SCHED_RESET_ON_FORK or 0           */
 } gvl__ksched_t;
+#define GVL__SCHED_RESET_ON_FORK 1u   /* the kernel's SCHED_FLAG_RESET_ON_FORK */
 
 int gvl__ksched_tid(void);
 int gvl__ksched_get(int tid, gvl__ksched_t *s);
@@ -151,6 +152,9 @@ struct gvl_thread_s {
                                    enqueue of t itself; t only             */
   int ktid;                     /* kernel thread id (GVL_F_LEND); set at
                                    attach and in the fork child            */
+  _Atomic bool multi;           /* its OS thread has been attached to two
+                                   GVLs at once: never lent to; set by t's
+                                   OS thread at attach                     */
   _Atomic int lend;             /* GVL__LEND_*: NONE -> LENT by a lender
                                    under g->mu while t owns the GVL; LENT
                                    -> RESTORING under g->mu as t gives it

@@ -126,6 +126,8 @@ static void wakes_run(wakes_t *wk) {
  * so that a holder that loses its kernel priority is not preempted with
  * g->mu held; the kernel often preempts it right after the restore, before
  * it can say so (RESTORING -> NONE), and it may own the GVL again by then.
+ * A thread attached to two GVLs at once is never lent to: its kernel
+ * scheduling is one, and two lends could not each restore it.
  * A lender that finds RESTORING knows the holder's own scheduling
  * (lend_own) and claims the lend back (RESTORING -> LENT) before making
  * it; the late restore may then undo that lend, which costs this one boost
@@ -133,7 +135,10 @@ static void wakes_run(wakes_t *wk) {
  * No order of the two leaves a thread lent with nobody to restore it. */
 static void lend(gvl_t *g, gvl_thread_t *t, gvl_thread_t *owner) {
   gvl__ksched_t mine, cur;
-  if (!(g->flags & GVL_F_LEND) || gvl__ksched_get(0, &mine)) return;
+  if (!(g->flags & GVL_F_LEND) ||
+      atomic_load_explicit(&owner->multi, memory_order_relaxed) ||
+      gvl__ksched_get(0, &mine))
+    return;
   int r = gvl__ksched_rank(&mine);
   int st = atomic_load_explicit(&owner->lend, memory_order_acquire);
   bool have = false;
@@ -149,8 +154,10 @@ static void lend(gvl_t *g, gvl_thread_t *t, gvl_thread_t *owner) {
     int h = gvl__ksched_rank(&cur);
     if (h < 0 || r <= h) return;
   }
+  /* Threads and processes the holder starts while lent do not inherit the
+   * lend (the restore puts its own flag back). */
   gvl__ksched_t lent = mine;
-  lent.flags = cur.flags;
+  lent.flags = cur.flags | GVL__SCHED_RESET_ON_FORK;
   if (gvl__ksched_set(owner->ktid, &lent)) return;   /* EPERM: not allowed */
   if (st == GVL__LEND_NONE) {
     owner->lend_own = cur;
@@ -375,7 +382,9 @@ void gvl__wait_granted(gvl_t *g, gvl_thread_t *t, uint64_t start) {
      * no lend; one that is not gets it after the first part of the spin
      * (or at once, if this wait would not spin). */
     t->lend_ask = false;
-    if (spin && spin_for_grant(t, start, start + GVL__LEND_AFTER_NS)) return;
+    uint64_t first = g->spin_ns < GVL__LEND_AFTER_NS ? g->spin_ns
+                                                      : GVL__LEND_AFTER_NS;
+    if (spin && spin_for_grant(t, start, start + first)) return;
     lend_late(g, t);
   }
   if (spin && spin_for_grant(t, start, end)) return;

@@ -35,7 +35,7 @@ int gvl__ksched_get(int tid, gvl__ksched_t *s) {
   s->policy = (int)a.sched_policy;
   s->nice = a.sched_nice;
   s->rtprio = (int)a.sched_priority;
-  s->flags = a.sched_flags & 1u;   /* SCHED_FLAG_RESET_ON_FORK only */
+  s->flags = a.sched_flags & GVL__SCHED_RESET_ON_FORK;
   return 0;
 }
 

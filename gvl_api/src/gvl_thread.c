@@ -121,6 +121,12 @@ static gvl_thread_t *attach(gvl_t *g, int prio, bool foreign) {
   t->g = g;
   t->tid = pthread_self();
   t->ktid = gvl__ksched_tid();
+  /* One OS thread on two GVLs: neither may lend to it (gvl_lock.c). */
+  for (gvl_thread_t *o = tls_head; o; o = o->tls_next) {
+    if (atomic_load_explicit(&o->orphan, memory_order_acquire)) continue;
+    atomic_store_explicit(&o->multi, true, memory_order_relaxed);
+    atomic_store_explicit(&t->multi, true, memory_order_relaxed);
+  }
   t->self_key = &gvl__self_key;
   t->prio = prio;
   t->foreign = foreign;

@@ -3,7 +3,8 @@
  * runs its callbacks in the policy and priority asked for, or as created
  * with EVL_SCHED_KEEP; without CAP_SYS_NICE evl_start fails with EPERM; and
  * with GVL_F_LEND a boosted dispatch lends SCHED_FIFO to the GVL's holder
- * until its safe point.  Exits 77 (skipped) where real-time scheduling is
+ * until its safe point; libuv's pool threads, started by a real-time loop
+ * thread, have normal scheduling.  Exits 77 (skipped) where real-time scheduling is
  * not permitted at all. */
 #include <linux/capability.h>
 #include <pthread.h>
@@ -17,13 +18,21 @@
 
 static atomic_int seen_policy = -1, seen_prio = -1, ran;
 
+/* The calling thread's policy, without SCHED_RESET_ON_FORK (which a
+ * real-time loop thread and a lent holder carry). */
+static int policy_of_self(void) {
+  int p = sched_getscheduler(0);
+  CHECK(p >= 0);
+  return p & ~SCHED_RESET_ON_FORK;
+}
+
 static void where_cb(evl_t *l, void *arg, int status) {
   struct sched_param sp;
   (void)l;
   (void)arg;
   CHECK_EQ(status, 0);
   CHECK_EQ(sched_getparam(0, &sp), 0);
-  atomic_store(&seen_policy, sched_getscheduler(0));
+  atomic_store(&seen_policy, policy_of_self());
   atomic_store(&seen_prio, sp.sched_priority);
   atomic_fetch_add(&ran, 1);
 }
@@ -101,10 +110,10 @@ static void *hog(void *arg) {
   CHECK(t != NULL);
   CHECK_EQ(gvl_acquire(t), 0);
   atomic_store(&hog_holding, 1);
-  while (sched_getscheduler(0) != SCHED_FIFO) t_sleep_ms(1);
+  while (policy_of_self() != SCHED_FIFO) t_sleep_ms(1);
   atomic_store(&hog_lent, 1);
   CHECK_EQ(gvl_check_ints(t), 0);                  /* the callback runs */
-  CHECK_EQ(sched_getscheduler(0), SCHED_OTHER);    /* its own, back */
+  CHECK_EQ(sched_getscheduler(0), SCHED_OTHER);    /* its own, back, no flag */
   CHECK_EQ(gvl_release(t), 0);
   CHECK_EQ(gvl_thread_detach(t), 0);
   return NULL;
@@ -137,15 +146,47 @@ static void lend_to_holder(void) {
   CHECK_EQ(gvl_destroy(g), 0);
 }
 
+/* libuv's pool threads, started from a real-time loop thread, are not. */
+static atomic_int pool_policy = -1;
+static void pool_fn(void *arg) {
+  (void)arg;
+  atomic_store(&pool_policy, sched_getscheduler(0));
+}
+static void pool_done(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  CHECK_EQ(status, 0);
+  atomic_fetch_add(&ran, 1);
+}
+
+static void pool_not_rt(gvl_t *g) {
+  evl_config_t cfg = {0};
+  cfg.sched_policy = EVL_SCHED_FIFO;
+  cfg.sched_priority = 1;
+  evl_t *l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  int n = atomic_load(&ran);
+  CHECK_EQ(evl_work(l, pool_fn, 0, pool_done, NULL, NULL), 0);
+  t_wait_ge(&ran, n + 1);
+  CHECK_EQ(atomic_load(&pool_policy), SCHED_OTHER);
+  CHECK_EQ(evl_post(l, where_cb, NULL, NULL), 0);   /* the loop still is */
+  t_wait_ge(&ran, n + 2);
+  CHECK_EQ(atomic_load(&seen_policy), SCHED_FIFO);
+  CHECK_EQ(evl_stop(l), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
 int main(void) {
-  struct sched_param sp = {.sched_priority = 1};
-  if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0) {
-    puts("skipped: SCHED_FIFO is not permitted here");
+  struct sched_param sp = {.sched_priority = 2};
+  if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0 ||
+      pthread_setschedparam(pthread_self(), SCHED_RR, &sp) != 0) {
+    puts("skipped: SCHED_FIFO and SCHED_RR 2 are not permitted here");
     return 77;
   }
   sp.sched_priority = 0;
   CHECK_EQ(pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp), 0);
   gvl_t *g = t_gvl();
+  pool_not_rt(g);   /* first: the pool is created by the first work queued */
   bad_values(g);
   runs_in(g, EVL_SCHED_KEEP, 0, SCHED_OTHER, 0);
   runs_in(g, EVL_SCHED_FIFO, 1, SCHED_FIFO, 1);

@@ -16,6 +16,8 @@
  *               inside the region) and gvl_cond_timedwait
  *   fork        a lent holder forks: the child's thread has the holder's
  *               own scheduling, and its GVL works
+ *   multi       a thread attached to two GVLs is not lent to
+ *   child_thread a thread started by a lent holder has normal scheduling
  *   hammer      threads of random scheduling (nice -5..5, FIFO 1..3) take
  *               the GVL at random priorities, compute, sleep holding it,
  *               yield, block and release; whenever one does not hold the GVL it has its own
@@ -43,6 +45,7 @@ static ks_t ks_get(int tid) {
   struct sched_param sp;
   k.policy = sched_getscheduler(tid);
   CHECK_GE(k.policy, 0);
+  k.policy &= ~SCHED_RESET_ON_FORK;   /* set on a lent thread */
   CHECK_OK(sched_getparam(tid, &sp));
   k.prio = sp.sched_priority;
   errno = 0;
@@ -123,7 +126,9 @@ static void wait_for_booster(gvl_thread_t *h, ks_t own, ks_t b, bool expect) {
 static void one(unsigned flags, ks_t own, ks_t bks, bool expect) {
   pthread_t th;
   booster_t b = {.ks = bks, .lends = 99};
-  g = make_gvl(flags);
+  /* No spin: a booster lends, or decides not to, as it queues, under the
+   * lock the holder's safe point takes: the counts below are exact. */
+  g = make_gvl(flags | GVL_F_NOSPIN);
   CHECK_OK(ks_set_self(own));
   gvl_thread_t *h = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(h);
@@ -249,6 +254,60 @@ static void fork_lent(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- one OS thread on two GVLs; a thread started while lent ---------------- */
+
+static void multi(void) {
+  pthread_t th;
+  booster_t b = {.ks = FIFO1, .lends = 99};
+  g = make_gvl(GVL_F_LEND | GVL_F_NOSPIN);
+  gvl_t *g2 = make_gvl(GVL_F_LEND);
+  CHECK_OK(ks_set_self(OTHER0));
+  gvl_thread_t *h = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  gvl_thread_t *h2 = gvl_thread_attach(g2, GVL_PRIO_NORMAL);
+  CHECK(h && h2);
+  CHECK_OK(gvl_acquire(h));
+  CHECK_OK(gvl_acquire(h2));
+  tgvl_spawn(&th, booster, &b);
+  wait_for_booster(h, OTHER0, FIFO1, false);
+  CHECK_OK(gvl_check_ints(h));
+  tgvl_join(th);
+  CHECK_EQ(b.lends, 0);
+  CHECK(ks_eq(ks_get(ktid()), OTHER0));
+  CHECK_OK(gvl_release(h2));
+  CHECK_OK(gvl_release(h));
+  CHECK_OK(gvl_thread_detach(h2));
+  CHECK_OK(gvl_thread_detach(h));
+  CHECK_OK(gvl_destroy(g2));
+  CHECK_OK(gvl_destroy(g));
+}
+
+static void *report_policy(void *arg) {
+  *(int *)arg = sched_getscheduler(0);   /* with the flag, if inherited */
+  return NULL;
+}
+
+static void child_thread(void) {
+  pthread_t th, c;
+  booster_t b = {.ks = FIFO1};
+  int policy = -1;
+  g = make_gvl(GVL_F_LEND);
+  CHECK_OK(ks_set_self(OTHER0));
+  gvl_thread_t *h = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(h);
+  CHECK_OK(gvl_acquire(h));
+  tgvl_spawn(&th, booster, &b);
+  wait_for_booster(h, OTHER0, FIFO1, true);
+  tgvl_spawn(&c, report_policy, &policy);   /* started while lent */
+  tgvl_join(c);
+  CHECK_EQ(policy, SCHED_OTHER);
+  CHECK_OK(gvl_check_ints(h));
+  CHECK(ks_eq(ks_get(ktid()), OTHER0));
+  tgvl_join(th);
+  CHECK_OK(gvl_release(h));
+  CHECK_OK(gvl_thread_detach(h));
+  CHECK_OK(gvl_destroy(g));
+}
+
 /* ---- many threads, random scheduling and random ways in and out ----------- */
 
 #define HAMMER_THREADS 6
@@ -317,15 +376,19 @@ static void hammer(void) {
 
 static const tgvl_case_t cases[] = {
   {"fifo", fifo}, {"off", off},   {"rank", rank},
-  {"paths", paths}, {"fork", fork_lent}, {"hammer", hammer},
+  {"paths", paths}, {"fork", fork_lent}, {"multi", multi},
+  {"child_thread", child_thread}, {"hammer", hammer},
 };
 
 int main(int argc, char **argv) {
   tgvl_watchdog(120);
   /* Can this process change another thread's scheduling at all? */
-  if (ks_set_self(FIFO1) != 0) {
-    printf("skipped: setting SCHED_FIFO needs CAP_SYS_NICE (%s)\n",
-           strerror(errno));
+  const ks_t fifo3 = {SCHED_FIFO, 3, 0}, nice_m5 = {SCHED_OTHER, 0, -5};
+  int err = ks_set_self(fifo3);
+  if (err == 0) err = ks_set_self(nice_m5);
+  if (err != 0) {
+    printf("skipped: SCHED_FIFO 3 and nice -5 need CAP_SYS_NICE (%s)\n",
+           strerror(err));
     return 77;
   }
   CHECK_OK(ks_set_self(OTHER0));
