@@ -255,11 +255,13 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  * to reach its safe point.  A waiter that spins lends only once 10 us of
  * its spin (or all of spin_ns, if shorter) have passed without the grant,
  * so a holder that hands over sooner is not lent; one that does not spin
- * lends as it queues.  Threads and processes the holder starts while lent
- * begin with normal scheduling (SCHED_RESET_ON_FORK).  A thread attached to
- * two GVLs at once is never lent to.  The holder gets its own scheduling back as it
- * gives the GVL up (release, yield, safe point, blocking region, cond
- * wait), before the call returns; a fork() child's thread has its own.
+ * lends as it queues.  A thread attached to two GVLs at once is never
+ * lent to.  The holder gets its own scheduling back as it gives the GVL up
+ * (release, yield, safe point, blocking region, cond wait): before a
+ * release returns, before a yield or safe point waits for the GVL again,
+ * before a blocking region's fn runs.  Threads and processes it starts
+ * while lent begin as SCHED_OTHER at nice 0 or above (the kernel's
+ * SCHED_RESET_ON_FORK); a fork() child's thread has the holder's own.
  * A lend the kernel refuses (EPERM: no CAP_SYS_NICE or RLIMIT_RTPRIO) is
  * not made.  Counted in gvl_stats_t.lends, on the lender.  While lent, a
  * change the host makes to the holder's scheduling is undone when the lend
