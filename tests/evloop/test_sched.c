@@ -185,14 +185,14 @@ int main(void) {
   }
   sp.sched_priority = 0;
   CHECK_EQ(pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp), 0);
+  no_permission();  /* first: the child starts threads, so fork before any */
   gvl_t *g = t_gvl();
-  pool_not_rt(g);   /* first: the pool is created by the first work queued */
+  pool_not_rt(g);   /* next: the pool is created by the first work queued */
   bad_values(g);
   runs_in(g, EVL_SCHED_KEEP, 0, SCHED_OTHER, 0);
   runs_in(g, EVL_SCHED_FIFO, 1, SCHED_FIFO, 1);
   runs_in(g, EVL_SCHED_RR, 2, SCHED_RR, 2);
   CHECK_EQ(gvl_destroy(g), 0);
-  no_permission();
   lend_to_holder();
   puts("test_sched ok");
   return 0;
