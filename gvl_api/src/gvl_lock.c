@@ -379,8 +379,8 @@ void gvl__wait_granted(gvl_t *g, gvl_thread_t *t, uint64_t start) {
   uint64_t end = start + g->spin_ns;
   if (t->lend_ask) {
     /* A holder that is running hands over within microseconds and needs
-     * no lend; one that is not gets it after the first part of the spin
-     * (or at once, if this wait would not spin). */
+     * no lend; one that is not gets it after the first part of the spin.
+     * (Where waits do not spin, enqueue has lent already.) */
     t->lend_ask = false;
     uint64_t first = g->spin_ns < GVL__LEND_AFTER_NS ? g->spin_ns
                                                       : GVL__LEND_AFTER_NS;

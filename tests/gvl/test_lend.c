@@ -121,29 +121,46 @@ static void wait_for_booster(gvl_thread_t *h, ks_t own, ks_t b, bool expect) {
   }
 }
 
+/* A scene: the calling thread, at `own`, holds a new GVL (g) and a booster
+ * at `bks` has asked it to yield (and lent to it, if `expect`). */
+typedef struct {
+  pthread_t th;
+  booster_t b;
+  gvl_thread_t *h;
+} scene_t;
+
+static void scene_begin(scene_t *sc, unsigned flags, ks_t own, ks_t bks,
+                        bool expect) {
+  sc->b = (booster_t){.ks = bks, .lends = 99};
+  g = make_gvl(flags);
+  CHECK_OK(ks_set_self(own));
+  CHECK(sc->h = gvl_thread_attach(g, GVL_PRIO_NORMAL));
+  CHECK_OK(gvl_acquire(sc->h));
+  tgvl_spawn(&sc->th, booster, &sc->b);
+  wait_for_booster(sc->h, own, bks, expect);
+}
+
+/* ... the booster is done, having counted `lends`, as the GVL has. */
+static void scene_end(scene_t *sc, uint64_t lends) {
+  tgvl_join(sc->th);
+  CHECK_EQ(sc->b.lends, lends);
+  CHECK_EQ(tgvl_stats(g).lends, lends);
+  CHECK_OK(gvl_release(sc->h));
+  CHECK_OK(gvl_thread_detach(sc->h));
+  CHECK_OK(gvl_destroy(g));
+}
+
 /* The calling thread holds at `own`, a booster at `bks` asks; the holder
  * gives the GVL up at a safe point and must have `own` back. */
 static void one(unsigned flags, ks_t own, ks_t bks, bool expect) {
-  pthread_t th;
-  booster_t b = {.ks = bks, .lends = 99};
+  scene_t sc;
   /* No spin: a booster lends, or decides not to, as it queues, under the
    * lock the holder's safe point takes: the counts below are exact. */
-  g = make_gvl(flags | GVL_F_NOSPIN);
-  CHECK_OK(ks_set_self(own));
-  gvl_thread_t *h = gvl_thread_attach(g, GVL_PRIO_NORMAL);
-  CHECK(h);
-  CHECK_OK(gvl_acquire(h));
-  tgvl_spawn(&th, booster, &b);
-  wait_for_booster(h, own, bks, expect);
-  CHECK_OK(gvl_check_ints(h));        /* hands over, and back */
+  scene_begin(&sc, flags | GVL_F_NOSPIN, own, bks, expect);
+  CHECK_OK(gvl_check_ints(sc.h));     /* hands over, and back */
   CHECK(ks_eq(ks_get(ktid()), own));
-  CHECK_EQ(tgvl_tstats(h).preemptions, 1);
-  tgvl_join(th);
-  CHECK_EQ(b.lends, expect ? 1 : 0);
-  CHECK_EQ(tgvl_stats(g).lends, expect ? 1 : 0);
-  CHECK_OK(gvl_release(h));
-  CHECK_OK(gvl_thread_detach(h));
-  CHECK_OK(gvl_destroy(g));
+  CHECK_EQ(tgvl_tstats(sc.h).preemptions, 1);
+  scene_end(&sc, expect ? 1 : 0);
   CHECK_OK(ks_set_self(OTHER0));
 }
 
@@ -176,15 +193,9 @@ static void paths(void) {
   static gvl_cond_t c;
   path_own = (ks_t){SCHED_OTHER, 0, 2};
   for (int way = 0; way < 4; way++) {
-    pthread_t th;
-    booster_t b = {.ks = FIFO1};
-    g = make_gvl(GVL_F_LEND);
-    CHECK_OK(ks_set_self(path_own));
-    gvl_thread_t *h = gvl_thread_attach(g, GVL_PRIO_NORMAL);
-    CHECK(h);
-    CHECK_OK(gvl_acquire(h));
-    tgvl_spawn(&th, booster, &b);
-    wait_for_booster(h, path_own, FIFO1, true);
+    scene_t sc;
+    scene_begin(&sc, GVL_F_LEND, path_own, FIFO1, true);
+    gvl_thread_t *h = sc.h;
     switch (way) {
     case 0:
       CHECK_OK(gvl_release(h));
@@ -208,11 +219,7 @@ static void paths(void) {
       break;
     }
     CHECK(ks_eq(ks_get(ktid()), path_own));
-    tgvl_join(th);
-    CHECK_EQ(b.lends, 1);
-    CHECK_OK(gvl_release(h));
-    CHECK_OK(gvl_thread_detach(h));
-    CHECK_OK(gvl_destroy(g));
+    scene_end(&sc, 1);
   }
   CHECK_OK(ks_set_self(OTHER0));
 }
@@ -220,15 +227,9 @@ static void paths(void) {
 /* ---- fork while lent ------------------------------------------------------ */
 
 static void fork_lent(void) {
-  pthread_t th;
-  booster_t b = {.ks = FIFO1};
-  g = make_gvl(GVL_F_LEND);
-  CHECK_OK(ks_set_self(OTHER0));
-  gvl_thread_t *h = gvl_thread_attach(g, GVL_PRIO_NORMAL);
-  CHECK(h);
-  CHECK_OK(gvl_acquire(h));
-  tgvl_spawn(&th, booster, &b);
-  wait_for_booster(h, OTHER0, FIFO1, true);
+  scene_t sc;
+  scene_begin(&sc, GVL_F_LEND, OTHER0, FIFO1, true);
+  gvl_thread_t *h = sc.h;
   pid_t pid = fork();
   CHECK_GE(pid, 0);
   if (pid == 0) {
@@ -248,10 +249,7 @@ static void fork_lent(void) {
   CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
   CHECK_OK(gvl_check_ints(h));
   CHECK(ks_eq(ks_get(ktid()), OTHER0));
-  tgvl_join(th);
-  CHECK_OK(gvl_release(h));
-  CHECK_OK(gvl_thread_detach(h));
-  CHECK_OK(gvl_destroy(g));
+  scene_end(&sc, 1);
 }
 
 /* ---- one OS thread on two GVLs; a thread started while lent ---------------- */
@@ -287,25 +285,16 @@ static void *report_policy(void *arg) {
 }
 
 static void child_thread(void) {
-  pthread_t th, c;
-  booster_t b = {.ks = FIFO1};
+  scene_t sc;
+  pthread_t c;
   int policy = -1;
-  g = make_gvl(GVL_F_LEND);
-  CHECK_OK(ks_set_self(OTHER0));
-  gvl_thread_t *h = gvl_thread_attach(g, GVL_PRIO_NORMAL);
-  CHECK(h);
-  CHECK_OK(gvl_acquire(h));
-  tgvl_spawn(&th, booster, &b);
-  wait_for_booster(h, OTHER0, FIFO1, true);
+  scene_begin(&sc, GVL_F_LEND, OTHER0, FIFO1, true);
   tgvl_spawn(&c, report_policy, &policy);   /* started while lent */
   tgvl_join(c);
   CHECK_EQ(policy, SCHED_OTHER);
-  CHECK_OK(gvl_check_ints(h));
+  CHECK_OK(gvl_check_ints(sc.h));
   CHECK(ks_eq(ks_get(ktid()), OTHER0));
-  tgvl_join(th);
-  CHECK_OK(gvl_release(h));
-  CHECK_OK(gvl_thread_detach(h));
-  CHECK_OK(gvl_destroy(g));
+  scene_end(&sc, 1);
 }
 
 /* ---- many threads, random scheduling and random ways in and out ----------- */
