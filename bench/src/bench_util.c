@@ -2,7 +2,6 @@
 /* bench_util.c -- clocks, threads, calibrated work and result lines. */
 #include "bench.h"
 
-
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>

@@ -75,24 +75,15 @@ static void n_stats(void *g, bench_stats_t *out) {
   out->preemptions = 0;
 }
 
-const bench_gvl_ops_t bench_nogvl_ops = {
-    "nogvl",        "no lock; pthread mutex for Mutex",
-    n_create,       n_destroy,
-    n_attach,       n_detach,
-    n_nop,          n_acquire_prio,
-    n_nop,          n_yield,
-    n_nop,          n_call_without,
-    n_mutex_create, n_mutex_destroy,
-    n_mutex_lock,   n_mutex_unlock,
-    n_stats};
+/* The two variants differ only in their name and what a boost does. */
+#define NOGVL_OPS(NAME, DESIGN, ACQ_PRIO)                                      \
+  {                                                                            \
+    NAME, DESIGN, n_create, n_destroy, n_attach, n_detach, n_nop, ACQ_PRIO,    \
+        n_nop, n_yield, n_nop, n_call_without, n_mutex_create,                 \
+        n_mutex_destroy, n_mutex_lock, n_mutex_unlock, n_stats                 \
+  }
 
-const bench_gvl_ops_t bench_nogvl_rt_ops = {
-    "nogvl-rt",     "no lock; a thread that boosts runs SCHED_FIFO",
-    n_create,       n_destroy,
-    n_attach,       n_detach,
-    n_nop,          n_acquire_rt,
-    n_nop,          n_yield,
-    n_nop,          n_call_without,
-    n_mutex_create, n_mutex_destroy,
-    n_mutex_lock,   n_mutex_unlock,
-    n_stats};
+const bench_gvl_ops_t bench_nogvl_ops =
+    NOGVL_OPS("nogvl", "no lock; pthread mutex for Mutex", n_acquire_prio);
+const bench_gvl_ops_t bench_nogvl_rt_ops =
+    NOGVL_OPS("nogvl-rt", "no lock; a thread that boosts runs SCHED_FIFO", n_acquire_rt);
