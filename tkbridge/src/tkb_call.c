@@ -180,7 +180,15 @@ static int call_event_proc(Tcl_Event *ev, int flags) {
   return 1;
 }
 
+/* [loop thread] Once the bridge's teardown has begun, its last
+ * tkb__call_cancel_queued may have run already: a call queued after it
+ * would wait in Tcl's queue for ever (two tkb_stop calls at once, fuzz_tkb
+ * under LeakSanitizer), so it is cancelled here instead. */
 static void queue_tcl_event(tkb__call_t *c) {
+  if (c->tk->tearing) {   /* the teardown marks the bridge stopped */
+    tkb__call_finish(c, ECANCELED, NULL);
+    return;
+  }
   call_event_t *ev = (call_event_t *)ckalloc(sizeof(*ev));
   ev->hdr.proc = call_event_proc;
   ev->call = c;
