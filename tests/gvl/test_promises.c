@@ -21,6 +21,11 @@
  *                     still gets the GVL at the end of the holder's slice
  *   onecpu_nospin     on one CPU with GVL_F_NOSPIN a boosted acquirer never
  *                     spins: it is not preempted by the scheduler
+ *   onecpu_pass       on one CPU two threads passing the GVL with gvl_yield
+ *                     mostly do not sleep for it (one system call a pass);
+ *                     with GVL_F_NOSPIN every pass sleeps
+ *   onecpu_pass_bound on one CPU a yielder whose successor keeps the GVL
+ *                     goes to sleep: its sched_yield wait is bounded
  *   cpu_not_ia        a thread that computes for slices between blocking
  *                     calls is never promoted as interactive
  *   prio_at_safepoint a safe point serves the highest priority waiter
@@ -36,6 +41,7 @@
 #include "tgvl.h"
 
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 static gvl_t *g;
@@ -792,13 +798,130 @@ static void settings(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- one CPU: a gvl_yield ping-pong ------------------------------------------ */
+
+static atomic_uint pass_in;
+
+typedef struct {
+  unsigned n;
+  long sleeps;     /* voluntary context switches over the n yields */
+  uint64_t yields; /* the thread's yields counter over them */
+} pass_arg_t;
+
+static void *passer(void *arg) {
+  pass_arg_t *a = arg;
+  struct rusage r0, r1;
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  atomic_fetch_add(&pass_in, 1);
+  while (atomic_load(&pass_in) < 2) CHECK_OK(gvl_yield(t));
+  uint64_t y0 = tgvl_tstats(t).yields;
+  CHECK_OK(getrusage(RUSAGE_THREAD, &r0));
+  for (unsigned i = 0; i < a->n; i++) CHECK_OK(gvl_yield(t));
+  CHECK_OK(getrusage(RUSAGE_THREAD, &r1));
+  a->yields = tgvl_tstats(t).yields - y0;
+  a->sleeps = r1.ru_nvcsw - r0.ru_nvcsw;
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* Two threads yield n times each; returns their sleeps (a switch the
+ * kernel counts as voluntary is a sleep; a sched_yield is not one). */
+static long pass_round(unsigned flags, unsigned n) {
+  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+  pass_arg_t a[2] = {{.n = n}, {.n = n}};
+  pthread_t th[2];
+  c.flags |= flags;
+  CHECK(g = gvl_create(&c));
+  atomic_store(&pass_in, 0);
+  for (int i = 0; i < 2; i++) tgvl_spawn(&th[i], passer, &a[i]);
+  for (int i = 0; i < 2; i++) tgvl_join(th[i]);
+  CHECK_OK(gvl_destroy(g));
+  /* Every yield but the last of the thread that finishes first found the
+   * other waiting and handed over. */
+  CHECK_GE(a[0].yields + a[1].yields, 2 * (uint64_t)n - 1);
+  return a[0].sleeps + a[1].sleeps;
+}
+
+static void onecpu_pass(void) {
+  unsigned n = 4000 / tgvl_slow();
+  long pass = 0, nospin = 0;
+  pin_cpu0();
+  /* Rounds alternate, so that other load on CPU 0 shows in both alike. */
+  for (int k = 0; k < 4; k++) {
+    pass += pass_round(0, n / 4);
+    nospin += pass_round(GVL_F_NOSPIN, n / 4);
+  }
+  fprintf(stderr, "  %u passes: %ld sleeps; with GVL_F_NOSPIN: %ld\n",
+          2 * n, pass, nospin);
+  CHECK_LE(pass, (long)n / 2);       /* of 2n passes, at most a quarter */
+  CHECK_GE(nospin, (long)n / 2);
+}
+
+/* The yielder hands over to a thread that then keeps the GVL, with no safe
+ * point, until it sees the yielder asleep in the kernel; unbounded, the
+ * yielder's sched_yield wait would never end and this would hang. */
+static pid_t bound_tid;
+static atomic_uint bound_step;
+
+static char task_state(pid_t tid) {
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+  FILE *f = fopen(path, "r");
+  CHECK(f);
+  size_t len = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[len] = 0;
+  char *p = strrchr(buf, ')');   /* the name may hold spaces */
+  CHECK(p && p[1] == ' ');
+  return p[2];
+}
+
+static void *bound_taker(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  atomic_store(&bound_step, 1);
+  CHECK_OK(gvl_acquire(t));          /* queues: the main thread holds */
+  while (task_state(bound_tid) != 'S') sched_yield();
+  atomic_store(&bound_step, 2);
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+static void onecpu_pass_bound(void) {
+  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+  pthread_t th;
+  pin_cpu0();
+  bound_tid = (pid_t)syscall(SYS_gettid);
+  atomic_store(&bound_step, 0);
+  atomic_store(&nq, 0);
+  c.hook = count_ready;
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me);
+  CHECK_OK(gvl_acquire(me));
+  tgvl_spawn(&th, bound_taker, NULL);
+  while (atomic_load(&nq) < 1) sched_yield();
+  CHECK_OK(gvl_yield(me));  /* returns once the taker saw this thread sleep */
+  CHECK_EQ(atomic_load(&bound_step), 2);
+  CHECK_OK(gvl_release(me));
+  tgvl_join(th);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
 static const tgvl_case_t cases[] = {
   {"fork_interactive", fork_interactive}, {"fifo_after_ia", fifo_after_ia},
   {"cap_charge", cap_charge},             {"cap_bound", cap_bound},
   {"cpu_not_ia", cpu_not_ia},             {"prio_at_safepoint", prio_at_safepoint},
   {"hook_order", hook_order},             {"settings", settings},
   {"cap_slice", cap_slice},              {"cap_wake", cap_wake},
-  {"onecpu_nospin", onecpu_nospin},       /* last: it pins the process */
+  /* last: these pin the process */
+  {"onecpu_nospin", onecpu_nospin},       {"onecpu_pass", onecpu_pass},
+  {"onecpu_pass_bound", onecpu_pass_bound},
 };
 
 int main(int argc, char **argv) {
