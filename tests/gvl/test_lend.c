@@ -18,6 +18,9 @@
  *               own scheduling, and its GVL works
  *   multi       a thread attached to two GVLs is not lent to
  *   child_thread a thread started by a lent holder has normal scheduling
+ *   take_back   a lend made to a waiter with a revocable grant, which
+ *               cannot run (a real-time thread above the lend keeps its
+ *               CPU), ends when gvl_call_without takes the grant back
  *   hammer      threads of random scheduling (nice -5..5, FIFO 1..3) take
  *               the GVL at random priorities, compute, sleep holding it,
  *               yield, block and release; whenever one does not hold the GVL it has its own
@@ -363,10 +366,108 @@ static void hammer(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- a lend to a waiter whose grant is taken back ---------------------- */
+
+static const ks_t FIFO2 = {SCHED_FIFO, 2, 0}, FIFO3 = {SCHED_FIFO, 3, 0};
+static int tb_cpu[2], tb_wtid;
+static atomic_int tb_stage;   /* 1 W queued, 2 spinner on W's CPU, 3 stop */
+static atomic_uint tb_ready;
+
+static void pin_self(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  CHECK_OK(pthread_setaffinity_np(pthread_self(), sizeof set, &set));
+}
+
+static void tb_hook(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
+  (void)arg; (void)t; (void)now;
+  if (ev == GVL_EV_READY) atomic_fetch_add(&tb_ready, 1);
+}
+
+/* The waiter, on the second CPU, asleep in the queue behind the holder. */
+static void *tb_waiter(void *arg) {
+  pin_self(tb_cpu[1]);
+  tb_wtid = ktid();
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+/* SCHED_FIFO 3 on the waiter's CPU, above the booster's FIFO 2: the waiter
+ * cannot run there, lent or not, until told to stop (or for 10 s). */
+static void *tb_spinner(void *arg) {
+  pin_self(tb_cpu[1]);
+  CHECK_OK(ks_set_self(FIFO3));
+  atomic_store(&tb_stage, 2);
+  uint64_t end = gvl_now_ns() + 10000000000ull;
+  while (atomic_load(&tb_stage) < 3 && gvl_now_ns() < end) {
+  }
+  return arg;
+}
+
+static void *tb_booster(void *arg) {
+  pin_self(tb_cpu[0]);
+  booster_t b = {.ks = FIFO2};
+  (void)booster(&b);
+  return arg;
+}
+
+static void *tb_region(void *arg) {
+  pthread_t *th = arg;
+  /* The GVL is granted to the waiter, revocably: the booster queues above
+   * it, so it lends the waiter its SCHED_FIFO 2. */
+  tgvl_spawn(th, tb_booster, NULL);
+  while (tgvl_stats(g).lends < 1) tgvl_sleep_us(100);
+  CHECK(ks_eq(ks_get(tb_wtid), lent_as(OTHER0, FIFO2)));
+  return arg;
+}
+
+static void take_back(void) {
+  cpu_set_t set;
+  CHECK_OK(sched_getaffinity(0, sizeof set, &set));
+  if (CPU_COUNT(&set) < 2) {
+    printf("skipped: needs two CPUs\n");
+    exit(77);
+  }
+  for (int i = 0, n = 0; n < 2; i++)
+    if (CPU_ISSET(i, &set)) tb_cpu[n++] = i;
+  gvl_config_t c = {0};
+  c.flags = GVL_F_LEND | GVL_F_NOSPIN | GVL_F_NOINTERACTIVE;
+  c.slice_ns = 3600ull * 1000000000ull;
+  c.hook = tb_hook;
+  CHECK(g = gvl_create(&c));
+  pin_self(tb_cpu[0]);
+  gvl_thread_t *h = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(h);
+  CHECK_OK(gvl_acquire(h));
+  pthread_t w, sp, b;
+  tgvl_spawn(&w, tb_waiter, NULL);
+  while (atomic_load(&tb_ready) < 1) tgvl_sleep_us(100);
+  tgvl_spawn(&sp, tb_spinner, NULL);
+  while (atomic_load(&tb_stage) < 2) tgvl_sleep_us(100);
+  CHECK(gvl_call_without(h, tb_region, &b, NULL, NULL) == &b);
+  /* Taken back: the waiter is queued again, with its own scheduling. */
+  CHECK_EQ(tgvl_tstats(h).retakes, 1);
+  CHECK(ks_eq(ks_get(tb_wtid), OTHER0));
+  atomic_store(&tb_stage, 3);
+  CHECK_OK(gvl_release(h));           /* to the booster, then the waiter */
+  tgvl_join(b);
+  tgvl_join(sp);
+  tgvl_join(w);
+  CHECK_EQ(tgvl_stats(g).lends, 1);
+  CHECK_OK(gvl_thread_detach(h));
+  CHECK_OK(gvl_destroy(g));
+}
+
 static const tgvl_case_t cases[] = {
   {"fifo", fifo}, {"off", off},   {"rank", rank},
   {"paths", paths}, {"fork", fork_lent}, {"multi", multi},
   {"child_thread", child_thread}, {"hammer", hammer},
+  {"take_back", take_back},   /* last: it exits 77 on one CPU */
 };
 
 int main(int argc, char **argv) {
