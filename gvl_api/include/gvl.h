@@ -23,9 +23,7 @@
  *  - No spinning on one CPU: a waiter spins (bounded by spin_ns, yielding
  *    the CPU after 2 us) only with two or more CPUs online and in its
  *    affinity mask, and never with GVL_F_NOSPIN.  Waits for a gvl_mutex or
- *    gvl_cond never spin.  On one CPU the one exception is gvl_yield's own
- *    wait (see there): it gives the CPU up with sched_yield for at most
- *    20 us before it sleeps, never with GVL_F_NOSPIN.
+ *    gvl_cond never spin.
  *
  * Return values: every int-returning call returns 0 or a positive errno code.
  *   EINVAL   NULL or out-of-range argument
@@ -278,12 +276,7 @@ GVL_EXPORT int gvl_release(gvl_thread_t *t);
 
 /* [held] Thread.pass: if someone waits, hand the GVL to the best waiter and
  * queue behind it; returns holding the GVL again.  With nobody waiting it
- * returns at once (a load and a branch).  On one CPU (see spin_ns) the
- * caller then waits by giving the CPU up with sched_yield, for at most
- * 20 us, and sleeps only after that: a waiter that yields straight back,
- * as in a Thread.pass loop, hands over without waking this thread from the
- * kernel, one system call a pass instead of two.  With GVL_F_NOSPIN it
- * sleeps at once. */
+ * returns at once (a load and a branch). */
 GVL_EXPORT int gvl_yield(gvl_thread_t *t);
 
 /* [held] Slow path of gvl_check_ints; do not call directly. */

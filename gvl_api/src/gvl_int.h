@@ -48,7 +48,6 @@
 #define GVL__DEF_AGE_NS     (100u * 1000000u)
 #define GVL__DEF_SPIN_NS    (50u * 1000u)
 #define GVL__LEND_AFTER_NS  (10u * 1000u)  /* GVL_F_LEND: spin this long first */
-#define GVL__PASS_WAIT_NS   (20u * 1000u)  /* one CPU: a yielder's sched_yields */
 #define GVL__MAX_NS         (86400ull * 1000000000u)  /* GVL_MAX_NS: a day */
 #define GVL__CAP_BUCKETS    8   /* the window is 8 buckets; one more is kept */
 #define GVL__CAP_SLOTS      (GVL__CAP_BUCKETS + 1)
@@ -256,8 +255,6 @@ struct gvl_s {
   _Atomic unsigned cap_pct;
   uint64_t window_ns, age_ns, spin_ns; /* fixed at creation               */
   unsigned flags;               /* fixed at creation                       */
-  bool pass_wait;               /* one CPU, spinning allowed: a gvl_yield
-                                   waits with sched_yield first; fixed    */
   _Atomic(gvl_hook_cb) hook;
   void *_Atomic hook_arg;
   void *_Atomic trace;          /* tracer state when tracing, else NULL    */

@@ -347,20 +347,6 @@ static bool spin_for_grant(gvl_thread_t *t, uint64_t start, uint64_t end) {
   }
 }
 
-/* One CPU, a gvl_yield's wait: the thread just granted runs only once
- * this one gives the CPU up, and it usually yields straight back (a
- * Thread.pass loop), so give the CPU up and stay runnable; then that
- * handoff needs no FUTEX_WAKE and this wait no FUTEX_WAIT, one system call
- * a pass instead of two.  Bounded in time: a holder that keeps the GVL
- * longer than a moment finds this thread asleep after its first turn. */
-static bool pass_for_grant(gvl_thread_t *t, uint64_t start) {
-  for (;;) {
-    sched_yield();
-    if (took(t)) return true;
-    if (gvl__now() - start >= GVL__PASS_WAIT_NS) return false;
-  }
-}
-
 /* Sleep until the GVL has been handed to t, or until user_deadline (0 for
  * none).  Returns true when granted. */
 bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
@@ -383,11 +369,10 @@ bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
  * quick handoff is expected: asked for by a boost, or this thread's last
  * wait was itself short (ping-pong, Thread.pass loops).  A thread that
  * waited a whole slice last time goes straight to sleep.  On one CPU
- * nobody spins, nor yields instead (but a gvl_yield caller, pass_for_grant):
- * a waiter kept runnable by sched_yield takes CPU from threads that are not
- * waiting for the GVL, such as the one a convoy's I/O thread waits for
- * (bench convoy beside 2 hogs, pinned: the I/O thread at 40-340x its time
- * alone, against 4-5x asleep). */
+ * nobody spins, nor yields instead: a waiter kept runnable by sched_yield
+ * takes CPU from threads that are not waiting for the GVL, such as the one
+ * a convoy's I/O thread waits for (bench convoy beside 2 hogs, pinned: the
+ * I/O thread at 40-340x its time alone, against 4-5x asleep). */
 void gvl__wait_granted(gvl_t *g, gvl_thread_t *t, uint64_t start) {
   bool hint = atomic_load_explicit(&t->spin_hint, memory_order_relaxed);
   bool spin = g->spin_ns && (hint || t->last_wait_ns <= g->spin_ns);
@@ -700,9 +685,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   wakes_run(&wk);
   if (lent) unlend(t);
   gvl__hook(g, t, GVL_EV_READY);
-  gvl__assert(!t->lend_ask);  /* queued at no higher a priority than w */
-  if (!(ctr == C_YIELDS && g->pass_wait && pass_for_grant(t, now)))
-    gvl__wait_granted(g, t, now);
+  gvl__wait_granted(g, t, now);
   gvl__after_acquire(t, now);
   return 0;
 }

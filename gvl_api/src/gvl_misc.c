@@ -71,8 +71,7 @@ gvl_t *gvl_create(const gvl_config_t *cfg) {
   g->window_ns = c->cap_window_ns ? c->cap_window_ns : GVL__DEF_WINDOW_NS;
   g->age_ns = c->age_ns ? c->age_ns : GVL__DEF_AGE_NS;
   g->spin_ns = c->spin_ns ? c->spin_ns : GVL__DEF_SPIN_NS;
-  g->pass_wait = !(c->flags & GVL_F_NOSPIN) && one_cpu();
-  if ((c->flags & GVL_F_NOSPIN) || g->pass_wait) g->spin_ns = 0;
+  if ((c->flags & GVL_F_NOSPIN) || one_cpu()) g->spin_ns = 0;
   g->flags = c->flags;
   atomic_init(&g->hook, c->hook);
   atomic_init(&g->hook_arg, c->hook_arg);

@@ -18,13 +18,13 @@
  *               own scheduling, and its GVL works
  *   multi       a thread attached to two GVLs is not lent to
  *   child_thread a thread started by a lent holder has normal scheduling
- *   take_back   a lend made to a waiter with a revocable grant, which
- *               cannot run (a real-time thread above the lend keeps its
- *               CPU), ends when gvl_call_without takes the grant back
  *   hammer      threads of random scheduling (nice -5..5, FIFO 1..3) take
  *               the GVL at random priorities, compute, sleep holding it,
  *               yield, block and release; whenever one does not hold the GVL it has its own
  *               scheduling, and lends were made
+ *   take_back   a lend made to a waiter with a revocable grant, which
+ *               cannot run (a real-time thread above the lend keeps its
+ *               CPU), ends when gvl_call_without takes the grant back
  *
  * Asserted: states of the kernel's scheduling and counts.  Changing another
  * thread's scheduling needs CAP_SYS_NICE: without it the program exits 77

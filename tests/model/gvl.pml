@@ -70,9 +70,8 @@
  * out of futex_wait after mu is released, as in the code, so a late kick
  * can find its thread running, or asleep in a later wait.
  * Wait-queue cancellation (gvl_cond_timedwait), gvl_mutex/gvl_cond,
- * the interactive promotion after a region, the spin-before-sleep hint and a yielder's
- * sched_yield wait on one CPU (each a bounded prefix of "granted?" reads, subsumed by the
- * first check of the wait loop) and
+ * the interactive promotion after a region, the spin-before-sleep hint (a bounded prefix of
+ * "granted?" reads, subsumed by the first check of the wait loop) and
  * futex spurious wake-ups are left out.
  *
  * Checked (tests/model/check.sh):
