@@ -370,24 +370,12 @@ static void hammer(void) {
 
 static const ks_t FIFO2 = {SCHED_FIFO, 2, 0}, FIFO3 = {SCHED_FIFO, 3, 0};
 static int tb_cpu[2], tb_wtid;
-static atomic_int tb_stage;   /* 1 W queued, 2 spinner on W's CPU, 3 stop */
-static atomic_uint tb_ready;
-
-static void pin_self(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  CHECK_OK(pthread_setaffinity_np(pthread_self(), sizeof set, &set));
-}
-
-static void tb_hook(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
-  (void)arg; (void)t; (void)now;
-  if (ev == GVL_EV_READY) atomic_fetch_add(&tb_ready, 1);
-}
+static atomic_int tb_stage;   /* 2: the spinner holds W's CPU; 3: it may stop */
+static tgvl_log_t tb_log;      /* the hook's: READY says the waiter queued */
 
 /* The waiter, on the second CPU, asleep in the queue behind the holder. */
 static void *tb_waiter(void *arg) {
-  pin_self(tb_cpu[1]);
+  tgvl_pin(tb_cpu[1]);
   tb_wtid = ktid();
   gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(t);
@@ -400,7 +388,7 @@ static void *tb_waiter(void *arg) {
 /* SCHED_FIFO 3 on the waiter's CPU, above the booster's FIFO 2: the waiter
  * cannot run there, lent or not, until told to stop (or for 10 s). */
 static void *tb_spinner(void *arg) {
-  pin_self(tb_cpu[1]);
+  tgvl_pin(tb_cpu[1]);
   CHECK_OK(ks_set_self(FIFO3));
   atomic_store(&tb_stage, 2);
   uint64_t end = gvl_now_ns() + 10000000000ull;
@@ -410,7 +398,7 @@ static void *tb_spinner(void *arg) {
 }
 
 static void *tb_booster(void *arg) {
-  pin_self(tb_cpu[0]);
+  tgvl_pin(tb_cpu[0]);
   booster_t b = {.ks = FIFO2};
   (void)booster(&b);
   return arg;
@@ -438,15 +426,17 @@ static void take_back(void) {
   gvl_config_t c = {0};
   c.flags = GVL_F_LEND | GVL_F_NOSPIN | GVL_F_NOINTERACTIVE;
   c.slice_ns = 3600ull * 1000000000ull;
-  c.hook = tb_hook;
+  c.hook = tgvl_hook;
+  c.hook_arg = &tb_log;
+  tgvl_log_reset(&tb_log);
   CHECK(g = gvl_create(&c));
-  pin_self(tb_cpu[0]);
+  tgvl_pin(tb_cpu[0]);
   gvl_thread_t *h = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(h);
   CHECK_OK(gvl_acquire(h));
   pthread_t w, sp, b;
   tgvl_spawn(&w, tb_waiter, NULL);
-  while (atomic_load(&tb_ready) < 1) tgvl_sleep_us(100);
+  while (tgvl_count(&tb_log, GVL_EV_READY) < 1) tgvl_sleep_us(100);
   tgvl_spawn(&sp, tb_spinner, NULL);
   while (atomic_load(&tb_stage) < 2) tgvl_sleep_us(100);
   CHECK(gvl_call_without(h, tb_region, &b, NULL, NULL) == &b);

@@ -291,15 +291,8 @@ static atomic_uint cw_stage;       /* 1 b attached, 2 x busy, 3 b ran, 4 b asks 
 static _Atomic uint64_t cw_grant_ns, cw_ran_ns, cw_rel_ns;
 static int cw_cpu;
 
-static void cw_pin(void) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cw_cpu, &set);
-  CHECK_OK(pthread_setaffinity_np(pthread_self(), sizeof set, &set));
-}
-
 static void *cw_busy(void *arg) {
-  cw_pin();
+  tgvl_pin(cw_cpu);
   atomic_store(&cw_stage, 2);
   uint64_t end = gvl_now_ns() + 200 * 1000000ull;
   while (gvl_now_ns() < end && atomic_load(&cw_stage) < 3) {
@@ -309,7 +302,7 @@ static void *cw_busy(void *arg) {
 
 static void *cw_booster(void *arg) {
   struct sched_param sp = {0};
-  cw_pin();
+  tgvl_pin(cw_cpu);
   CHECK_OK(pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp));
   gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(t);
@@ -601,20 +594,13 @@ static void cap_slice(void) {
 
 /* ---- one CPU: no spinning ------------------------------------------------------ */
 
-static void pin_cpu0(void) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(0, &set);
-  CHECK_OK(sched_setaffinity(0, sizeof set, &set));
-}
-
 static void onecpu_nospin(void) {
   gvl_config_t c = tgvl_strict_config(10000000, NULL);
   pthread_t h;
   unsigned n = 200 / tgvl_slow();
   struct rusage r0, r1;
   long inv = 0, ctl = 0;
-  pin_cpu0();                     /* threads created from here inherit it */
+  tgvl_pin(0);                     /* threads created from here inherit it */
   c.flags |= GVL_F_NOSPIN;
   CHECK(g = gvl_create(&c));
   start_hog(&h, NULL);
@@ -851,7 +837,7 @@ static long pass_round(unsigned flags, unsigned n) {
 static void onecpu_pass(void) {
   unsigned n = 4000 / tgvl_slow();
   long dflt = 0, nospin = 0;
-  pin_cpu0();
+  tgvl_pin(0);
   /* Rounds alternate, so that other load on CPU 0 shows in both alike. */
   for (int k = 0; k < 4; k++) {
     dflt += pass_round(0, n / 4);
@@ -897,7 +883,7 @@ static void *bound_taker(void *arg) {
 static void onecpu_pass_bound(void) {
   gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
   pthread_t th;
-  pin_cpu0();
+  tgvl_pin(0);
   bound_tid = (pid_t)syscall(SYS_gettid);
   atomic_store(&bound_step, 0);
   atomic_store(&nq, 0);

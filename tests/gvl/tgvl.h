@@ -128,6 +128,16 @@ static inline void tgvl_wait_ge(atomic_uint *v, unsigned target) {
   while (atomic_load(v) < target) tgvl_sleep_us(100);
 }
 
+#ifdef __linux__
+/* Pin the calling thread to one CPU (threads it starts inherit that). */
+static inline void tgvl_pin(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  CHECK_OK(pthread_setaffinity_np(pthread_self(), sizeof set, &set));
+}
+#endif
+
 static inline void tgvl_spawn(pthread_t *th, void *(*fn)(void *), void *arg) {
   CHECK_OK(pthread_create(th, NULL, fn, arg));
 }
