@@ -855,25 +855,12 @@ static void onecpu_pass(void) {
 static pid_t bound_tid;
 static atomic_uint bound_step;
 
-static char task_state(pid_t tid) {
-  char path[64], buf[256];
-  snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
-  FILE *f = fopen(path, "r");
-  CHECK(f);
-  size_t len = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[len] = 0;
-  char *p = strrchr(buf, ')');   /* the name may hold spaces */
-  CHECK(p && p[1] == ' ');
-  return p[2];
-}
-
 static void *bound_taker(void *arg) {
   gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(t);
   atomic_store(&bound_step, 1);
   CHECK_OK(gvl_acquire(t));          /* queues: the main thread holds */
-  while (task_state(bound_tid) != 'S') sched_yield();
+  while (tgvl_thread_state(bound_tid) != 'S') sched_yield();
   atomic_store(&bound_step, 2);
   CHECK_OK(gvl_release(t));
   CHECK_OK(gvl_thread_detach(t));

@@ -62,18 +62,6 @@ static void *waiter_main(void *arg) {
   return NULL;
 }
 
-/* The thread's state letter in /proc (R running, S sleeping, ...). */
-static char thread_state(int tid) {
-  char path[64], buf[256], *p;
-  FILE *f;
-  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-  CHECK(f = fopen(path, "r"));
-  CHECK(fgets(buf, sizeof buf, f) != NULL);
-  fclose(f);
-  CHECK(p = strrchr(buf, ')'));
-  return p[2];
-}
-
 /* Start a waiter and wait until it is queued behind the caller and asleep
  * on its park word (so not inside g->mu, where freezing it would stop
  * everyone). */
@@ -84,7 +72,7 @@ static void queue_waiter(waiter_t *w, int id, int prio) {
   atomic_store(&w->tid, 0);
   tgvl_spawn(&w->th, waiter_main, w);
   tgvl_wait_ge(&nready, n0 + 1);
-  while (thread_state(atomic_load(&w->tid)) != 'S') tgvl_sleep_us(50);
+  while (tgvl_thread_state(atomic_load(&w->tid)) != 'S') tgvl_sleep_us(50);
 }
 
 /* Hold w's thread in the signal handler: it can take no grant now. */

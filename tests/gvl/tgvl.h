@@ -136,6 +136,19 @@ static inline void tgvl_pin(int cpu) {
   CPU_SET(cpu, &set);
   CHECK_OK(pthread_setaffinity_np(pthread_self(), sizeof set, &set));
 }
+
+/* A thread's state letter in /proc (R running, S sleeping, ...). */
+static inline char tgvl_thread_state(int tid) {
+  char path[64], buf[256], *p;
+  FILE *f;
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  CHECK(f = fopen(path, "r"));
+  CHECK(fgets(buf, sizeof buf, f) != NULL);
+  fclose(f);
+  p = strrchr(buf, ')');   /* the name may hold spaces */
+  CHECK(p && p[1] == ' ');
+  return p[2];
+}
 #endif
 
 static inline void tgvl_spawn(pthread_t *th, void *(*fn)(void *), void *arg) {
