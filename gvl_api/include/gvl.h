@@ -10,9 +10,10 @@
  *  - Uncontended acquire/release is one compare-and-swap each on a lock word.
  *  - Fair: when the holder releases or yields while someone waits, ownership
  *    is handed straight to the best waiter (highest effective priority, then
- *    first come).  The releaser cannot barge back in; the one exception,
- *    a short gvl_call_without taking the GVL back before its waiter has
- *    run, keeps that waiter first (see gvl_call_without).
+ *    first come).  The releaser cannot barge back in; the two exceptions,
+ *    a short gvl_call_without, and a boosted acquire right after a boosted
+ *    hold, taking the GVL back before its waiter has run, keep that
+ *    waiter first (see gvl_call_without and gvl_release).
  *  - Preemption: a holder past its time slice while others wait gets a flag
  *    that gvl_check_ints() sees at its next safe point.  No thread ticks when
  *    nobody waits.
@@ -110,8 +111,9 @@ typedef void (*gvl_hook_cb)(void *arg, gvl_thread_t *t, gvl_event_t ev,
 #define GVL_F_NOSPIN  0x2u  /* never spin before sleeping                   */
 #define GVL_F_NOINTERACTIVE 0x4u /* turn the interactivity policy off: see
                                gvl_call_without and ARCHITECTURE.md      */
-#define GVL_F_NORETAKE 0x8u /* gvl_call_without never takes the GVL back
-                               from its waiter (see gvl_call_without)    */
+#define GVL_F_NORETAKE 0x8u /* no thread takes the GVL back from its
+                               waiter (see gvl_call_without and
+                               gvl_release)                              */
 #define GVL_F_LEND    0x10u /* a boost lends the holder the booster's
                                kernel scheduling (see "Lending" below)   */
 
@@ -154,9 +156,10 @@ typedef struct {
   uint64_t wait_ns;         /* total time spent waiting                    */
   uint64_t hold_ns;         /* total time held (see GVL_F_TIMING)          */
   uint64_t ia_cost_ns;      /* obsolete: always 0                          */
-  uint64_t retakes;         /* gvl_call_without returns that took the GVL
-                               back before its waiter did (each also
-                               counts as an uncontended acquire)            */
+  uint64_t retakes;         /* gvl_call_without returns and acquires after
+                               a boosted hold that took the GVL back before
+                               its waiter did (each also counts as an
+                               uncontended acquire)                         */
   uint64_t lends;           /* GVL_F_LEND: boosted waits that lent the
                                holder their kernel scheduling              */
 } gvl_stats_t;
@@ -271,7 +274,16 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  * SCHED_FIFO). */
 GVL_EXPORT int gvl_acquire_prio(gvl_thread_t *t, int prio);
 
-/* [held] Release; hands the GVL directly to the best waiter, if any. */
+/* [held] Release; hands the GVL directly to the best waiter, if any.
+ * Taking it back: after a boosted hold (see gvl_acquire_prio), while t is
+ * within its slice and the waiter served is below the hold's priority,
+ * t's next acquire, if it comes before
+ * that waiter has started to run, takes the GVL straight back and the
+ * waiter stays first in line: the acquire would have had it give the GVL
+ * up at its first safe point.  Only at a priority above the waiter's,
+ * only while the boost cap allows boosts, never with GVL_F_NORETAKE.
+ * The same holds for gvl_call_with's release.  Counted in
+ * gvl_stats_t.retakes. */
 GVL_EXPORT int gvl_release(gvl_thread_t *t);
 
 /* [held] Thread.pass: if someone waits, hand the GVL to the best waiter and

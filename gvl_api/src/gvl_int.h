@@ -102,6 +102,10 @@ int gvl__ksched_set(int tid, const gvl__ksched_t *s);
  * or to it. */
 int gvl__ksched_rank(const gvl__ksched_t *s);
 
+/* Revocable grants (g->hot_kind): none; a release into a blocking region
+ * (gvl_call_without); the release that ends a boosted hold. */
+enum { GVL__HOT_NONE, GVL__HOT_REGION, GVL__HOT_BOOST };
+
 /* t->lend: GVL_F_LEND's state of t's kernel scheduling. */
 enum { GVL__LEND_NONE, GVL__LEND_LENT, GVL__LEND_RESTORING };
 
@@ -144,9 +148,9 @@ struct gvl_thread_s {
                                    requested priority; t only              */
   bool region_ia;               /* ... and whether the interactivity rule
                                    promotes the reacquire; t only          */
-  bool hot_release;             /* t's last release, entering a blocking
-                                   region, left a grant it may take back
-                                   (g->hot may still name t); t only       */
+  bool hot_release;             /* t's last release left a grant it may
+                                   take back (g->hot may still name t);
+                                   t only                                  */
   bool lend_ask;                /* t's wait is to lend to the holder it
                                    asked to yield (GVL_F_LEND); set by
                                    enqueue of t itself; t only             */
@@ -242,11 +246,13 @@ struct gvl_s {
   pthread_mutex_t mu;
   gvl_thread_t *qhead, *qtail;  /* waiters in arrival order; mu            */
   gvl_thread_t *timer;          /* the queued waiter timing the slice; mu  */
-  gvl_thread_t *hot, *hot_to;   /* hot released the GVL entering a blocking
-                                   region with a revocable grant to hot_to;
-                                   cleared by every other handoff; mu      */
+  gvl_thread_t *hot, *hot_to;   /* hot released the GVL with a revocable
+                                   grant to hot_to; cleared by every other
+                                   handoff; mu                             */
   uint64_t hot_since;           /* hot's slice start, restored if it takes
                                    the grant back; mu                      */
+  int hot_kind;                 /* GVL__HOT_REGION or _BOOST: which release
+                                   left it; mu                             */
   gvl__policy_t pol;            /* mu                                      */
   GVL__PAD(0);
 
@@ -278,11 +284,10 @@ int gvl__mu_init(pthread_mutex_t *mu);
 uint64_t gvl__now(void);
 void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev);
 int  gvl__acquire(gvl_thread_t *t, int prio, bool interactive);
-int  gvl__release(gvl_thread_t *t);
-/* gvl_call_without's pair: release with a grant the caller may take back,
- * and the acquire that tries that first. */
-void gvl__release_hot(gvl_thread_t *t);
-int  gvl__acquire_back(gvl_thread_t *t, int prio, bool interactive);
+/* Release.  kind (GVL__HOT_*): whether the waiter served may get a grant
+ * the caller can take back, which its next contended acquire tries first
+ * (see gvl__pol_hot_ok). */
+int  gvl__release(gvl_thread_t *t, int kind);
 void gvl__enqueue_other(gvl_t *g, gvl_thread_t *t, int prio);
 void gvl__wait_granted(gvl_t *g, gvl_thread_t *t, uint64_t start);
 void gvl__drop_for_wait(gvl_thread_t *t);
@@ -309,10 +314,12 @@ void gvl__pol_charge(gvl_t *g, uint64_t now, uint64_t held); /* a boost */
 /* The timer waiter's turn: the time to look again, and in *target the
  * holder to ask to yield (preempt flag set already), if any. */
 uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target);
-/* May t's release into a blocking region leave a grant t can take back
- * from w?  Only within t's slice and never from a waiter that outranks t. */
-bool gvl__pol_hot_ok(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, uint64_t now);
-bool gvl__pol_take_back_ok(gvl_t *g, int prio, uint64_t since, uint64_t now);
+/* May t's release of kind GVL__HOT_* leave a grant t can take back from
+ * w?  And may t, whose slice began at since, take it back at prio? */
+bool gvl__pol_hot_ok(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, uint64_t now,
+                     int kind);
+bool gvl__pol_take_back_ok(gvl_t *g, gvl_thread_t *w, int prio, int kind,
+                           uint64_t since, uint64_t now);
 /* gvl_call_without: is t back from a short stretch (any lock, t only)? */
 bool gvl__pol_interactive(gvl_thread_t *t, uint64_t now);
 

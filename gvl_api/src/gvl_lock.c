@@ -431,10 +431,42 @@ static void start_free_hold(gvl_t *g, gvl_thread_t *t, int prio, bool ia,
   gvl__hook(g, t, GVL_EV_RESUMED);
 }
 
+/* t's last release left a grant it may take back (g->hot, g->mu held):
+ * take it if its waiter has not yet, and the policy allows it; else the
+ * waiter keeps it.  A grant taken back is not a wait: the hold resumes at
+ * the priority t asked for, not its interactive promotion.  Drops g->mu
+ * when it takes the GVL. */
+static bool try_take_back(gvl_t *g, gvl_thread_t *t, uint64_t t0) {
+  int prio = t->req_prio;
+  uint32_t exp = GVL__GRANTED_HOT;
+  gvl_thread_t *w = g->hot_to, *unlent = NULL;
+  wakes_t wk = {.n = 0};
+  g->hot = NULL;
+  if (!gvl__pol_take_back_ok(g, w, prio, g->hot_kind, g->hot_since, t0) ||
+      !atomic_compare_exchange_strong_explicit(&w->granted, &exp, 0,
+          memory_order_acq_rel, memory_order_relaxed))
+    return false;                  /* the waiter keeps its grant */
+  bool ask = take_back(g, t, w, prio, &wk);
+  /* A lend to the waiter was meant for the GVL's owner: end it. */
+  if (unlend_mark(w)) unlent = w;
+  pthread_mutex_unlock(&g->mu);
+  wakes_run(&wk);
+  if (unlent) unlend(unlent);  /* queued again: it cannot go meanwhile */
+  start_free_hold(g, t, prio, false,
+                  (prio > 0 || (g->flags & GVL_F_TIMING)) ? t0 : 0);
+  gvl__ctr_add(t, C_RETAKES, 1);
+  if (ask) gvl__hook(g, t, GVL_EV_PREEMPT_REQ);
+  return true;
+}
+
 static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
   uint64_t t0 = gvl__now();
   gvl_thread_t *target;
   pthread_mutex_lock(&g->mu);
+  if (t->hot_release) {
+    t->hot_release = false;
+    if (g->hot == t && try_take_back(g, t, t0)) return 0;
+  }
   /* One fetch_or, not a CAS loop: the bit goes in whatever the word holds,
    * so a stream of uncontended acquire/release pairs on other threads
    * cannot make this thread retry forever (the entry is wait-free). */
@@ -523,10 +555,11 @@ static void charge_hold(gvl_t *g, gvl_thread_t *t, uint64_t now) {
   t->hold_t0 = now;
 }
 
-/* Release t's hold.  hot (gvl_call_without, entering its region): the
- * waiter served may get a grant t can take back on its way out, if the
- * policy allows it (gvl__pol_hot_ok). */
-static int release_(gvl_thread_t *t, bool hot) {
+/* Release t's hold.  The waiter served may get a grant t can take back
+ * (gvl__pol_hot_ok): kind GVL__HOT_REGION, for gvl_call_without entering
+ * its region; GVL__HOT_BOOST, for a gvl_release or gvl_call_with that ends
+ * a boosted hold; GVL__HOT_NONE never. */
+static int release_(gvl_thread_t *t, int kind) {
   gvl_t *g = t->g;
   uintptr_t exp = (uintptr_t)t;
   uint64_t now;
@@ -549,6 +582,7 @@ static int release_(gvl_thread_t *t, bool hot) {
     charge_hold(g, t, now);
     atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
   }
+  if (kind == GVL__HOT_BOOST && !t->boosted) kind = GVL__HOT_NONE;
   t->boosted = false;
   gvl__assert(gvl__owner(atomic_load(&g->word)) == t);
   clear_preempt(t);
@@ -558,12 +592,13 @@ static int release_(gvl_thread_t *t, bool hot) {
   gvl__assert(!w == !(atomic_load(&g->word) & GVL__CONTENDED));
   if (!w) {
     atomic_store_explicit(&g->word, 0, memory_order_release);
-  } else if (hot && gvl__pol_hot_ok(g, t, w, now)) {
+  } else if (kind != GVL__HOT_NONE && gvl__pol_hot_ok(g, t, w, now, kind)) {
     uint64_t since = g->pol.hold_since;
     handoff(g, w, now, GVL__GRANTED_HOT, &wk);
     g->hot = t;
     g->hot_to = w;
     g->hot_since = since;
+    g->hot_kind = kind;
     t->hot_release = true;
   } else {
     handoff(g, w, now, GVL__GRANTED, &wk);
@@ -574,45 +609,7 @@ static int release_(gvl_thread_t *t, bool hot) {
   return 0;
 }
 
-int gvl__release(gvl_thread_t *t) { return release_(t, false); }
-void gvl__release_hot(gvl_thread_t *t) { (void)release_(t, true); }
-
-/* gvl_call_without on its way out: take back the grant the release left,
- * if its waiter has not taken it yet, else acquire as usual.  A grant
- * taken back is not a wait: the hold resumes at t's own priority. */
-int gvl__acquire_back(gvl_thread_t *t, int prio, bool ia) {
-  gvl_t *g = t->g;
-  if (t->hot_release) {
-    bool back = false, ask = false;
-    gvl_thread_t *unlent = NULL;
-    uint32_t exp = GVL__GRANTED_HOT;
-    wakes_t wk = {.n = 0};
-    t->hot_release = false;
-    pthread_mutex_lock(&g->mu);
-    if (g->hot == t &&
-        gvl__pol_take_back_ok(g, prio, g->hot_since, gvl__now()) &&
-        atomic_compare_exchange_strong_explicit(&g->hot_to->granted, &exp, 0,
-            memory_order_acq_rel, memory_order_relaxed)) {
-      t->req_prio = prio;
-      ask = take_back(g, t, g->hot_to, prio, &wk);
-      back = true;
-      /* A lend to the waiter was meant for the GVL's owner: end it. */
-      if (unlend_mark(g->hot_to)) unlent = g->hot_to;
-    }
-    if (g->hot == t) g->hot = NULL;   /* the waiter keeps its grant */
-    pthread_mutex_unlock(&g->mu);
-    wakes_run(&wk);
-    if (unlent) unlend(unlent);  /* queued again: it cannot go meanwhile */
-    if (back) {
-      start_free_hold(g, t, prio, false,
-                      (prio > 0 || (g->flags & GVL_F_TIMING)) ? gvl__now() : 0);
-      gvl__ctr_add(t, C_RETAKES, 1);
-      if (ask) gvl__hook(g, t, GVL_EV_PREEMPT_REQ);
-      return 0;
-    }
-  }
-  return gvl__acquire(t, prio, ia);
-}
+int gvl__release(gvl_thread_t *t, int kind) { return release_(t, kind); }
 
 int gvl_release(gvl_thread_t *t) {
   int rc = gvl__check_self(t);
@@ -620,14 +617,15 @@ int gvl_release(gvl_thread_t *t) {
   gvl_t *g = t->g;
   uintptr_t exp = (uintptr_t)t;
   t->ia_t0 = 0;   /* the first call after the next gvl_acquire: no stretch */
-  if (t->boosted || t->hold_t0 || instrumented(g)) return gvl__release(t);
+  if (t->boosted || t->hold_t0 || instrumented(g))
+    return gvl__release(t, GVL__HOT_BOOST);
   if (!atomic_load_explicit(&t->holding, memory_order_relaxed)) return EPERM;
   atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
   if (atomic_compare_exchange_strong_explicit(&g->word, &exp, 0,
           memory_order_release, memory_order_relaxed))
     return 0;
   atomic_store_explicit(&t->holding, 1, memory_order_relaxed);
-  return gvl__release(t);
+  return gvl__release(t, GVL__HOT_BOOST);
 }
 
 /* The waiter a yield or safe point hands over to, with g->mu held; NULL
@@ -723,7 +721,7 @@ int gvl__check_ints_slow(gvl_thread_t *t) {
  * whoever queues t for the GVL later is seen by gvl__wait_granted. */
 void gvl__drop_for_wait(gvl_thread_t *t) {
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
-  (void)gvl__release(t);
+  (void)gvl__release(t, GVL__HOT_NONE);
 }
 
 /* Queue another thread t (blocked on a gvl_mutex/gvl_cond) for the GVL,

@@ -112,20 +112,30 @@ void gvl__pol_hold_start(gvl_t *g, uint64_t now) { g->pol.hold_since = now; }
 
 /* A revocable grant costs the waiter nothing when it could not have run
  * yet anyway, but it must not stretch the releaser's slice (taking the
- * grant back resumes the slice where it was) nor delay a waiter the
- * releaser was asked to make way for. */
-bool gvl__pol_hot_ok(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, uint64_t now) {
+ * grant back resumes the slice where it was).  Into a blocking region,
+ * it must not delay a waiter the releaser was asked to make way for: w
+ * not above t.  At the end of a boosted hold, w must be below it: a
+ * boosted acquire that outranks w would have it give the GVL up at its
+ * first safe point anyway. */
+bool gvl__pol_hot_ok(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, uint64_t now,
+                     int kind) {
   uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
-  return !(g->flags & GVL_F_NORETAKE) && now < g->pol.hold_since + slice &&
-         w->qprio <= t->req_prio;
+  if ((g->flags & GVL_F_NORETAKE) || now >= g->pol.hold_since + slice)
+    return false;
+  if (kind == GVL__HOT_REGION) return w->qprio <= t->req_prio;
+  return w->qprio < atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
 }
 
 /* At the take-back itself: still within the slice the grant interrupted,
- * and a hold at prio that would be boosted only while the cap allows
- * boosts (else it would have queued behind the waiter, demoted). */
-bool gvl__pol_take_back_ok(gvl_t *g, int prio, uint64_t since, uint64_t now) {
+ * a hold at prio that would be boosted only while the cap allows boosts
+ * (else it would have queued behind the waiter, demoted), and after a
+ * boosted hold only at a priority above the waiter's (else it would have
+ * queued behind it). */
+bool gvl__pol_take_back_ok(gvl_t *g, gvl_thread_t *w, int prio, int kind,
+                           uint64_t since, uint64_t now) {
   uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
-  return now < since + slice && !(prio > 0 && cap_exceeded(g, now));
+  return now < since + slice && !(prio > 0 && cap_exceeded(g, now)) &&
+         (kind == GVL__HOT_REGION || prio > w->qprio);
 }
 
 /* Past the slice with someone the policy would serve (past the slice, a

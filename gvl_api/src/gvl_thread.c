@@ -199,7 +199,7 @@ static void tls_destructor(void *unused) {
       continue;
     gvl__ctr_add(t, C_OWNER_DIED, 1);
     gvl__hook(t->g, t, GVL_EV_OWNER_DIED);
-    (void)gvl__release(t);
+    (void)gvl__release(t, GVL__HOT_NONE);
   }
   pthread_mutex_lock(&registry_mu);
   while (tls_head) {
@@ -270,7 +270,7 @@ int gvl_region_begin(gvl_thread_t *t, void (*ubf)(void *), void *ubf_arg) {
   pthread_mutex_unlock(&t->ilock);
   t->region_ia = gvl__pol_interactive(t, gvl__now());
   t->region_prio = t->req_prio;  /* not the interactive promotion */
-  gvl__release_hot(t);
+  (void)gvl__release(t, GVL__HOT_REGION);
   return 0;
 }
 
@@ -284,7 +284,7 @@ int gvl_region_end(gvl_thread_t *t, int prio) {
   t->ubf = NULL;
   pthread_mutex_unlock(&t->ilock);
   if (prio < t->region_prio) prio = t->region_prio;
-  (void)gvl__acquire_back(t, prio, t->region_ia && prio <= t->region_prio);
+  (void)gvl__acquire(t, prio, t->region_ia && prio <= t->region_prio);
   t->ia_t0 = gvl__now();       /* the next stretch starts here */
   return 0;
 }
@@ -332,7 +332,7 @@ void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *), void *arg) {
   }
   ret = fn(arg);
   saved = errno;
-  (void)gvl__release(t);
+  (void)gvl__release(t, GVL__HOT_BOOST);
   t->call_depth--;
   atomic_fetch_sub_explicit(&g->in_call, 1, memory_order_release);
   errno = saved;

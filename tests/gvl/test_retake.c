@@ -5,6 +5,10 @@
  * caller takes the GVL back and that waiter stays first; never past the
  * caller's slice (which goes on, it does not restart), never from a waiter
  * of higher priority, never once the waiter runs.
+ * The same after a boosted hold (gvl.h, gvl_release): its releaser's next
+ * acquire takes the GVL back from a waiter that has not run, only at a
+ * priority above that waiter's and while the cap allows boosts; never
+ * after an unboosted hold.
  *
  * "Has not started to run" is made certain, not likely: the waiter is held
  * in a signal handler (SIGUSR1, blocked in read() on a pipe) while queued,
@@ -120,8 +124,19 @@ static void teardown(gvl_thread_t *me) {
   CHECK_OK(gvl_destroy(g));
 }
 
-/* The blocking call of the "not taken back" cases: a region around fn. */
+/* fn for region_around: release and acquire again at a priority, instead
+ * of a blocking region. */
+static int again_prio;
+static void *RELEASE(void *arg) { return arg; }
+
+/* The blocking call of the "not taken back" cases: a region around fn, or
+ * with fn RELEASE, gvl_release and gvl_acquire_prio(again_prio). */
 static void *region_around(gvl_thread_t *me, void *(*fn)(void *)) {
+  if (fn == RELEASE) {
+    CHECK_OK(gvl_release(me));
+    CHECK_OK(gvl_acquire_prio(me, again_prio));
+    return me;
+  }
   if (fn) return gvl_call_without(me, fn, me, NULL, NULL);
   CHECK_OK(gvl_region_begin(me, NULL, NULL));
   CHECK_OK(gvl_region_end(me, GVL_PRIO_MIN));
@@ -147,6 +162,18 @@ static void expect_no_take_back(gvl_thread_t *me, waiter_t *a,
   CHECK_OK(gvl_release(me));
 }
 
+/* Let the frozen waiter a go and release: a, which kept its place, runs
+ * before b, which queued after it. */
+static void let_go(gvl_thread_t *me, waiter_t *a, waiter_t *b) {
+  thaw();
+  CHECK_OK(gvl_release(me));
+  tgvl_join(a->th);
+  tgvl_join(b->th);
+  CHECK_EQ(atomic_load(&norder), 2);
+  CHECK_EQ(order[0], 1);
+  CHECK_EQ(order[1], 2);
+}
+
 /* fn returns while the waiter cannot run: the GVL comes straight back, and
  * that waiter is still served before one that queued after it. */
 static void taken_back(void) {
@@ -159,13 +186,7 @@ static void taken_back(void) {
   CHECK(gvl_thread_holds(me));
   CHECK_EQ(tgvl_tstats(me).retakes, 1);
   CHECK_EQ(atomic_load(&norder), 0);
-  thaw();
-  CHECK_OK(gvl_release(me));
-  tgvl_join(a.th);
-  tgvl_join(b.th);
-  CHECK_EQ(atomic_load(&norder), 2);
-  CHECK_EQ(order[0], 1);          /* a first: it kept its place */
-  CHECK_EQ(order[1], 2);
+  let_go(me, &a, &b);
   CHECK_EQ(tgvl_stats(g).retakes, 1);
   teardown(me);
 }
@@ -182,12 +203,7 @@ static void region_taken_back(void) {
   CHECK_OK(gvl_region_end(me, GVL_PRIO_MIN));
   CHECK(gvl_thread_holds(me));
   CHECK_EQ(tgvl_tstats(me).retakes, 1);
-  thaw();
-  CHECK_OK(gvl_release(me));
-  tgvl_join(a.th);
-  tgvl_join(b.th);
-  CHECK_EQ(order[0], 1);
-  CHECK_EQ(order[1], 2);
+  let_go(me, &a, &b);
   teardown(me);
 }
 
@@ -277,7 +293,7 @@ static void no_retake_after_slice(void) {
 
 /* A boosted hold is not taken back while the cap is exceeded: it would
  * have queued behind the waiter, demoted. */
-static void no_retake_over_cap(void) {
+static void over_cap_with(void *(*fn)(void *)) {
   gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
   waiter_t a;
   c.boost_cap_pct = 1;                           /* 1 ms of a 100 ms window */
@@ -285,9 +301,12 @@ static void no_retake_over_cap(void) {
   queue_waiter(&a, 1, 0);
   freeze(&a);
   tgvl_sleep_us(5000);              /* a 5 ms boosted hold: over the cap */
-  expect_no_take_back(me, &a, NULL);
+  again_prio = GVL_PRIO_BOOST;
+  expect_no_take_back(me, &a, fn);
   teardown(me);
 }
+
+static void no_retake_over_cap(void) { over_cap_with(NULL); }
 
 /* A waiter of higher priority is never taken back from. */
 static void no_retake_from_higher(void) {
@@ -299,17 +318,127 @@ static void no_retake_from_higher(void) {
   teardown(me);
 }
 
-/* GVL_F_NORETAKE: never taken back, even from a waiter that cannot run. */
-static void noretake_flag(void) {
+/* A boosted hold's release: its next boosted acquire takes the GVL back
+ * from a waiter that has not run, which stays first in line, also ahead of
+ * a waiter that queued after it; through gvl_call_with as well. */
+static void boost_taken_back(void) {
+  gvl_thread_t *me = setup_with(tgvl_strict_config(TGVL_HOUR_NS, NULL),
+                                GVL_PRIO_BOOST);
+  waiter_t a, b;
+  queue_waiter(&a, 1, 0);
+  queue_waiter(&b, 2, 0);
+  freeze(&a);
+  for (int i = 0; i < 100; i++) {
+    CHECK_OK(gvl_release(me));
+    CHECK_OK(gvl_acquire_prio(me, GVL_PRIO_BOOST));
+    CHECK(gvl_thread_holds(me));
+  }
+  CHECK_EQ(tgvl_tstats(me).retakes, 100);
+  CHECK_EQ(atomic_load(&norder), 0);
+  let_go(me, &a, &b);
+  teardown(me);
+}
+
+/* The same for gvl_call_with: a foreign thread's boosted calls, the first
+ * of which preempted the holder, take back the grant each one's release
+ * left to a waiter that cannot run. */
+#define CALLS 50
+static void *in_call(void *arg) {
+  CHECK(gvl_thread_holds(gvl_thread_self(g)));
+  atomic_fetch_add((atomic_uint *)arg, 1);
+  return arg;
+}
+
+static void *boosted_calls(void *arg) {
+  for (int i = 0; i < CALLS; i++)
+    CHECK(gvl_call_with(g, GVL_PRIO_BOOST, in_call, arg) == arg);
+  return NULL;
+}
+
+static void *thaw_after_join(void *arg) {
+  tgvl_join(*(pthread_t *)arg);
+  thaw();
+  return NULL;
+}
+
+static void call_with_taken_back(void) {
+  gvl_thread_t *me = setup(TGVL_HOUR_NS);
+  waiter_t a;
+  atomic_uint calls = 0;
+  pthread_t th, th2;
+  queue_waiter(&a, 1, 0);
+  freeze(&a);
+  tgvl_spawn(&th, boosted_calls, &calls);
+  tgvl_spawn(&th2, thaw_after_join, &th);
+  /* The first call preempts me, which queues behind a; a runs only once
+   * the calls are over and it is let go, then me. */
+  while (atomic_load(&norder) == 0) {
+    CHECK_OK(gvl_check_ints(me));
+    tgvl_sleep_us(50);
+  }
+  tgvl_join(th2);
+  tgvl_join(a.th);
+  CHECK_EQ(atomic_load(&calls), CALLS);
+  CHECK_EQ(atomic_load(&norder), 1);
+  CHECK_EQ(tgvl_stats(g).retakes, CALLS - 1);
+  CHECK_OK(gvl_release(me));
+  teardown(me);
+}
+
+/* Not taken back at the waiter's own priority or below (the acquire would
+ * have queued behind it), nor after an unboosted hold, nor while the cap
+ * is exceeded. */
+static void boost_no_retake_at_equal(void) {
+  gvl_thread_t *me = setup_with(tgvl_strict_config(TGVL_HOUR_NS, NULL),
+                                GVL_PRIO_BOOST);
+  waiter_t a;
+  queue_waiter(&a, 1, 0);
+  freeze(&a);
+  again_prio = GVL_PRIO_NORMAL;
+  expect_no_take_back(me, &a, RELEASE);
+  teardown(me);
+}
+
+static void boost_no_retake_unboosted(void) {
+  gvl_thread_t *me = setup(TGVL_HOUR_NS);
+  waiter_t a;
+  queue_waiter(&a, 1, GVL_PRIO_MIN);   /* below me, and still not */
+  freeze(&a);
+  again_prio = GVL_PRIO_BOOST;
+  expect_no_take_back(me, &a, RELEASE);
+  teardown(me);
+}
+
+static void boost_no_retake_over_cap(void) { over_cap_with(RELEASE); }
+
+static void boost_no_retake_past_slice(void) {
+  gvl_thread_t *me = setup_with(tgvl_strict_config(1000000, NULL),
+                                GVL_PRIO_BOOST);
+  waiter_t a;
+  queue_waiter(&a, 1, 0);
+  freeze(&a);
+  tgvl_sleep_us(5000);                          /* past the 1 ms slice */
+  again_prio = GVL_PRIO_BOOST;
+  expect_no_take_back(me, &a, RELEASE);
+  teardown(me);
+}
+
+/* GVL_F_NORETAKE: never taken back, even from a waiter that cannot run,
+ * after a blocking region or a boosted hold. */
+static void noretake_with(int prio, void *(*fn)(void *)) {
   gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
   waiter_t a;
   c.flags |= GVL_F_NORETAKE;
-  gvl_thread_t *me = setup_with(c, 0);
+  gvl_thread_t *me = setup_with(c, prio);
   queue_waiter(&a, 1, 0);
   freeze(&a);
-  expect_no_take_back(me, &a, noop);
+  again_prio = prio;
+  expect_no_take_back(me, &a, fn);
   teardown(me);
 }
+
+static void noretake_flag(void) { noretake_with(0, noop); }
+static void boost_noretake_flag(void) { noretake_with(GVL_PRIO_BOOST, RELEASE); }
 
 /* fork() inside fn while the grant is still revocable: the child's GVL is
  * free (its waiter does not exist there), so fn's return takes it as a
@@ -362,6 +491,13 @@ static const tgvl_case_t cases[] = {
   {"no_retake_from_higher", no_retake_from_higher},
   {"noretake_flag", noretake_flag},
   {"fork_in_region", fork_in_region},
+  {"boost_taken_back", boost_taken_back},
+  {"call_with_taken_back", call_with_taken_back},
+  {"boost_no_retake_at_equal", boost_no_retake_at_equal},
+  {"boost_no_retake_unboosted", boost_no_retake_unboosted},
+  {"boost_no_retake_over_cap", boost_no_retake_over_cap},
+  {"boost_no_retake_past_slice", boost_no_retake_past_slice},
+  {"boost_noretake_flag", boost_noretake_flag},
 };
 
 int main(int argc, char **argv) {

@@ -17,7 +17,8 @@
 #      without a seq bump), timer role passed without a wake, no slice
 #      preemption, a yield that hands over before queueing itself, a pick
 #      that ignores the cap, a revocable grant taken without CAS, taken
-#      back without the timer role, or taken back with the slice restarted;
+#      back without the timer role, or taken back with the slice restarted,
+#      a boosted release that leaves a revocable grant past its slice;
 #   4. the model's limit: with two boosted threads a normal one can starve
 #      (aging and the boost cap are time-based and not modelled).
 #
@@ -179,6 +180,7 @@ lane2() {
   expect_fail bug-hotnocas   safety   -      'assertion violated' -DBUG_HOTNOCAS
   expect_fail bug-hottimer   safety   -      'assertion violated' -DBUG_HOTTIMER
   expect_fail bug-hotslice   liveness served 'acceptance cycle'   -DBUG_HOTSLICE
+  expect_fail bug-hotboostslice liveness served 'acceptance cycle' -DBUG_HOTBOOSTSLICE
   # Not a bug: two boosted threads starve a normal one unless time-based
   # aging or the boost cap steps in, and neither is in the model.
   expect_fail two-boosted    liveness served 'acceptance cycle'   -DTWO_BOOSTED

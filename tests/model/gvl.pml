@@ -18,12 +18,16 @@
  *   region    gvl_call_without: the same release, except that the grant to
  *             the waiter served is revocable (granted = 2) when the policy
  *             allows it (within the slice, waiter not above the releaser);
- *             then, after the region, gvl__acquire_back: under mu, if the
- *             waiter has not taken the grant (its CAS 2 -> 1), the
- *             releaser's CAS 2 -> 0 takes it back (take_back: the waiter
- *             goes back to the head of the queue, the word names the
- *             releaser, the timer role and a preempt flag meant for the
- *             owner follow); else a plain acquire
+ *             then, after the region, the acquire (acquire_slow, before
+ *             it queues): under mu, if the waiter has not taken the grant
+ *             (its CAS 2 -> 1), the releaser's CAS 2 -> 0 takes it back
+ *             (take_back: the waiter goes back to the head of the queue,
+ *             the word names the releaser, the timer role and a preempt
+ *             flag meant for the owner follow); else a plain acquire
+ *   boosted   the release of a boosted hold (thread 2's) to a waiter below
+ *   release   its priority: revocable too, within the slice, and the next
+ *             acquire, at thread 2's boost, tries to take it back the same
+ *             way
  *
  * These are all the ways the GVL changes hands in gvl_lock.c: the fast
  * CAS pair, the free-GVL store in acquire_slow, handoff() from a release
@@ -107,12 +111,21 @@
  *   -DBUG_HOTTIMER   take_back leaves the queue without a timer
  *   -DBUG_HOTSLICE   take_back restarts the slice: a releaser that keeps
  *                    taking grants back starves its waiter
+ *   -DBUG_HOTBOOSTSLICE the release of a boosted hold leaves a revocable
+ *                    grant past the slice: the boosted thread can take
+ *                    every grant back and starve its waiter
  * -DTWO_BOOSTED boosts threads 1 and 2: they can then hand the GVL back and
  * forth forever past the normal thread 0, so `served` fails.  In the
  * library the cap bounds their share over real time and aging lifts thread
  * 0; here the window may drain between any two holds and there is no
  * aging, so that guarantee is left to tests/gvl (starvation, promises).
  */
+
+#ifndef BUG_HOTBOOSTSLICE
+#define HOT_BOOST_SLICE (!sliceover)
+#else
+#define HOT_BOOST_SLICE 1
+#endif
 
 #define N          3
 #define CONTENDED  4           /* lock-word bit; the owner id is bits 0..1 */
@@ -134,6 +147,7 @@ byte qlen;                     /* mu                                         */
 byte timer = NONE;             /* g->timer; mu                               */
 byte hot = NONE;               /* g->hot: may take its grant back; mu        */
 byte hot_to = NONE;            /* g->hot_to: the waiter it went to; mu       */
+bit  hot_boost;                /* g->hot_kind is GVL__HOT_BOOST; mu          */
 bit  capx;                     /* cap_exceeded(): boosted time over the cap  */
 bit  sliceover;                /* the holder's slice has run out (hold_since
                                   + slice_ns <= now); mu                    */
@@ -553,7 +567,6 @@ hold:
     :: boosted -> capx = 1
     :: else -> skip
     fi;
-    boosted = 0;
     preempt[me] = 0;
     if
     :: qlen > 0 ->
@@ -561,11 +574,17 @@ hold:
        if
        :: region && !sliceover && qprio[W] <= BASEPRIO(me) ->
           handoff(2);
+          hot_boost = 0;
+          myhot = 1
+       :: !region && boosted && HOT_BOOST_SLICE && qprio[W] < hold_prio[me] ->
+          handoff(2);
+          hot_boost = 1;
           myhot = 1
        :: else -> handoff(1)
        fi
     :: else -> word = 0            /* a boosted hold with nobody waiting */
     fi;
+    boosted = 0;
     region = 0;
     unlock_mu()
   };
@@ -575,13 +594,14 @@ hold:
   :: else -> goto acquire
   fi;
 
-  /* ---- gvl__acquire_back, after the region ---- */
+  /* ---- acquire_slow's take-back, after a revocable release ---- */
 back:
   atomic { waiting[me] = 1; myhot = 0; LOCK_MU };
   atomic {
     mu == ID(me) ->
     if
-    :: hot == me && granted[hot_to] == 2 && !(BASEPRIO(me) && capx) ->
+    :: hot == me && granted[hot_to] == 2 && !(BASEPRIO(me) && capx) &&
+       (!hot_boost || BASEPRIO(me) > qprio[hot_to]) ->
        granted[hot_to] = 0;      /* the CAS 2 -> 0 */
        take_back();
        ENTER_HOLD;
