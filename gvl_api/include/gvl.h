@@ -280,8 +280,10 @@ GVL_EXPORT int gvl_acquire_prio(gvl_thread_t *t, int prio);
  * t's next acquire, if it comes before
  * that waiter has started to run, takes the GVL straight back and the
  * waiter stays first in line: the acquire would have had it give the GVL
- * up at its first safe point.  Only at a priority above the waiter's,
- * only while the boost cap allows boosts, never with GVL_F_NORETAKE.
+ * up at its first safe point.  Only at a priority above the waiter's and
+ * above every other waiter's (one that queued meanwhile at that priority
+ * goes first), only while the boost cap allows boosts, never with
+ * GVL_F_NORETAKE.
  * The same holds for gvl_call_with's release.  Counted in
  * gvl_stats_t.retakes. */
 GVL_EXPORT int gvl_release(gvl_thread_t *t);

@@ -127,15 +127,20 @@ bool gvl__pol_hot_ok(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, uint64_t now,
 }
 
 /* At the take-back itself: still within the slice the grant interrupted,
- * a hold at prio that would be boosted only while the cap allows boosts
- * (else it would have queued behind the waiter, demoted), and after a
- * boosted hold only at a priority above the waiter's (else it would have
- * queued behind it). */
+ * and a hold at prio that would be boosted only while the cap allows
+ * boosts (else it would have queued behind the waiter, demoted).  After a
+ * boosted hold, only where the acquire would have been served next once
+ * the waiter gave the GVL up: above the waiter's priority, and above every
+ * other waiter's (one that queued meanwhile at prio would go first). */
 bool gvl__pol_take_back_ok(gvl_t *g, gvl_thread_t *w, int prio, int kind,
                            uint64_t since, uint64_t now) {
   uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
-  return now < since + slice && !(prio > 0 && cap_exceeded(g, now)) &&
-         (kind == GVL__HOT_REGION || prio > w->qprio);
+  if (now >= since + slice || (prio > 0 && cap_exceeded(g, now))) return false;
+  if (kind == GVL__HOT_REGION) return true;
+  if (prio <= w->qprio) return false;
+  for (gvl_thread_t *q = g->qhead; q; q = q->qnext)
+    if (eff_prio(g, q, now) >= prio) return false;
+  return true;
 }
 
 /* Past the slice with someone the policy would serve (past the slice, a

@@ -411,6 +411,32 @@ static void boost_no_retake_unboosted(void) {
 
 static void boost_no_retake_over_cap(void) { over_cap_with(RELEASE); }
 
+/* Nor past a waiter that queued at the same priority while the grant was
+ * out: once the waiter gave the GVL up, that one would go first. */
+static void boost_no_retake_behind_equal(void) {
+  gvl_thread_t *me = setup_with(tgvl_strict_config(TGVL_HOUR_NS, NULL),
+                                GVL_PRIO_BOOST);
+  waiter_t a, c;
+  pthread_t th;
+  queue_waiter(&a, 1, 0);
+  freeze(&a);
+  CHECK_OK(gvl_release(me));          /* a's grant, which a cannot take */
+  queue_waiter(&c, 2, GVL_PRIO_BOOST);
+  unsigned n0 = atomic_load(&nready);
+  thaw_after = me;
+  tgvl_spawn(&th, thaw_when_queued, &n0);
+  CHECK_OK(gvl_acquire_prio(me, GVL_PRIO_BOOST));
+  CHECK_EQ(atomic_load(&norder), 2);  /* a, then c, then me */
+  CHECK_EQ(order[0], 1);
+  CHECK_EQ(order[1], 2);
+  CHECK_EQ(tgvl_tstats(me).retakes, 0);
+  tgvl_join(th);
+  tgvl_join(a.th);
+  tgvl_join(c.th);
+  CHECK_OK(gvl_release(me));
+  teardown(me);
+}
+
 static void boost_no_retake_past_slice(void) {
   gvl_thread_t *me = setup_with(tgvl_strict_config(1000000, NULL),
                                 GVL_PRIO_BOOST);
@@ -497,6 +523,7 @@ static const tgvl_case_t cases[] = {
   {"boost_no_retake_unboosted", boost_no_retake_unboosted},
   {"boost_no_retake_over_cap", boost_no_retake_over_cap},
   {"boost_no_retake_past_slice", boost_no_retake_past_slice},
+  {"boost_no_retake_behind_equal", boost_no_retake_behind_equal},
   {"boost_noretake_flag", boost_noretake_flag},
 };
 

@@ -27,7 +27,7 @@
  *   boosted   the release of a boosted hold (thread 2's) to a waiter below
  *   release   its priority: revocable too, within the slice, and the next
  *             acquire, at thread 2's boost, tries to take it back the same
- *             way
+ *             way, if no other waiter is at that priority or above
  *
  * These are all the ways the GVL changes hands in gvl_lock.c: the fast
  * CAS pair, the free-GVL store in acquire_slow, handoff() from a release
@@ -375,6 +375,9 @@ inline take_back() {
   i = 0
 }
 
+/* Queue slot i is empty or holds a waiter below priority p. */
+#define BELOW(i, p) (q[i] == NONE -> 1 : qprio[q[i]] < (p))
+
 /* Entering the hold: the ghost checks, and the dead-value resets that keep
  * the state space small (nobody reads granted or seq of a thread that is
  * not queued, and nobody bumps its seq). */
@@ -601,7 +604,8 @@ back:
     mu == ID(me) ->
     if
     :: hot == me && granted[hot_to] == 2 && !(BASEPRIO(me) && capx) &&
-       (!hot_boost || BASEPRIO(me) > qprio[hot_to]) ->
+       (!hot_boost || (BASEPRIO(me) > qprio[hot_to] && BELOW(0, BASEPRIO(me)) &&
+                       BELOW(1, BASEPRIO(me)) && BELOW(2, BASEPRIO(me)))) ->
        granted[hot_to] = 0;      /* the CAS 2 -> 0 */
        take_back();
        ENTER_HOLD;
