@@ -11,9 +11,10 @@
  *  - Fair: when the holder releases or yields while someone waits, ownership
  *    is handed straight to the best waiter (highest effective priority, then
  *    first come).  The releaser cannot barge back in; the two exceptions,
- *    a short gvl_call_without, and a boosted acquire right after a boosted
- *    hold, taking the GVL back before its waiter has run, keep that
- *    waiter first (see gvl_call_without and gvl_release).
+ *    a short gvl_call_without, and the next acquire after a boosted hold
+ *    at a priority above every waiter's, taking the GVL back before its
+ *    waiter has run, keep that waiter first (see gvl_call_without and
+ *    gvl_release).
  *  - Preemption: a holder past its time slice while others wait gets a flag
  *    that gvl_check_ints() sees at its next safe point.  No thread ticks when
  *    nobody waits.

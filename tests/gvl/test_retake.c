@@ -29,6 +29,8 @@ static gvl_thread_t *_Atomic ready_last;
 static int hold_pipe[2];            /* the handler reads one byte from it */
 static atomic_int in_handler;
 static atomic_int order[4], norder;
+static int again_prio;              /* region_around(RELEASE): the acquire's */
+static unsigned again_after_us;     /* ... and a sleep before it, if not 0 */
 
 static void on_usr1(int sig) {
   char c;
@@ -106,6 +108,7 @@ static void *thaw_when_queued(void *arg) {
  * holding it at prio. */
 static gvl_thread_t *setup_with(gvl_config_t c, int prio) {
   c.hook = count_ready;
+  again_after_us = 0;
   atomic_store(&nready, 0);
   atomic_store(&norder, 0);
   CHECK(g = gvl_create(&c));
@@ -126,7 +129,6 @@ static void teardown(gvl_thread_t *me) {
 
 /* fn for region_around: release and acquire again at a priority, instead
  * of a blocking region. */
-static int again_prio;
 static void *RELEASE(void *arg) { return arg; }
 
 /* The blocking call of the "not taken back" cases: a region around fn, or
@@ -134,6 +136,7 @@ static void *RELEASE(void *arg) { return arg; }
 static void *region_around(gvl_thread_t *me, void *(*fn)(void *)) {
   if (fn == RELEASE) {
     CHECK_OK(gvl_release(me));
+    if (again_after_us) tgvl_sleep_us(again_after_us);
     CHECK_OK(gvl_acquire_prio(me, again_prio));
     return me;
   }
@@ -411,6 +414,20 @@ static void boost_no_retake_unboosted(void) {
 
 static void boost_no_retake_over_cap(void) { over_cap_with(RELEASE); }
 
+/* An acquire that comes after the slice is over does not take it back,
+ * though the release was within it. */
+static void boost_no_retake_after_slice(void) {
+  gvl_thread_t *me = setup_with(tgvl_strict_config(200000000, NULL),
+                                GVL_PRIO_BOOST);   /* 200 ms slice */
+  waiter_t a;
+  queue_waiter(&a, 1, 0);
+  freeze(&a);
+  again_prio = GVL_PRIO_BOOST;
+  again_after_us = 300000;
+  expect_no_take_back(me, &a, RELEASE);
+  teardown(me);
+}
+
 /* Nor past a waiter that queued at the same priority while the grant was
  * out: once the waiter gave the GVL up, that one would go first. */
 static void boost_no_retake_behind_equal(void) {
@@ -434,6 +451,27 @@ static void boost_no_retake_behind_equal(void) {
   tgvl_join(a.th);
   tgvl_join(c.th);
   CHECK_OK(gvl_release(me));
+  teardown(me);
+}
+
+/* A region's grant is not taken back by an acquire inside the region: a
+ * gvl_call_with from fn, at a priority below the waiter's, queues behind
+ * it. */
+static void *after_waiter(void *arg) {
+  CHECK_EQ(atomic_load(&norder), 1);
+  return arg;
+}
+
+static void *nested_call(void *arg) {
+  return gvl_call_with(g, GVL_PRIO_MIN, after_waiter, arg);
+}
+
+static void no_retake_by_nested_call(void) {
+  gvl_thread_t *me = setup(TGVL_HOUR_NS);
+  waiter_t a;
+  queue_waiter(&a, 1, 0);
+  freeze(&a);
+  expect_no_take_back(me, &a, nested_call);
   teardown(me);
 }
 
@@ -524,6 +562,8 @@ static const tgvl_case_t cases[] = {
   {"boost_no_retake_over_cap", boost_no_retake_over_cap},
   {"boost_no_retake_past_slice", boost_no_retake_past_slice},
   {"boost_no_retake_behind_equal", boost_no_retake_behind_equal},
+  {"boost_no_retake_after_slice", boost_no_retake_after_slice},
+  {"no_retake_by_nested_call", no_retake_by_nested_call},
   {"boost_noretake_flag", boost_noretake_flag},
 };
 

@@ -38,7 +38,8 @@
  * internal mutex mu, the wait queue in arrival order with each waiter's
  * qprio, every thread's hold_prio, ints (the preempt bit), granted,
  * is_timer and futex sequence word, g->timer, and
- * whether the boost cap is exceeded, and g->hot / g->hot_to.
+ * whether the boost cap is exceeded, and g->hot / g->hot_to / which
+ * release left it (hot_boost).
  *
  * Granularity.  Every access to a variable that other threads read or
  * write without mu (word, ints, granted, seq, is_timer) is its own step,
