@@ -311,15 +311,18 @@ static void over_cap_with(void *(*fn)(void *)) {
 
 static void no_retake_over_cap(void) { over_cap_with(NULL); }
 
-/* A waiter of higher priority is never taken back from. */
-static void no_retake_from_higher(void) {
+/* A frozen waiter at wprio keeps its grant through me's fn. */
+static void no_retake_with(int wprio, void *(*fn)(void *)) {
   gvl_thread_t *me = setup(TGVL_HOUR_NS);
   waiter_t a;
-  queue_waiter(&a, 1, 5);
+  queue_waiter(&a, 1, wprio);
   freeze(&a);
-  expect_no_take_back(me, &a, noop);
+  expect_no_take_back(me, &a, fn);
   teardown(me);
 }
+
+/* A waiter of higher priority is never taken back from. */
+static void no_retake_from_higher(void) { no_retake_with(5, noop); }
 
 /* A boosted hold's release: its next boosted acquire takes the GVL back
  * from a waiter that has not run, which stays first in line, also ahead of
@@ -466,14 +469,7 @@ static void *nested_call(void *arg) {
   return gvl_call_with(g, GVL_PRIO_MIN, after_waiter, arg);
 }
 
-static void no_retake_by_nested_call(void) {
-  gvl_thread_t *me = setup(TGVL_HOUR_NS);
-  waiter_t a;
-  queue_waiter(&a, 1, 0);
-  freeze(&a);
-  expect_no_take_back(me, &a, nested_call);
-  teardown(me);
-}
+static void no_retake_by_nested_call(void) { no_retake_with(0, nested_call); }
 
 static void boost_no_retake_past_slice(void) {
   gvl_thread_t *me = setup_with(tgvl_strict_config(1000000, NULL),
