@@ -377,6 +377,13 @@ GVL_EXPORT int gvl_region_end(gvl_thread_t *t, int prio);
  * releases after.  An unattached (foreign) thread is attached on first use;
  * the attachment is cached for the next call, reclaimed when the thread
  * exits or gvl_destroy runs, and never counts as attached for gvl_destroy.
+ * Called from inside a blocking region of the same thread (fn of
+ * gvl_call_without calling back into the host), the region is suspended
+ * for the call: fn may enter regions of its own, gvl_thread_interrupt
+ * meanwhile only posts the interrupt (fn's safe points see it), and when
+ * the call returns the region resumes with its ubf, which is called then
+ * if the interrupt is still pending; the region's grant is not taken back
+ * by the call.
  * Returns fn's result; on error NULL with errno set. */
 GVL_EXPORT void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *),
                                void *arg);

@@ -443,7 +443,8 @@ static bool try_take_back(gvl_t *g, gvl_thread_t *t, uint64_t t0) {
   wakes_t wk = {.n = 0};
   g->hot = NULL;
   /* A blocking region's grant is its gvl_region_end's to take back, not
-   * that of an acquire made inside the region (a gvl_call_with from fn). */
+   * that of an acquire made inside the region (gvl_call_with from fn also
+   * drops the claim as it suspends the region). */
   if (g->hot_kind == GVL__HOT_REGION && t->in_region) return false;
   if (!gvl__pol_take_back_ok(g, w, prio, g->hot_kind, g->hot_since, t0) ||
       !atomic_compare_exchange_strong_explicit(&w->granted, &exp, 0,

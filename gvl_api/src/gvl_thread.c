@@ -305,6 +305,46 @@ void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *), void *arg,
 
 /* ---- foreign threads ------------------------------------------------------ */
 
+/* A gvl_call_with made from inside one of the same thread's blocking
+ * regions (fn of gvl_call_without calling back into the host, as Ruby's
+ * rb_thread_call_with_gvl does) suspends that region around the call, so
+ * that a region inside the call has state of its own and the outer
+ * gvl_region_end finds its own again.  The region's revocable grant, if
+ * any, stays with its waiter: the call's acquire is not the region's end
+ * (gvl.h: only that takes it back).  An interrupt still pending as the
+ * region resumes goes to its ubf, as it would have during the region. */
+typedef struct {
+  void (*ubf)(void *);
+  void *ubf_arg;
+  int region_prio;
+  bool region_ia;
+} region_saved_t;
+
+static void region_suspend(gvl_thread_t *t, region_saved_t *sv) {
+  pthread_mutex_lock(&t->ilock);
+  sv->ubf = t->ubf;
+  sv->ubf_arg = t->ubf_arg;
+  t->in_region = false;
+  t->ubf = NULL;
+  pthread_mutex_unlock(&t->ilock);
+  t->hot_release = false;
+  sv->region_prio = t->region_prio;
+  sv->region_ia = t->region_ia;
+}
+
+static void region_resume(gvl_thread_t *t, const region_saved_t *sv) {
+  t->region_prio = sv->region_prio;
+  t->region_ia = sv->region_ia;
+  pthread_mutex_lock(&t->ilock);
+  t->in_region = true;
+  t->ubf = sv->ubf;
+  t->ubf_arg = sv->ubf_arg;
+  if ((__atomic_load_n(&t->head.ints, __ATOMIC_ACQUIRE) & GVL__INT_HOST) &&
+      t->ubf)
+    t->ubf(t->ubf_arg);
+  pthread_mutex_unlock(&t->ilock);
+}
+
 void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *), void *arg) {
   gvl_thread_t *t;
   void *ret;
@@ -323,9 +363,13 @@ void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *), void *arg) {
     atomic_fetch_sub_explicit(&g->in_call, 1, memory_order_release);
     return NULL;
   }
+  region_saved_t sv;
+  bool in_region = t->in_region;   /* t only */
+  if (in_region) region_suspend(t, &sv);
   t->call_depth++;
   if ((rc = gvl__acquire(t, prio, false))) {
     t->call_depth--;
+    if (in_region) region_resume(t, &sv);
     atomic_fetch_sub_explicit(&g->in_call, 1, memory_order_release);
     errno = rc;
     return NULL;
@@ -334,6 +378,7 @@ void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *), void *arg) {
   saved = errno;
   (void)gvl__release(t, GVL__HOT_BOOST);
   t->call_depth--;
+  if (in_region) region_resume(t, &sv);
   atomic_fetch_sub_explicit(&g->in_call, 1, memory_order_release);
   errno = saved;
   return ret;

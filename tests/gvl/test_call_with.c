@@ -6,6 +6,7 @@
  * succeed once explicit threads detached, whether the foreign threads have
  * exited or are still alive with a cached attachment; a foreign thread that
  * outlives its GVL, then uses a new one, must work (no stale cache).
+ * Regions nest through gvl_call_with (nested_regions).
  * Leaks of cached attachments show up under valgrind and ASan.
  */
 #include "tgvl.h"
@@ -181,6 +182,54 @@ static void destroy_while_inside(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* Regions nest through gvl_call_with: a region inside the call has its
+ * own state, the outer region resumes with its ubf (called at once for an
+ * interrupt still pending), and the outer gvl_call_without returns
+ * holding the GVL. */
+static gvl_thread_t *me_t;
+static atomic_int ubf_calls;
+static void count_ubf(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&ubf_calls, 1);
+}
+
+static void *inner_fn(void *arg) {
+  CHECK(!gvl_thread_holds(me_t));
+  return arg;
+}
+
+static void *call_back(void *arg) {
+  CHECK(gvl_thread_holds(me_t));
+  CHECK(gvl_call_without(me_t, inner_fn, arg, NULL, NULL) == arg);
+  CHECK(gvl_thread_holds(me_t));
+  CHECK_OK(gvl_thread_interrupt(me_t));    /* no region now: no ubf */
+  CHECK_EQ(atomic_load(&ubf_calls), 0);
+  return arg;
+}
+
+static void *outer_fn(void *arg) {
+  CHECK(gvl_call_with(g, GVL_PRIO_NORMAL, call_back, arg) == arg);
+  CHECK(!gvl_thread_holds(me_t));
+  CHECK_EQ(atomic_load(&ubf_calls), 1);   /* the pending one, on resume */
+  CHECK_OK(gvl_thread_interrupt(me_t));   /* the outer region's ubf again */
+  CHECK_EQ(atomic_load(&ubf_calls), 2);
+  return arg;
+}
+
+static void nested_regions(void) {
+  CHECK(g = gvl_create(NULL));
+  CHECK(me_t = gvl_thread_attach(g, 0));
+  CHECK_OK(gvl_acquire(me_t));
+  atomic_store(&ubf_calls, 0);
+  CHECK(gvl_call_without(me_t, outer_fn, &ubf_calls, count_ubf, NULL) ==
+        &ubf_calls);
+  CHECK(gvl_thread_holds(me_t));
+  CHECK_EQ(gvl_check_ints(me_t), EINTR);  /* the interrupts were posted */
+  CHECK_OK(gvl_release(me_t));
+  CHECK_OK(gvl_thread_detach(me_t));
+  CHECK_OK(gvl_destroy(g));
+}
+
 int main(void) {
   tgvl_watchdog(90);
   iters = 2000 / tgvl_slow();
@@ -188,6 +237,7 @@ int main(void) {
   holder_calls();
   outlive();
   destroy_while_inside();
+  nested_regions();
   puts("ok");
   return 0;
 }
