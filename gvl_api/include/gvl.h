@@ -318,7 +318,8 @@ static inline int gvl_check_ints(gvl_thread_t *t) {
 }
 
 /* [any] Interrupt t: its next gvl_check_ints() returns EINTR; if t is in a
- * gvl_call_without() region its ubf is called (on the calling thread); a
+ * gvl_call_without() region its ubf is called (on the calling thread; not
+ * while a gvl_call_with inside that region runs, see gvl_call_with); a
  * gvl_call_without() not yet started does not call fn. */
 GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
 
@@ -344,7 +345,8 @@ GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
  * waiter that has started to run keeps the GVL: t then waits as any
  * acquire does.  Counted in gvl_stats_t.retakes.
  * ubf(ubf_arg) is called from another thread by gvl_thread_interrupt() to
- * make fn return early; it may be NULL.  On error returns NULL and sets
+ * make fn return early (or by t itself, as a gvl_call_with made inside fn
+ * returns with an interrupt pending: see gvl_call_with); it may be NULL.  On error returns NULL and sets
  * errno: EINVAL (NULL t or fn), EPERM (not holding), EINTR (an interrupt
  * was pending: fn was not called).  The GVL is held on every return from a
  * thread that held it on entry. */

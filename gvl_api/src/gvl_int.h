@@ -148,9 +148,9 @@ struct gvl_thread_s {
                                    requested priority; t only              */
   bool region_ia;               /* ... and whether the interactivity rule
                                    promotes the reacquire; t only          */
-  bool hot_release;             /* t's last release left a grant it may
-                                   take back (g->hot may still name t);
-                                   t only                                  */
+  int hot_release;              /* GVL__HOT_* of t's last release if it
+                                   left a grant t may take back (g->hot
+                                   may still name t), else NONE; t only    */
   bool lend_ask;                /* t's wait is to lend to the holder it
                                    asked to yield (GVL_F_LEND); set by
                                    enqueue of t itself; t only             */

@@ -468,7 +468,7 @@ static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
   gvl_thread_t *target;
   pthread_mutex_lock(&g->mu);
   if (t->hot_release) {
-    t->hot_release = false;
+    t->hot_release = GVL__HOT_NONE;
     if (g->hot == t && try_take_back(g, t, t0)) return 0;
   }
   /* One fetch_or, not a CAS loop: the bit goes in whatever the word holds,
@@ -603,7 +603,7 @@ static int release_(gvl_thread_t *t, int kind) {
     g->hot_to = w;
     g->hot_since = since;
     g->hot_kind = kind;
-    t->hot_release = true;
+    t->hot_release = kind;
   } else {
     handoff(g, w, now, GVL__GRANTED, &wk);
   }

@@ -327,7 +327,7 @@ static void region_suspend(gvl_thread_t *t, region_saved_t *sv) {
   t->in_region = false;
   t->ubf = NULL;
   pthread_mutex_unlock(&t->ilock);
-  t->hot_release = false;
+  if (t->hot_release == GVL__HOT_REGION) t->hot_release = GVL__HOT_NONE;
   sv->region_prio = t->region_prio;
   sv->region_ia = t->region_ia;
 }

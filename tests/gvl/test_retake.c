@@ -391,6 +391,50 @@ static void call_with_taken_back(void) {
   teardown(me);
 }
 
+/* A boosted gvl_call_with inside a blocking region leaves its own grant,
+ * which the next such call takes back: suspending the region for the call
+ * drops only the region's claim. */
+static gvl_thread_t *region_me;
+static waiter_t region_a;
+static void *queue_and_freeze(void *arg) {
+  queue_waiter(&region_a, 1, 0);
+  freeze(&region_a);
+  return arg;
+}
+
+static void *check_taken_back(void *arg) {
+  CHECK_EQ(tgvl_tstats(region_me).retakes, 1);
+  CHECK_EQ(atomic_load(&norder), 0);
+  return arg;
+}
+
+static void *two_boosted_calls(void *arg) {
+  pthread_t th;
+  static unsigned n0;                 /* read by the thread after we return */
+  CHECK(gvl_call_with(g, GVL_PRIO_BOOST, queue_and_freeze, arg) == arg);
+  /* a holds a grant the next boosted call may take back; if that call
+   * queued instead, let a go so that the check fails rather than hangs */
+  n0 = atomic_load(&nready);
+  thaw_after = region_me;
+  tgvl_spawn(&th, thaw_when_queued, &n0);
+  CHECK(gvl_call_with(g, GVL_PRIO_BOOST, check_taken_back, arg) == arg);
+  *(pthread_t *)arg = th;
+  return arg;
+}
+
+static void region_call_with_taken_back(void) {
+  pthread_t th;
+  region_me = setup(TGVL_HOUR_NS);
+  CHECK(gvl_call_without(region_me, two_boosted_calls, &th, NULL, NULL) ==
+        &th);
+  tgvl_join(th);              /* a was let go when region_end queued */
+  tgvl_join(region_a.th);
+  CHECK_EQ(atomic_load(&norder), 1);
+  CHECK_EQ(tgvl_tstats(region_me).retakes, 1);
+  CHECK_OK(gvl_release(region_me));
+  teardown(region_me);
+}
+
 /* Not taken back at the waiter's own priority or below (the acquire would
  * have queued behind it), nor after an unboosted hold, nor while the cap
  * is exceeded. */
@@ -553,6 +597,7 @@ static const tgvl_case_t cases[] = {
   {"fork_in_region", fork_in_region},
   {"boost_taken_back", boost_taken_back},
   {"call_with_taken_back", call_with_taken_back},
+  {"region_call_with_taken_back", region_call_with_taken_back},
   {"boost_no_retake_at_equal", boost_no_retake_at_equal},
   {"boost_no_retake_unboosted", boost_no_retake_unboosted},
   {"boost_no_retake_over_cap", boost_no_retake_over_cap},
