@@ -368,8 +368,9 @@ GVL_EXPORT void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *),
  * the region is urgent passes its boost, and is then not promoted as
  * interactive on top); 0, or EINVAL (bad t or prio), EPERM (t is not in a
  * region).  Between the two, the only calls allowed on t are
- * gvl_thread_interrupt (from any thread), gvl_thread_holds, gvl_thread_stats
- * and gvl_thread_detach, which ends the region for good. */
+ * gvl_thread_interrupt (from any thread), gvl_thread_holds, gvl_thread_stats,
+ * gvl_call_with (which suspends the region for the call, see there) and
+ * gvl_thread_detach, which ends the region for good. */
 GVL_EXPORT int gvl_region_begin(gvl_thread_t *t, void (*ubf)(void *),
                                 void *ubf_arg);
 GVL_EXPORT int gvl_region_end(gvl_thread_t *t, int prio);
@@ -384,8 +385,8 @@ GVL_EXPORT int gvl_region_end(gvl_thread_t *t, int prio);
  * for the call: fn may enter regions of its own, gvl_thread_interrupt
  * meanwhile only posts the interrupt (fn's safe points see it), and when
  * the call returns the region resumes with its ubf, which is called then
- * if the interrupt is still pending; the region's grant is not taken back
- * by the call.
+ * if an interrupt posted during the call is still pending; the region's
+ * grant is not taken back by the call.
  * Returns fn's result; on error NULL with errno set. */
 GVL_EXPORT void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *),
                                void *arg);

@@ -145,12 +145,16 @@ struct gvl_thread_s {
                                    (gvl__pol_interactive); t only          */
   uint64_t last_wait_ns;        /* length of t's last wait; t only         */
   int region_prio;              /* gvl_region_begin: the released hold's
-                                   requested priority; t only              */
+                                   requested priority (saved and restored
+                                   around a gvl_call_with inside the
+                                   region); t only                         */
   bool region_ia;               /* ... and whether the interactivity rule
                                    promotes the reacquire; t only          */
-  int hot_release;              /* GVL__HOT_* of t's last release if it
-                                   left a grant t may take back (g->hot
-                                   may still name t), else NONE; t only    */
+  int hot_release;              /* GVL__HOT_* of a release of t's that left
+                                   a grant t may take back, NONE once t's
+                                   acquire_slow tried; may be stale (an
+                                   acquire on the fast path leaves it):
+                                   acquire_slow checks g->hot; t only      */
   bool lend_ask;                /* t's wait is to lend to the holder it
                                    asked to yield (GVL_F_LEND); set by
                                    enqueue of t itself; t only             */
@@ -203,7 +207,8 @@ struct gvl_thread_s {
                                    g->mu, dropped by the waker without it   */
   GVL__PAD(2);
 
-  /* Blocking region; guarded by ilock. */
+  /* Blocking region; written by t under ilock, read by others under it
+   * (gvl_thread_interrupt) and by t without it. */
   pthread_mutex_t ilock;
   void (*ubf)(void *);
   void *ubf_arg;

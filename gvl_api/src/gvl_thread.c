@@ -311,19 +311,22 @@ void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *), void *arg,
  * that a region inside the call has state of its own and the outer
  * gvl_region_end finds its own again.  The region's revocable grant, if
  * any, stays with its waiter: the call's acquire is not the region's end
- * (gvl.h: only that takes it back).  An interrupt still pending as the
- * region resumes goes to its ubf, as it would have during the region. */
+ * (gvl.h: only that takes it back).  An interrupt posted during the call
+ * and still pending as the region resumes goes to its ubf, as it would
+ * have during the region (one pending before the call had its ubf run). */
 typedef struct {
   void (*ubf)(void *);
   void *ubf_arg;
   int region_prio;
   bool region_ia;
+  bool host;          /* an interrupt was pending already: its ubf ran */
 } region_saved_t;
 
 static void region_suspend(gvl_thread_t *t, region_saved_t *sv) {
   pthread_mutex_lock(&t->ilock);
   sv->ubf = t->ubf;
   sv->ubf_arg = t->ubf_arg;
+  sv->host = __atomic_load_n(&t->head.ints, __ATOMIC_ACQUIRE) & GVL__INT_HOST;
   t->in_region = false;
   t->ubf = NULL;
   pthread_mutex_unlock(&t->ilock);
@@ -339,8 +342,8 @@ static void region_resume(gvl_thread_t *t, const region_saved_t *sv) {
   t->in_region = true;
   t->ubf = sv->ubf;
   t->ubf_arg = sv->ubf_arg;
-  if ((__atomic_load_n(&t->head.ints, __ATOMIC_ACQUIRE) & GVL__INT_HOST) &&
-      t->ubf)
+  if (!sv->host && t->ubf &&
+      (__atomic_load_n(&t->head.ints, __ATOMIC_ACQUIRE) & GVL__INT_HOST))
     t->ubf(t->ubf_arg);
   pthread_mutex_unlock(&t->ilock);
 }

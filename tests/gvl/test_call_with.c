@@ -216,6 +216,31 @@ static void *outer_fn(void *arg) {
   return arg;
 }
 
+/* An interrupt that came before the call had its ubf run then: resuming
+ * the region does not run it a second time. */
+static void *no_safe_point(void *arg) { return arg; }
+
+static void *interrupted_then_call(void *arg) {
+  CHECK_OK(gvl_thread_interrupt(me_t));   /* in the region: ubf runs */
+  CHECK_EQ(atomic_load(&ubf_calls), 1);
+  CHECK(gvl_call_with(g, GVL_PRIO_NORMAL, no_safe_point, arg) == arg);
+  CHECK_EQ(atomic_load(&ubf_calls), 1);   /* still pending, not run again */
+  return arg;
+}
+
+static void one_ubf_per_interrupt(void) {
+  CHECK(g = gvl_create(NULL));
+  CHECK(me_t = gvl_thread_attach(g, 0));
+  CHECK_OK(gvl_acquire(me_t));
+  atomic_store(&ubf_calls, 0);
+  CHECK(gvl_call_without(me_t, interrupted_then_call, &ubf_calls, count_ubf,
+                         NULL) == &ubf_calls);
+  CHECK_EQ(gvl_check_ints(me_t), EINTR);
+  CHECK_OK(gvl_release(me_t));
+  CHECK_OK(gvl_thread_detach(me_t));
+  CHECK_OK(gvl_destroy(g));
+}
+
 static void nested_regions(void) {
   CHECK(g = gvl_create(NULL));
   CHECK(me_t = gvl_thread_attach(g, 0));
@@ -238,6 +263,7 @@ int main(void) {
   outlive();
   destroy_while_inside();
   nested_regions();
+  one_ubf_per_interrupt();
   puts("ok");
   return 0;
 }
