@@ -278,10 +278,9 @@ GVL_EXPORT int gvl_acquire_prio(gvl_thread_t *t, int prio);
 /* [held] Release; hands the GVL directly to the best waiter, if any.
  * Taking it back: after a boosted hold (see gvl_acquire_prio), while t is
  * within its slice and the waiter served is below the hold's priority,
- * t's next acquire, if it comes before
- * that waiter has started to run, takes the GVL straight back and the
- * waiter stays first in line: the acquire would have had it give the GVL
- * up at its first safe point.  Only at a priority above the waiter's and
+ * t's next acquire, if it comes before that waiter has started to run,
+ * takes the GVL straight back and the waiter stays first in line: the
+ * acquire would have had it give the GVL up at its first safe point.  Only at a priority above the waiter's and
  * above every other waiter's (one that queued meanwhile at that priority
  * goes first), only while the boost cap allows boosts, never with
  * GVL_F_NORETAKE.
@@ -346,7 +345,8 @@ GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
  * acquire does.  Counted in gvl_stats_t.retakes.
  * ubf(ubf_arg) is called from another thread by gvl_thread_interrupt() to
  * make fn return early (or by t itself, as a gvl_call_with made inside fn
- * returns with an interrupt pending: see gvl_call_with); it may be NULL.  On error returns NULL and sets
+ * returns with an interrupt pending: see gvl_call_with); it may be NULL.
+ * On error returns NULL and sets
  * errno: EINVAL (NULL t or fn), EPERM (not holding), EINTR (an interrupt
  * was pending: fn was not called).  The GVL is held on every return from a
  * thread that held it on entry. */

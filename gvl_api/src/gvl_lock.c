@@ -563,7 +563,7 @@ static void charge_hold(gvl_t *g, gvl_thread_t *t, uint64_t now) {
  * (gvl__pol_hot_ok): kind GVL__HOT_REGION, for gvl_call_without entering
  * its region; GVL__HOT_BOOST, for a gvl_release or gvl_call_with that ends
  * a boosted hold; GVL__HOT_NONE never. */
-static int release_(gvl_thread_t *t, int kind) {
+int gvl__release(gvl_thread_t *t, int kind) {
   gvl_t *g = t->g;
   uintptr_t exp = (uintptr_t)t;
   uint64_t now;
@@ -612,8 +612,6 @@ static int release_(gvl_thread_t *t, int kind) {
   if (lent) unlend(t);
   return 0;
 }
-
-int gvl__release(gvl_thread_t *t, int kind) { return release_(t, kind); }
 
 int gvl_release(gvl_thread_t *t) {
   int rc = gvl__check_self(t);
