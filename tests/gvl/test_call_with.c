@@ -6,7 +6,7 @@
  * succeed once explicit threads detached, whether the foreign threads have
  * exited or are still alive with a cached attachment; a foreign thread that
  * outlives its GVL, then uses a new one, must work (no stale cache).
- * Regions nest through gvl_call_with (nested_regions).
+ * Regions nest through gvl_call_with (in_region: outer_fn, interrupted_then_call).
  * Leaks of cached attachments show up under valgrind and ASan.
  */
 #include "tgvl.h"
@@ -228,25 +228,14 @@ static void *interrupted_then_call(void *arg) {
   return arg;
 }
 
-static void one_ubf_per_interrupt(void) {
+/* Run fn in a region of a fresh GVL, with count_ubf as its ubf; the region
+ * must end holding the GVL with the interrupts fn posted still pending. */
+static void in_region(void *(*fn)(void *)) {
   CHECK(g = gvl_create(NULL));
   CHECK(me_t = gvl_thread_attach(g, 0));
   CHECK_OK(gvl_acquire(me_t));
   atomic_store(&ubf_calls, 0);
-  CHECK(gvl_call_without(me_t, interrupted_then_call, &ubf_calls, count_ubf,
-                         NULL) == &ubf_calls);
-  CHECK_EQ(gvl_check_ints(me_t), EINTR);
-  CHECK_OK(gvl_release(me_t));
-  CHECK_OK(gvl_thread_detach(me_t));
-  CHECK_OK(gvl_destroy(g));
-}
-
-static void nested_regions(void) {
-  CHECK(g = gvl_create(NULL));
-  CHECK(me_t = gvl_thread_attach(g, 0));
-  CHECK_OK(gvl_acquire(me_t));
-  atomic_store(&ubf_calls, 0);
-  CHECK(gvl_call_without(me_t, outer_fn, &ubf_calls, count_ubf, NULL) ==
+  CHECK(gvl_call_without(me_t, fn, &ubf_calls, count_ubf, NULL) ==
         &ubf_calls);
   CHECK(gvl_thread_holds(me_t));
   CHECK_EQ(gvl_check_ints(me_t), EINTR);  /* the interrupts were posted */
@@ -262,8 +251,8 @@ int main(void) {
   holder_calls();
   outlive();
   destroy_while_inside();
-  nested_regions();
-  one_ubf_per_interrupt();
+  in_region(outer_fn);               /* regions nest */
+  in_region(interrupted_then_call);  /* one ubf call per interrupt */
   puts("ok");
   return 0;
 }

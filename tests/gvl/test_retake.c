@@ -7,8 +7,10 @@
  * of higher priority, never once the waiter runs.
  * The same after a boosted hold (gvl.h, gvl_release): its releaser's next
  * acquire takes the GVL back from a waiter that has not run, only at a
- * priority above that waiter's and while the cap allows boosts; never
- * after an unboosted hold.
+ * priority above that waiter's and every other waiter's and while the cap
+ * allows boosts; never after an unboosted hold.  A region's grant is taken
+ * back only by its gvl_region_end, and a boosted gvl_call_with inside the
+ * region keeps its own.
  *
  * "Has not started to run" is made certain, not likely: the waiter is held
  * in a signal handler (SIGUSR1, blocked in read() on a pipe) while queued,
