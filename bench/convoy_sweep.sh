@@ -9,8 +9,10 @@
 #   bench/convoy_sweep.sh [--runs N] [--no-build]
 #
 # Uses the Release build of bench/run.sh (bench/build).  Prints one line per
-# setting: medians over the runs of the convoy metrics.  Nothing is
-# asserted.
+# setting: medians over the runs of the convoy metrics; beside 2 hogs also
+# where their rate went (hog% = cpu% * eff% / 100: the CPU the kernel gave
+# them against alone, the share of it that did work; rqw%, the time they
+# waited runnable for a CPU).  Nothing is asserted.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -19,7 +21,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift ;;
     --no-build) nobuild=1 ;;
-    *) sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
   shift
 done
@@ -41,16 +43,18 @@ median() {
 }
 
 row() {  # label, file
-  printf '%-22s %8s %9s %8s %9s %8s\n' "$1" \
+  printf '%-22s %8s %9s %8s %9s %8s %8s %8s %8s\n' "$1" \
     "$(median io_ratio_1hog <"$2")" "$(median hog_pct_1hog <"$2")" \
     "$(median io_ratio_2hog <"$2")" "$(median hog_pct_2hog <"$2")" \
-    "$(median io_us_alone <"$2")"
+    "$(median io_us_alone <"$2")" "$(median hog_cpu_pct_2hog <"$2")" \
+    "$(median hog_eff_pct_2hog <"$2")" "$(median hog_rqwait_pct_2hog <"$2")"
 }
 
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 echo "INFO $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $runs run(s) per setting"
-printf '%-22s %8s %9s %8s %9s %8s\n' setting io_1hog hog%_1hog io_2hog hog%_2hog alone_us
+printf '%-22s %8s %9s %8s %9s %8s %8s %8s %8s\n' setting io_1hog hog%_1hog io_2hog hog%_2hog \
+  alone_us cpu%_2 eff%_2 rqw%_2
 # setting label, GVL flags, variant, CPU list ("" = all)
 sweep() {
   if [ -n "$4" ]; then pin="taskset -c $4"; else pin=""; fi

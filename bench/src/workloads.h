@@ -114,6 +114,7 @@ typedef struct {
                                  waits for cannot hang the run            */
   atomic_uint_fast64_t units;
   atomic_int running;         /* set once the hog holds the GVL            */
+  atomic_int ktid;            /* kernel thread id, set before running      */
 } bench_hog_t;
 
 void *bench_hog_main(void *arg);
@@ -122,6 +123,12 @@ void *bench_hog_main(void *arg);
 void bench_hogs_start(bench_hog_t *h, int n, pthread_t *tids);
 void bench_hogs_join(int n, pthread_t *tids);
 uint64_t bench_hogs_units(bench_hog_t *h, int n);
+/* The kernel's account of the hogs (threads tids) so far, summed: CPU time
+ * (their CPU clocks) and time runnable but waiting for a CPU (Linux
+ * schedstat: counted as each wait ends), in ns.  Returns 0 where the
+ * kernel does not keep it (the callers then leave the figures out). */
+int bench_hogs_sched(bench_hog_t *h, const pthread_t *tids, int n, uint64_t *run_ns,
+                     uint64_t *wait_ns);
 
 /* Summary of latency samples in ns: prints p50/p99/max in us and count. */
 void bench_report_latency(const char *bench, const char *variant, double *ns, size_t n);

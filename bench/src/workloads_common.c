@@ -3,6 +3,9 @@
 #include "workloads.h"
 
 #include <stdio.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 void bench_gate_init(bench_gate_t *gate, int nthreads) {
   atomic_init(&gate->arrived, 0);
@@ -32,6 +35,9 @@ int bench_has_lock(const bench_gvl_ops_t *ops) {
 void *bench_hog_main(void *arg) {
   bench_hog_t *h = arg;
   void *t = h->ops->attach(h->g);
+#ifdef SYS_gettid
+  atomic_store(&h->ktid, (int)syscall(SYS_gettid));
+#endif
   if (h->start) pthread_barrier_wait(h->start);
   h->ops->acquire(t);
   atomic_store(&h->running, 1);
@@ -68,6 +74,36 @@ uint64_t bench_hogs_units(bench_hog_t *h, int n) {
   uint64_t sum = 0;
   for (int i = 0; i < n; i++) sum += atomic_load_explicit(&h[i].units, memory_order_relaxed);
   return sum;
+}
+
+/* /proc/self/task/TID/schedstat is "run_ns wait_ns timeslices"; its run
+ * time lags for a thread that is running (it is brought up to date at the
+ * kernel's next tick), so the CPU clock gives that. */
+static int thread_wait_ns(int ktid, uint64_t *wait_ns) {
+  char path[64];
+  unsigned long long run, wait;
+  if (ktid <= 0) return 0;
+  snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", ktid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  int ok = fscanf(f, "%llu %llu", &run, &wait) == 2;
+  fclose(f);
+  if (ok) *wait_ns += wait;
+  return ok;
+}
+
+int bench_hogs_sched(bench_hog_t *h, const pthread_t *tids, int n, uint64_t *run_ns,
+                     uint64_t *wait_ns) {
+  *run_ns = *wait_ns = 0;
+  for (int i = 0; i < n; i++) {
+    clockid_t c;
+    struct timespec ts;
+    if (pthread_getcpuclockid(tids[i], &c) || clock_gettime(c, &ts) ||
+        !thread_wait_ns(atomic_load(&h[i].ktid), wait_ns))
+      return 0;
+    *run_ns += (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  }
+  return 1;
 }
 
 void bench_report_latency(const char *bench, const char *variant, double *ns, size_t n) {

@@ -6,6 +6,7 @@
 #include "workloads.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -352,6 +353,11 @@ typedef struct {
   uint64_t solo_u, solo_ns;  /* hog units and time, hogs alone        */
   uint64_t busy_u, busy_ns;  /* the same while the I/O thread runs    */
   uint64_t trips, io_ns;     /* I/O thread's trips and time           */
+  /* The kernel's account of the hogs (bench_hogs_sched): CPU time alone
+   * and beside the I/O thread, and time runnable but not running beside
+   * it; sched_bad once any chunk could not read it. */
+  uint64_t solo_run, busy_run, busy_wait;
+  int sched_bad;
 } convoy_acc_t;
 
 /* One chunk beside nhogs hogs: the hogs alone for a while, then the I/O
@@ -365,14 +371,25 @@ static void convoy_chunk(const bench_gvl_ops_t *ops, void *g, int fd, const benc
   for (int i = 0; i < nhogs; i++)
     h[i] = (bench_hog_t){.ops = ops, .g = g, .stop = &stop, .deadline_ns = deadline};
   bench_hogs_start(h, nhogs, tids);
+  uint64_t r[3], w[3];
+  int ok = bench_hogs_sched(h, tids, nhogs, &r[0], &w[0]);
   uint64_t t0 = bench_now_ns(), u0 = bench_hogs_units(h, nhogs);
   bench_sleep_ns(cfg->convoy_solo_ns / CONVOY_CHUNKS);
   uint64_t t1 = bench_now_ns(), u1 = bench_hogs_units(h, nhogs);
+  ok &= bench_hogs_sched(h, tids, nhogs, &r[1], &w[1]);
   io_t io = {ops, g, fd, cfg->trips / CONVOY_CHUNKS, cfg->convoy_cap_ns / CONVOY_CHUNKS, 0, 0};
   run_io(&io);
   uint64_t t2 = bench_now_ns(), u2 = bench_hogs_units(h, nhogs);
+  ok &= bench_hogs_sched(h, tids, nhogs, &r[2], &w[2]);
   atomic_store(&stop, 1);
   bench_hogs_join(nhogs, tids);
+  if (ok) {
+    acc->solo_run += r[1] - r[0];
+    acc->busy_run += r[2] - r[1];
+    acc->busy_wait += w[2] - w[1];
+  } else {
+    acc->sched_bad = 1;
+  }
   acc->solo_u += u1 - u0;
   acc->solo_ns += t1 - t0;
   acc->busy_u += u2 - u1;
@@ -388,6 +405,26 @@ static double acc_trip_ns(const convoy_acc_t *a) {
 static double acc_hog_pct(const convoy_acc_t *a) {
   double solo = (double)a->solo_u / (double)a->solo_ns, busy = (double)a->busy_u / (double)a->busy_ns;
   return solo > 0 ? busy / solo * 100 : 0;
+}
+
+/* Where the hogs' rate went beside the I/O thread: hog_pct = cpu_pct *
+ * eff_pct / 100, where cpu_pct is the hogs' CPU time per wall time beside
+ * it against alone, and eff_pct their work per CPU time against alone (the
+ * rest of their CPU time went to the lock: spins, handoffs, wake-ups);
+ * rqwait_pct is the time they were runnable while the kernel ran another
+ * thread on their CPU, per wall time. */
+static void report_hog_sched(const char *variant, const char *n, const convoy_acc_t *a) {
+  char m[32];
+  if (a->sched_bad || !a->busy_ns || !a->solo_ns || !a->busy_run || !a->solo_run) return;
+  double share_b = (double)a->busy_run / (double)a->busy_ns;
+  double share_s = (double)a->solo_run / (double)a->solo_ns;
+  snprintf(m, sizeof m, "hog_cpu_pct_%s", n);
+  bench_result("convoy", variant, m, share_b / share_s * 100);
+  snprintf(m, sizeof m, "hog_rqwait_pct_%s", n);
+  bench_result("convoy", variant, m, (double)a->busy_wait / (double)a->busy_ns * 100);
+  double solo = (double)a->solo_u / (double)a->solo_run, busy = (double)a->busy_u / (double)a->busy_run;
+  snprintf(m, sizeof m, "hog_eff_pct_%s", n);
+  bench_result("convoy", variant, m, solo > 0 ? busy / solo * 100 : 0);
 }
 
 void bench_case_convoy(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
@@ -412,6 +449,8 @@ void bench_case_convoy(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
   bench_result("convoy", ops->name, "hog_pct_1hog", acc_hog_pct(&one));
   bench_result("convoy", ops->name, "io_ratio_2hog", a > 0 ? acc_trip_ns(&two) / a : 0);
   bench_result("convoy", ops->name, "hog_pct_2hog", acc_hog_pct(&two));
+  report_hog_sched(ops->name, "1hog", &one);
+  report_hog_sched(ops->name, "2hog", &two);
   bench_result("convoy", ops->name, "io_us_alone", a / 1000.0);
   bench_result("convoy", ops->name, "extra_x_floor_1hog",
                a > 0 ? (acc_trip_ns(&one) - a) / fl.handoff_ns : 0);
@@ -452,6 +491,12 @@ void bench_meta_sched(void) {
   bench_meta("convoy", "hog_pct_1hog", "%", "high", "hog rate while the I/O thread runs / before (target >= 90)");
   bench_meta("convoy", "io_ratio_2hog", "x", "low", "I/O round-trip time beside 2 hogs / alone");
   bench_meta("convoy", "hog_pct_2hog", "%", "high", "2 hogs' rate while the I/O thread runs / before");
+  bench_meta("convoy", "hog_cpu_pct_1hog", "%", "none", "the hog's CPU time per wall time while the I/O thread runs / before (hog_pct = hog_cpu_pct * hog_eff_pct / 100)");
+  bench_meta("convoy", "hog_rqwait_pct_1hog", "%", "none", "the hog's time runnable but not running, the kernel running another thread on its CPU (schedstat), while the I/O thread runs / that time");
+  bench_meta("convoy", "hog_eff_pct_1hog", "%", "none", "the hog's work per CPU time while the I/O thread runs / before: the rest of its CPU time went to the lock (spins, handoffs, wake-ups)");
+  bench_meta("convoy", "hog_cpu_pct_2hog", "%", "none", "as hog_cpu_pct_1hog, the 2 hogs together");
+  bench_meta("convoy", "hog_rqwait_pct_2hog", "%", "none", "as hog_rqwait_pct_1hog, the 2 hogs together");
+  bench_meta("convoy", "hog_eff_pct_2hog", "%", "none", "as hog_eff_pct_1hog, the 2 hogs together");
   bench_meta("convoy", "io_us_alone", "us", "low", "I/O round trip alone");
   bench_meta("convoy", "extra_x_floor_1hog", "x", "low", "extra time per round trip beside 1 hog (vs alone) in the floor's fastest handoffs, same run");
   bench_meta("convoy", "extra_x_floor_2hog", "x", "low", "as extra_x_floor_1hog, beside 2 hogs");
