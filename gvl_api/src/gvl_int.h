@@ -251,6 +251,10 @@ struct gvl_s {
   pthread_mutex_t mu;
   gvl_thread_t *qhead, *qtail;  /* waiters in arrival order; mu            */
   gvl_thread_t *timer;          /* the queued waiter timing the slice; mu  */
+  uint64_t timer_due;           /* when the timer looks next at the latest
+                                   (its last tick's deadline); 0 until it
+                                   has ticked since it got the role or was
+                                   woken to look again; mu                 */
   gvl_thread_t *hot, *hot_to;   /* hot released the GVL with a revocable
                                    grant to hot_to; cleared by every other
                                    handoff; mu                             */

@@ -233,6 +233,7 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
   }
   if (!g->timer) {
     g->timer = t;
+    g->timer_due = 0;
     atomic_store_explicit(&t->is_timer, 1, memory_order_relaxed);
     if (wk) wake_later(wk, t);
   }
@@ -258,6 +259,7 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant,
      * (a yielder that queued itself takes it knowingly). */
     atomic_store_explicit(&w->is_timer, 0, memory_order_relaxed);
     g->timer = g->qhead;
+    g->timer_due = 0;
     if (g->timer) {
       atomic_store_explicit(&g->timer->is_timer, 1, memory_order_relaxed);
       if (!pthread_equal(g->timer->tid, pthread_self())) timer = g->timer;
@@ -273,8 +275,11 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant,
  * caller's CAS of w->granted HOT -> 0 said so), g->mu held: w goes back to
  * the head of the queue, where it was the best waiter, the word names the
  * caller t again, and t's slice goes on from where it was; the timer, if
- * another waiter has the role, is woken to time that slice again, else the
- * role goes back to w.  A preemption asked of w meanwhile was meant for the
+ * another waiter has the role, is woken only if that slice ends before it
+ * would look anyway (it ticked during the grant, which started a slice of
+ * its own), else the role goes back to w.  Beside two CPU-bound waiters a
+ * convoy's I/O thread takes a grant back at nearly every trip, and waking
+ * a sleeping timer each time cost them a wake-up for nothing.  A preemption asked of w meanwhile was meant for the
  * GVL's owner: it moves to t if a waiter outranks t.  Returns true if it
  * did (the caller fires t's PREEMPT_REQ once g->mu is dropped). */
 static bool take_back(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, int prio,
@@ -292,9 +297,12 @@ static bool take_back(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, int prio,
   g->pol.hold_since = g->hot_since;
   if (!g->timer) {
     g->timer = w;
+    g->timer_due = 0;
     atomic_store_explicit(&w->is_timer, 1, memory_order_relaxed);
     wake_later(wk, w);
-  } else {
+  } else if (g->hot_since + atomic_load_explicit(&g->slice_ns,
+                 memory_order_relaxed) < g->timer_due) {
+    g->timer_due = 0;
     wake_later(wk, g->timer);
   }
   if (__atomic_load_n(&w->head.ints, __ATOMIC_RELAXED) & GVL__INT_PREEMPT) {
@@ -309,13 +317,13 @@ static bool take_back(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, int prio,
 /* ---- waiting ---------------------------------------------------------------- */
 
 /* The timer waiter's turn: the policy decides whether the holder is past
- * its slice.  Returns the next deadline to sleep until. */
+ * its slice.  Returns the next deadline to sleep until (g->timer_due). */
 static uint64_t timer_tick(gvl_t *g, gvl_thread_t *t) {
   gvl_thread_t *target = NULL;
   uint64_t deadline = 0;
   pthread_mutex_lock(&g->mu);
   if (g->timer == t && !atomic_load_explicit(&t->granted, memory_order_relaxed))
-    deadline = gvl__pol_tick(g, gvl__now(), &target);
+    deadline = g->timer_due = gvl__pol_tick(g, gvl__now(), &target);
   pthread_mutex_unlock(&g->mu);
   if (target) gvl__hook(g, target, GVL_EV_PREEMPT_REQ);
   return deadline;

@@ -88,7 +88,10 @@ int gvl_set_slice(gvl_t *g, uint64_t slice_ns) {
   atomic_store_explicit(&g->slice_ns, slice_ns, memory_order_relaxed);
   /* The timer waiter sleeps until the old deadline: wake it to re-arm. */
   pthread_mutex_lock(&g->mu);
-  if (g->timer) gvl__park_wake(&g->timer->park);
+  if (g->timer) {
+    g->timer_due = 0;
+    gvl__park_wake(&g->timer->park);
+  }
   pthread_mutex_unlock(&g->mu);
   return 0;
 }

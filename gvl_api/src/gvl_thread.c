@@ -442,6 +442,7 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
   g->threads = NULL;
   g->nthreads = 0;
   g->qhead = g->qtail = g->timer = g->hot = g->hot_to = NULL;
+  g->timer_due = 0;
   for (; t; t = next) {
     next = t->gnext;
     if (!pthread_equal(t->tid, self)) {

@@ -3,7 +3,8 @@
  * gvl_call_without taking the GVL back (gvl.h, gvl_call_without): when fn
  * returns before the waiter it was released to has started to run, the
  * caller takes the GVL back and that waiter stays first; never past the
- * caller's slice (which goes on, it does not restart), never from a waiter
+ * caller's slice (which goes on, it does not restart, and is timed to its
+ * end: the timer is woken if it would look later), never from a waiter
  * of higher priority, never once the waiter runs.
  * The same after a boosted hold (gvl.h, gvl_release): its releaser's next
  * acquire takes the GVL back from a waiter that has not run, only at a
@@ -277,6 +278,47 @@ static void slice_goes_on(void) {
   CHECK_EQ(tgvl_tstats(me).retakes, 1);
   tgvl_sleep_us(60000);
   expect_no_take_back(me, &a, noop);
+  teardown(me);
+}
+
+/* Taking the GVL back resumes a slice that ends before the timer would
+ * look: the timer must be woken to time it again.  a, the first waiter,
+ * times the slice (from when it queued, t0) and gets the revocable grant
+ * 150 ms into a 300 ms slice; the role passes to b, which looks once and
+ * then sleeps until 450 ms.  fn lasts long enough for that look; the grant
+ * is taken back, the slice resumed.  By 375 ms the caller, still holding,
+ * must have been asked to give the GVL up (at 300 ms), not at 450 ms. */
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *let_timer_look(void *arg) {
+  tgvl_sleep_us(30000L * tgvl_slow());
+  return arg;
+}
+
+static void sleep_until_ns(uint64_t t) {
+  uint64_t now = mono_ns();
+  if (now < t) tgvl_sleep_us((long)((t - now) / 1000));
+}
+
+static void resumed_slice_timed(void) {
+  uint64_t ms = 1000000u * (uint64_t)tgvl_slow();  /* stretched under tools */
+  gvl_thread_t *me = setup(300 * ms);
+  waiter_t a, b;
+  queue_waiter(&a, 1, 0);
+  uint64_t t0 = mono_ns();                      /* the slice began before */
+  queue_waiter(&b, 2, 0);
+  sleep_until_ns(t0 + 150 * ms);
+  freeze(&a);
+  uint64_t asked = tgvl_tstats(me).preempt_reqs;
+  CHECK(gvl_call_without(me, let_timer_look, me, NULL, NULL) == me);
+  CHECK_EQ(tgvl_tstats(me).retakes, 1);
+  sleep_until_ns(t0 + 375 * ms);
+  CHECK_EQ(tgvl_tstats(me).preempt_reqs, asked + 1);
+  let_go(me, &a, &b);
   teardown(me);
 }
 
@@ -592,6 +634,7 @@ static const tgvl_case_t cases[] = {
   {"waiter_ran", waiter_ran},
   {"no_retake_past_slice", no_retake_past_slice},
   {"slice_goes_on", slice_goes_on},
+  {"resumed_slice_timed", resumed_slice_timed},
   {"no_retake_after_slice", no_retake_after_slice},
   {"no_retake_over_cap", no_retake_over_cap},
   {"no_retake_from_higher", no_retake_from_higher},

@@ -23,7 +23,11 @@
  *             (its CAS 2 -> 1), the releaser's CAS 2 -> 0 takes it back
  *             (take_back: the waiter goes back to the head of the queue,
  *             the word names the releaser, the timer role and a preempt
- *             flag meant for the owner follow); else a plain acquire
+ *             flag meant for the owner follow; a timer that has looked
+ *             since it got the role is woken or not, since whether it
+ *             would look too late for the resumed slice is a matter of
+ *             time; one that has not will look before it sleeps); else a
+ *             plain acquire
  *   boosted   the release of a boosted hold (thread 2's) to a waiter below
  *   release   its priority: revocable too, within the slice, and the next
  *             acquire, at thread 2's boost, tries to take it back the same
@@ -149,6 +153,9 @@ byte timer = NONE;             /* g->timer; mu                               */
 byte hot = NONE;               /* g->hot: may take its grant back; mu        */
 byte hot_to = NONE;            /* g->hot_to: the waiter it went to; mu       */
 bit  hot_boost;                /* g->hot_kind is GVL__HOT_BOOST; mu          */
+bit  ticked;                   /* the timer has looked since it got the role
+                                  or was woken to look again (g->timer_due
+                                  != 0); mu                                 */
 bit  capx;                     /* cap_exceeded(): boosted time over the cap  */
 bit  sliceover;                /* the holder's slice has run out (hold_since
                                   + slice_ns <= now); mu                    */
@@ -222,6 +229,7 @@ inline enqueue(x, p) {
      /* x is always the calling thread here, so no wake: queueing another
       * thread (gvl__enqueue_other, for gvl_mutex/gvl_cond) is not modelled */
      timer = x;
+     ticked = 0;      /* [unreached-ok] from hand_over, as below */
      is_timer[x] = 1  /* [unreached-ok] from hand_over: a waiter has the role */
   :: else -> skip
   fi
@@ -298,6 +306,7 @@ inline handoff(G) {
      if
      :: timer != NONE ->
         is_timer[timer] = 1;
+        ticked = 0;
 #ifndef BUG_TIMERWAKE
         if
         :: timer != me -> park_bump(timer); wk_timer = timer
@@ -359,9 +368,17 @@ inline take_back() {
   if
   :: timer == NONE ->
      timer = hot_to;
+     ticked = 0;
      is_timer[hot_to] = 1;
      park_bump(hot_to); wk_timer = hot_to
-  :: else -> park_bump(timer); wk_timer = timer  /* to time the resumed slice */
+  :: else ->
+     /* To time the resumed slice, woken if it has looked and might sleep
+      * past that slice's end (time is abstracted: either may hold); one
+      * that has not looked yet will before it sleeps. */
+     if
+     :: ticked -> ticked = 0; park_bump(timer); wk_timer = timer
+     :: skip
+     fi
   fi;
 #endif
   if                            /* moved only if someone outranks me */
@@ -486,6 +503,7 @@ wait_check:
        if
        :: timer == me && !granted[me] ->
           timed = 1;
+          ticked = 1;
           if
           :: true ->                               /* past the slice */
              /* someone the policy serves waits (past the slice, a
@@ -619,9 +637,12 @@ back:
     unlock_mu()
   };
   if
-  :: ok ->                      /* take_back's one wake, made now */
+  :: ok ->                      /* take_back's one wake, if any, made now */
      ok = 0;
-     atomic { park_kick(wk_timer); wk_timer = NONE };
+     if
+     :: wk_timer != NONE -> atomic { park_kick(wk_timer); wk_timer = NONE }
+     :: else -> skip
+     fi;
      goto hold
   :: else -> goto acquire
   fi;
