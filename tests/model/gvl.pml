@@ -374,7 +374,10 @@ inline take_back() {
   :: else ->
      /* To time the resumed slice, woken if it has looked and might sleep
       * past that slice's end (time is abstracted: either may hold); one
-      * that has not looked yet will before it sleeps. */
+      * that has not looked yet will before it sleeps.  So the model checks
+      * that no timer is left asleep without a deadline; that the deadline
+      * is not past the slice's end is a matter of time, which it does not
+      * have (test_retake's resumed_slice_timed checks that). */
      if
      :: ticked -> ticked = 0; park_bump(timer); wk_timer = timer
      :: skip
