@@ -279,9 +279,10 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant,
  * would look anyway (it ticked during the grant, which started a slice of
  * its own), else the role goes back to w.  Beside two CPU-bound waiters a
  * convoy's I/O thread takes a grant back at nearly every trip, and waking
- * a sleeping timer each time cost them a wake-up for nothing.  A preemption asked of w meanwhile was meant for the
- * GVL's owner: it moves to t if a waiter outranks t.  Returns true if it
- * did (the caller fires t's PREEMPT_REQ once g->mu is dropped). */
+ * a sleeping timer each time cost them a wake-up for nothing.  A
+ * preemption asked of w meanwhile was meant for the GVL's owner: it moves
+ * to t if a waiter outranks t.  Returns true if it did (the caller fires
+ * t's PREEMPT_REQ once g->mu is dropped). */
 static bool take_back(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, int prio,
                       wakes_t *wk) {
   bool ask = false;
