@@ -18,7 +18,12 @@ its gvloop run see the same machine; a file never runs in two lanes at once
 The verdict compares the two runs of a suite file by file and test by test:
 it fails for every test that passed under the stock shell and, under the
 gvloop shell, failed, or was never reported because its file hung (timeout)
-or aborted.  Names in flaky.txt are reported but do not fail.  Names in
+or aborted.  A failed test gets one second chance: its file runs once more
+under the gvloop shell, and a test that passes there is reported as
+INTERMITTENT but does not fail the check (the stock shells fail some of
+Tk's tests now and then too; flaky.txt lists the ones measured).  A failure
+that repeats fails the check, and so does a file that hung or aborted.
+Names in flaky.txt are reported but do not fail.  Names in
 skip.txt are tests that can hang forever by a race of their own; both shells
 are told to skip them (tcltest's -skip), so the two runs stay comparable.
 Exit status:
@@ -258,6 +263,23 @@ def compare(stock, gv, flaky):
     return bad, noted
 
 
+def recheck(gv, bad, args):
+    """Run the files of gv's regressions once more under the gvloop shell.
+    Returns (the regressions that repeat, the ones that did not)."""
+    files = sorted({f for f, t, _ in bad if t != "-"})
+    if not files:
+        return bad, []
+    log("conformance: %s: running %s again" % (gv.label(), " ".join(files)))
+    again = Run(gv.suite, "gvloop-again", gv.shell, files, args)
+    again.go()
+    stays, gone = [], []
+    for f, t, what in bad:
+        r = again.results.get(f)    # a hang or an abort always counts
+        repeats = t == "-" or r is None or t not in r.passed
+        (stays if repeats else gone).append((f, t, what))
+    return stays, gone
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--suites", help="GVLOOP_SUITES in the environment wins")
@@ -361,6 +383,11 @@ def main():
         log("%-12s slowest under gvloop against stock: %s" % (stock.suite, ", ".join(
             "%s +%.1f s" % (n, d) for d, n in slower if d > 0.5) or "none"))
         bad, noted = compare(stock, gv, flaky)
+        if bad:
+            bad, again = recheck(gv, bad, args)
+            for f, t, what in again:
+                log("  INTERMITTENT %s %s %s: %s under gvloop, passed when its file ran again"
+                    % (stock.suite, f, t, what))
         for f, t, what in noted:
             log("  note %s %s %s: %s%s" % (stock.suite, f, t, what,
                                            " (flaky.txt)" if t in flaky or f in flaky else ""))
