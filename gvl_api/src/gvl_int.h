@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #if defined(GVL_DEBUG) && GVL_DEBUG
@@ -109,12 +110,13 @@ enum { GVL__HOT_NONE, GVL__HOT_REGION, GVL__HOT_BOOST };
 /* t->lend: GVL_F_LEND's state of t's kernel scheduling. */
 enum { GVL__LEND_NONE, GVL__LEND_LENT, GVL__LEND_RESTORING };
 
-/* Padding between groups of fields written by different threads, so that
- * a handoff moves few cache lines between CPUs (see ARCHITECTURE.md,
- * "Cost of a handoff").  The struct is only 16-byte aligned (calloc), so a
- * full line of padding is what guarantees two groups never share one. */
+/* Groups of fields written by different threads start on their own cache
+ * lines, so that a handoff moves few lines between CPUs (see
+ * ARCHITECTURE.md, "Cost of a handoff").  The structs are allocated
+ * line-aligned (gvl__alloc_lines). */
 #define GVL__LINE 64
-#define GVL__PAD(n) char pad_##n[GVL__LINE]
+#define GVL__GROUP _Alignas(GVL__LINE)
+void *gvl__alloc_lines(size_t size);    /* zeroed; free() releases it    */
 
 struct gvl_thread_s {
   /* Read by the owner at every safe point; others only post an interrupt. */
@@ -129,10 +131,6 @@ struct gvl_thread_s {
   int req_prio;                 /* priority the current acquire asked for;
                                    t only                                  */
   _Atomic int holding;          /* 1 while t owns the GVL; t only          */
-  _Atomic int hold_prio;        /* priority of the current hold: stored by t
-                                   before it queues or takes a free GVL, or
-                                   by the handoff under g->mu before it
-                                   grants; read by others under g->mu       */
   bool boosted;                 /* current hold is charged to the cap
                                    (gvl__boosted); t only                  */
   bool interactive_off;         /* t only                                  */
@@ -173,20 +171,25 @@ struct gvl_thread_s {
   gvl__ksched_t lend_own;       /* t's own scheduling while LENT or
                                    RESTORING; written with LENT, under
                                    g->mu                                   */
-  GVL__PAD(0);
 
-  /* Wait queue node; guarded by g->mu, written by whoever holds it. */
-  gvl_thread_t *qnext, *qprev;
-  int qprio;                    /* priority t queued with                  */
+  /* The handoff's line: the queue node, guarded by g->mu and written by
+   * whoever holds it, and what a waiter spins or sleeps on.  The holder
+   * that hands the GVL to t writes all of it at once, and t reads it as
+   * it takes the GVL: one line moves. */
+  GVL__GROUP
+  gvl_thread_t *qnext;
+  gvl_thread_t *qprev;
   uint64_t qtime;               /* when it queued (for aging)              */
-  bool queued;
-  _Atomic bool spin_hint;       /* a quick handoff is expected; written
-                                   under g->mu, read by t without it        */
-  _Atomic int is_timer;         /* t times the holder's slice; written
-                                   under g->mu, read by t without it        */
-  GVL__PAD(1);
-
-  /* What a waiter spins or sleeps on: written once per handoff. */
+  uint64_t grant_ns;            /* when the handoff granted it: for an
+                                   unboosted hold, the end of t's wait and
+                                   the start of its hold (a boosted one
+                                   starts when t runs); written under g->mu
+                                   before granted, read by t once granted  */
+  int qprio;                    /* priority t queued with                  */
+  _Atomic int hold_prio;        /* priority of the current hold: stored by t
+                                   before it queues or takes a free GVL, or
+                                   by the handoff under g->mu before it
+                                   grants; read by others under g->mu       */
   _Atomic uint32_t granted;     /* GVL__GRANTED, or GVL__GRANTED_HOT, set by
                                    the handoff under g->mu; HOT -> GRANTED
                                    by t's CAS (it takes the GVL), HOT -> 0
@@ -195,20 +198,20 @@ struct gvl_thread_s {
                                    queues itself or drops the GVL for a
                                    gvl_mutex/gvl_cond wait (then another
                                    thread queues it)                        */
-  uint64_t grant_ns;            /* when the handoff granted it: for an
-                                   unboosted hold, the end of t's wait and
-                                   the start of its hold (a boosted one
-                                   starts when t runs); written under g->mu
-                                   before granted, read by t once granted  */
-  gvl__park_t park;
+  _Atomic int is_timer;         /* t times the holder's slice; written
+                                   under g->mu, read by t without it        */
   _Atomic uint32_t wake_refs;   /* kicks decided under g->mu and not made
                                    yet (gvl_lock.c, wakes_t): the handle is
                                    not freed while non-zero; bumped under
                                    g->mu, dropped by the waker without it   */
-  GVL__PAD(2);
+  bool queued;
+  _Atomic bool spin_hint;       /* a quick handoff is expected; written
+                                   under g->mu, read by t without it        */
+  gvl__park_t park;             /* last: the portable one does not fit     */
 
   /* Blocking region; written by t under ilock, read by others under it
    * (gvl_thread_interrupt) and by t without it. */
+  GVL__GROUP
   pthread_mutex_t ilock;
   void (*ubf)(void *);
   void *ubf_arg;
@@ -227,12 +230,18 @@ struct gvl_thread_s {
   bool foreign;                 /* cached by gvl_call_with; g->mu          */
   _Atomic bool orphan;          /* its GVL was destroyed; free on sight    */
   int call_depth;               /* gvl_call_with nesting; t only           */
-  GVL__PAD(3);
 
   /* Written by t itself (C_PREEMPT_REQS lives in preempt_reqs), except
    * C_BOOSTS_REFUSED, which gvl__enqueue_other may add for t. */
+  GVL__GROUP
   _Atomic uint64_t ctr[C__COUNT];
 };
+
+#ifdef GVL__PARK_FUTEX
+_Static_assert(offsetof(gvl_thread_t, park) + sizeof(gvl__park_t) -
+                   offsetof(gvl_thread_t, qnext) <= GVL__LINE,
+               "a handoff writes one line of the waiter's");
+#endif
 
 enum { GVL__CW_NONE, GVL__CW_WAITING, GVL__CW_SIGNALED, GVL__CW_TIMEDOUT };
 
@@ -245,7 +254,9 @@ typedef struct {
 } gvl__policy_t;
 
 struct gvl_s {
-  /* Written at every handoff. */
+  /* Written at every handoff: the word, mu and the queue's ends fill
+   * the first line, the rest of it the second. */
+  GVL__GROUP
   _Atomic uintptr_t word;       /* 0 free, else owner | GVL__CONTENDED: see
                                    the locking note above                  */
   pthread_mutex_t mu;
@@ -263,9 +274,9 @@ struct gvl_s {
   int hot_kind;                 /* GVL__HOT_REGION or _BOOST: which release
                                    left it; mu                             */
   gvl__policy_t pol;            /* mu                                      */
-  GVL__PAD(0);
 
   /* Read on every wait; written only by the setters (validated there). */
+  GVL__GROUP
   _Atomic uint64_t slice_ns;
   _Atomic unsigned cap_pct;
   uint64_t window_ns, age_ns, spin_ns; /* fixed at creation               */
@@ -274,8 +285,8 @@ struct gvl_s {
   void *_Atomic hook_arg;
   void *_Atomic trace;          /* tracer state when tracing, else NULL    */
   uint64_t uid;                 /* never reused, to tell GVLs apart        */
-  GVL__PAD(1);
 
+  GVL__GROUP
   gvl_thread_t *threads;        /* attached threads; mu                    */
   int nthreads;                 /* explicit (non-foreign) attached; mu     */
   _Atomic int in_call;          /* gvl_call_with calls in progress         */

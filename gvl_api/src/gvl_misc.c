@@ -34,6 +34,13 @@ static int one_cpu(void) {
   return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < 2;
 }
 
+void *gvl__alloc_lines(size_t size) {
+  size = (size + GVL__LINE - 1) / GVL__LINE * GVL__LINE;
+  void *p = aligned_alloc(GVL__LINE, size);
+  if (p) memset(p, 0, size);
+  return p;
+}
+
 int gvl__mu_init(pthread_mutex_t *mu) {
 #ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
   pthread_mutexattr_t a;
@@ -58,7 +65,7 @@ gvl_t *gvl_create(const gvl_config_t *cfg) {
     errno = rc;
     return NULL;
   }
-  if (!(g = calloc(1, sizeof *g))) return NULL;
+  if (!(g = gvl__alloc_lines(sizeof *g))) return NULL;
   if ((rc = gvl__mu_init(&g->mu))) {
     free(g);
     errno = rc;

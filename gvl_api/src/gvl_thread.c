@@ -111,7 +111,7 @@ static gvl_thread_t *tls_find(gvl_t *g) {
 }
 
 static gvl_thread_t *attach(gvl_t *g, int prio, bool foreign) {
-  gvl_thread_t *t = calloc(1, sizeof *t);
+  gvl_thread_t *t = gvl__alloc_lines(sizeof *t);
   if (!t) return NULL;
   if (gvl__park_init(&t->park) || pthread_mutex_init(&t->ilock, NULL)) {
     free(t);

@@ -4,13 +4,15 @@
  * foreign thread's first gvl_call_with are reported (NULL + errno ENOMEM),
  * leave nothing behind, and the same calls work once memory is back.
  *
- * calloc is interposed by this program (the library's calls bind to it) and
- * fails only on the calling thread while fail_calloc is set.  Not built for
+ * calloc and aligned_alloc (the library's line-aligned structs) are
+ * interposed by this program (the library's calls bind to them) and fail
+ * only on the calling thread while fail_calloc is set.  Not built for
  * sanitizer or valgrind runs: both replace the allocator themselves.
  */
 #include "tgvl.h"
 
 extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_memalign(size_t align, size_t size);
 
 static _Thread_local int fail_calloc;
 
@@ -22,6 +24,15 @@ __attribute__((visibility("default"))) void *calloc(size_t n, size_t size) {
     return NULL;
   }
   return __libc_calloc(n, size);
+}
+
+__attribute__((visibility("default"))) void *aligned_alloc(size_t align,
+                                                           size_t size) {
+  if (fail_calloc) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return __libc_memalign(align, size);
 }
 
 static gvl_t *g;
