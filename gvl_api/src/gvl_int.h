@@ -255,7 +255,8 @@ typedef struct {
 
 struct gvl_s {
   /* Written at every handoff: the word, mu and the queue's ends fill
-   * the first line, the rest of it the second. */
+   * the first line (x86-64 glibc), the timer, the revocable grant and the
+   * slice start the second; the cap's buckets follow. */
   GVL__GROUP
   _Atomic uintptr_t word;       /* 0 free, else owner | GVL__CONTENDED: see
                                    the locking note above                  */

@@ -19,13 +19,15 @@ The verdict compares the two runs of a suite file by file and test by test:
 it fails for every test that passed under the stock shell and, under the
 gvloop shell, failed, or was never reported because its file hung (timeout)
 or aborted.  A failed test gets one second chance: its file runs once more
-under the gvloop shell, and a test that passes there is reported as
-INTERMITTENT but does not fail the check (the stock shells fail some of
-Tk's tests now and then too; flaky.txt lists the ones measured).  A failure
-that repeats fails the check, and so does a file that hung or aborted.
-Names in flaky.txt are reported but do not fail.  Names in
-skip.txt are tests that can hang forever by a race of their own; both shells
-are told to skip them (tcltest's -skip), so the two runs stay comparable.
+under the gvloop shell (alone, once the lanes are done, so a failure that
+only load brings out may pass there), and a test that passes there is
+reported as INTERMITTENT but does not fail the check (the stock shells fail
+some of Tk's tests now and then too; flaky.txt lists the ones measured).  A
+failure that repeats fails the check, and so does a file that hung or
+aborted in either run.  Names in flaky.txt are reported but do not fail.
+Names in skip.txt are tests that can hang forever by a race of their own;
+both shells are told to skip them (tcltest's -skip), so the two runs stay
+comparable.
 Exit status:
 0 no regression, 1 regressions, 77 skipped (no suites), 2 usage.
 """
@@ -271,11 +273,16 @@ def recheck(gv, bad, args):
         return bad, []
     log("conformance: %s: running %s again" % (gv.label(), " ".join(files)))
     again = Run(gv.suite, "gvloop-again", gv.shell, files, args)
-    again.go()
+    try:
+        again.go()
+    except Exception as e:  # no second chance then
+        log("conformance: %s: ERROR %s" % (again.label(), e))
+        return bad, []
     stays, gone = [], []
     for f, t, what in bad:
-        r = again.results.get(f)    # a hang or an abort always counts
-        repeats = t == "-" or r is None or t not in r.passed
+        # A hang or an abort counts, in either run.
+        r = again.results.get(f)
+        repeats = t == "-" or r is None or r.status != "ok" or t not in r.passed
         (stays if repeats else gone).append((f, t, what))
     return stays, gone
 

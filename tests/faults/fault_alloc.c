@@ -2,10 +2,10 @@
 /*
  * Allocation failure at every allocation of a scripted run.
  *
- * This executable defines malloc, calloc, realloc and free itself (calling
- * glibc's __libc_* functions), so every allocation of the process goes
- * through it: libgvl's, libevloop's, libuv's and glibc's own (thread
- * creation, strdup, ...).  A countdown makes the Nth allocation fail.
+ * This executable defines malloc, calloc, realloc, aligned_alloc and free
+ * itself (calling glibc's __libc_* functions), so every allocation of the
+ * process goes through it: libgvl's, libevloop's, libuv's and glibc's own
+ * (thread creation, strdup, ...).  A countdown makes the Nth allocation fail.
  *
  * The parent runs the script in a fresh child for N = 1, 2, ... until a run
  * completes without reaching allocation N.  In each child:
@@ -45,6 +45,7 @@
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
 extern void __libc_free(void *);
 
 /* ---- the interposer -------------------------------------------------------- */
@@ -175,6 +176,15 @@ FA_EXPORT void *calloc(size_t a, size_t b) {
   void *p;
   if (fa_fail(0)) return NULL;
   p = __libc_calloc(a, b);
+  fa_add(p, __builtin_return_address(0));
+  return p;
+}
+
+/* libgvl allocates its handles line-aligned. */
+FA_EXPORT void *aligned_alloc(size_t align, size_t n) {
+  void *p;
+  if (fa_fail(0)) return NULL;
+  p = __libc_memalign(align, n);
   fa_add(p, __builtin_return_address(0));
   return p;
 }
