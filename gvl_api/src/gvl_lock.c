@@ -197,6 +197,14 @@ static void unlend(gvl_thread_t *t) {
       memory_order_relaxed);
 }
 
+/* Give the timer role to t (NULL: nobody), g->mu held.  A new timer has
+ * not looked yet, so it has no deadline (timer_due 0). */
+static void give_timer(gvl_t *g, gvl_thread_t *t) {
+  g->timer = t;
+  g->timer_due = 0;
+  if (t) atomic_store_explicit(&t->is_timer, 1, memory_order_relaxed);
+}
+
 /* Queue t (the caller, or a thread blocked in a gvl_mutex) behind the
  * holder, at the priority the policy gives it; the caller has set
  * GVL__CONTENDED.  Returns the holder if t outranks it and so asked it to
@@ -232,9 +240,7 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
     }
   }
   if (!g->timer) {
-    g->timer = t;
-    g->timer_due = 0;
-    atomic_store_explicit(&t->is_timer, 1, memory_order_relaxed);
+    give_timer(g, t);
     if (wk) wake_later(wk, t);
   }
   return ask ? owner : NULL;
@@ -258,12 +264,9 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant,
     /* The timer role moves to another waiter, woken to arm its clock
      * (a yielder that queued itself takes it knowingly). */
     atomic_store_explicit(&w->is_timer, 0, memory_order_relaxed);
-    g->timer = g->qhead;
-    g->timer_due = 0;
-    if (g->timer) {
-      atomic_store_explicit(&g->timer->is_timer, 1, memory_order_relaxed);
-      if (!pthread_equal(g->timer->tid, pthread_self())) timer = g->timer;
-    }
+    give_timer(g, g->qhead);
+    if (g->timer && !pthread_equal(g->timer->tid, pthread_self()))
+      timer = g->timer;
   }
   w->grant_ns = now;
   atomic_store_explicit(&w->granted, grant, memory_order_release);
@@ -297,9 +300,7 @@ static bool take_back(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, int prio,
                         memory_order_relaxed);
   g->pol.hold_since = g->hot_since;
   if (!g->timer) {
-    g->timer = w;
-    g->timer_due = 0;
-    atomic_store_explicit(&w->is_timer, 1, memory_order_relaxed);
+    give_timer(g, w);
     wake_later(wk, w);
   } else if (g->hot_since + atomic_load_explicit(&g->slice_ns,
                  memory_order_relaxed) < g->timer_due) {

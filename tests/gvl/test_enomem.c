@@ -6,7 +6,7 @@
  *
  * calloc and aligned_alloc (the library's line-aligned structs) are
  * interposed by this program (the library's calls bind to them) and fail
- * only on the calling thread while fail_calloc is set.  Not built for
+ * only on the calling thread while fail_alloc is set.  Not built for
  * sanitizer or valgrind runs: both replace the allocator themselves.
  */
 #include "tgvl.h"
@@ -14,12 +14,12 @@
 extern void *__libc_calloc(size_t n, size_t size);
 extern void *__libc_memalign(size_t align, size_t size);
 
-static _Thread_local int fail_calloc;
+static _Thread_local int fail_alloc;
 
 /* Exported (default visibility, and the executable is linked with
  * ENABLE_EXPORTS) so that libgvl.so binds to it too. */
 __attribute__((visibility("default"))) void *calloc(size_t n, size_t size) {
-  if (fail_calloc) {
+  if (fail_alloc) {
     errno = ENOMEM;
     return NULL;
   }
@@ -28,7 +28,7 @@ __attribute__((visibility("default"))) void *calloc(size_t n, size_t size) {
 
 __attribute__((visibility("default"))) void *aligned_alloc(size_t align,
                                                            size_t size) {
-  if (fail_calloc) {
+  if (fail_alloc) {
     errno = ENOMEM;
     return NULL;
   }
@@ -41,24 +41,24 @@ static void *ident(void *arg) { return arg; }
 
 static void *foreign(void *arg) {
   (void)arg;
-  fail_calloc = 1;
+  fail_alloc = 1;
   CHECK_NULL_ERRNO(gvl_call_with(g, 0, ident, &g), ENOMEM);
-  fail_calloc = 0;
+  fail_alloc = 0;
   CHECK(gvl_call_with(g, 0, ident, &g) == &g);
   return NULL;
 }
 
 int main(void) {
   tgvl_watchdog(30);
-  fail_calloc = 1;
+  fail_alloc = 1;
   CHECK_NULL_ERRNO(gvl_create(NULL), ENOMEM);
-  fail_calloc = 0;
+  fail_alloc = 0;
   g = gvl_create(NULL);
   CHECK(g != NULL);
 
-  fail_calloc = 1;
+  fail_alloc = 1;
   CHECK_NULL_ERRNO(gvl_thread_attach(g, 0), ENOMEM);
-  fail_calloc = 0;
+  fail_alloc = 0;
   CHECK(gvl_thread_self(g) == NULL);
   CHECK_OK(gvl_destroy(g)); /* the failed attach left nothing attached */
   g = gvl_create(NULL);
