@@ -23,9 +23,15 @@
  *    over a sliding window (the starvation guard; see gvl_acquire_prio for
  *    the exact bound); past the cap boosted waiters are served last.
  *  - No spinning on one CPU: a waiter spins (bounded by spin_ns, yielding
- *    the CPU after 2 us) only with two or more CPUs online and in its
- *    affinity mask, and never with GVL_F_NOSPIN.  Waits for a gvl_mutex or
- *    gvl_cond never spin.
+ *    the CPU after 2 us) only with two or more CPUs online and in the
+ *    affinity mask of the thread that created the GVL (as it was then: a
+ *    process pinned to one CPU, or a 1-CPU container, never spins), and
+ *    never with GVL_F_NOSPIN.  Waits for a gvl_mutex or gvl_cond never spin.
+ *  - fork(): in the child only the forking thread exists.  Each GVL keeps
+ *    that thread's attachments, is held by it if it held it, and has no
+ *    waiters; the other threads' handles are gone, and they leave the
+ *    queues of any gvl_mutex or gvl_cond they waited on (a gvl_mutex one of
+ *    them owned stays locked, as a pthread mutex would).
  *
  * Return values: every int-returning call returns 0 or a positive errno code.
  *   EINVAL   NULL or out-of-range argument
@@ -90,7 +96,11 @@ typedef struct gvl_thread_s gvl_thread_t;
 
 /* Events passed to the instrumentation hook. */
 typedef enum {
-  GVL_EV_READY = 1,       /* thread starts waiting for the GVL            */
+  GVL_EV_READY = 1,       /* thread starts waiting for the GVL; a thread
+                             blocked in a gvl_mutex or gvl_cond wait is
+                             queued for it by another thread, and gets
+                             its READY once it runs again, just before
+                             RESUMED, with now_ns the time it was queued */
   GVL_EV_RESUMED,         /* thread got the GVL: after READY when it had to
                              wait, alone when the GVL was free            */
   GVL_EV_SUSPENDED,       /* thread is giving the GVL up (release, yield,
@@ -122,7 +132,8 @@ typedef struct {
   uint64_t slice_ns;      /* time slice; 0 = default (10 ms)               */
   unsigned boost_cap_pct; /* share of GVL time boosted holds may take
                              over the window, 1..100; 0 = default (50)     */
-  uint64_t cap_window_ns; /* sliding window of the cap; 0 = 100 ms         */
+  uint64_t cap_window_ns; /* sliding window of the cap, 8..GVL_MAX_NS (it
+                             is kept as 8 buckets); 0 = 100 ms             */
   uint64_t age_ns;        /* waiting this long raises a waiter's effective
                              priority by one; 0 = default (100 ms)         */
   uint64_t spin_ns;       /* max spin before sleeping, for a waiter that
@@ -190,7 +201,9 @@ GVL_EXPORT int gvl_stats(gvl_t *g, gvl_stats_t *out);
 
 /* [any; the calling thread attaches] Attach the calling OS thread with a base
  * priority (used by gvl_acquire).  The thread does not hold the GVL after
- * this.  Returns NULL and sets errno: EINVAL, EEXIST, ENOMEM. */
+ * this.  Returns NULL and sets errno: EINVAL, ENOMEM, or EEXIST if the
+ * thread is attached to g already (including by a gvl_call_with whose fn
+ * is running on it). */
 GVL_EXPORT gvl_thread_t *gvl_thread_attach(gvl_t *g, int prio);
 
 /* [not held] Detach and free the handle.  EBUSY if holding, EPERM from
@@ -380,6 +393,9 @@ GVL_EXPORT int gvl_region_end(gvl_thread_t *t, int prio);
  * releases after.  An unattached (foreign) thread is attached on first use;
  * the attachment is cached for the next call, reclaimed when the thread
  * exits or gvl_destroy runs, and never counts as attached for gvl_destroy.
+ * A thread that exits inside fn (pthread_exit) ends the call: the GVL is
+ * recovered (GVL_EV_OWNER_DIED) and the call no longer keeps gvl_destroy
+ * off g.
  * Called from inside a blocking region of the same thread (fn of
  * gvl_call_without calling back into the host), the region is suspended
  * for the call: fn may enter regions of its own, gvl_thread_interrupt
@@ -423,7 +439,9 @@ GVL_EXPORT int gvl_cond_init(gvl_cond_t *c);
 GVL_EXPORT int gvl_cond_destroy(gvl_cond_t *c);
 /* [held] t must own m.  Returns owning m and holding the GVL. */
 GVL_EXPORT int gvl_cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m);
-/* [held] As gvl_cond_wait, giving up after timeout_ns: ETIMEDOUT. */
+/* [held] As gvl_cond_wait, giving up after timeout_ns: ETIMEDOUT (still
+ * owning m and holding the GVL).  A timeout past the monotonic clock's
+ * range (UINT64_MAX) never expires. */
 GVL_EXPORT int gvl_cond_timedwait(gvl_thread_t *t, gvl_cond_t *c,
                                   gvl_mutex_t *m, uint64_t timeout_ns);
 /* [held] Wake one / all waiters (in FIFO order). */

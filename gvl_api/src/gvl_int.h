@@ -219,6 +219,8 @@ struct gvl_thread_s {
 
   /* gvl_mutex/gvl_cond wait node; guarded by the GVL. */
   gvl_thread_t *mnext, *mprev;
+  gvl__waitq_t *mq;             /* the queue it is linked in, or NULL: the
+                                   fork child unlinks threads it drops     */
   _Atomic int cstate;           /* GVL__CW_*: the CAS decides signal vs
                                    timeout                                 */
   gvl_cond_t *cwait;            /* condition waited on, if linked          */
@@ -304,6 +306,8 @@ int gvl__mu_init(pthread_mutex_t *mu);
 /* gvl_lock.c: the mechanism */
 uint64_t gvl__now(void);
 void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev);
+/* The same for an event that happened at now (gvl__hook reads the clock). */
+void gvl__hook_at(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now);
 int  gvl__acquire(gvl_thread_t *t, int prio, bool interactive);
 /* Release.  kind (GVL__HOT_*): whether the waiter served may get a grant
  * the caller can take back, which its next contended acquire tries first

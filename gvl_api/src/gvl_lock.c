@@ -45,10 +45,13 @@ static inline bool hooked(gvl_t *g) {
 /* Instrumentation: the tracer (gvl_trace.c) and the user's hook.  With
  * both off this is two plain loads and a branch. */
 void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev) {
+  if (hooked(g)) gvl__hook_at(g, t, ev, gvl__now());
+}
+
+void gvl__hook_at(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
   gvl_hook_cb cb = atomic_load_explicit(&g->hook, memory_order_acquire);
   void *tr = atomic_load_explicit(&g->trace, memory_order_acquire);
   if (!cb && !tr) return;
-  uint64_t now = gvl__now();
   if (tr) gvl__trace_event(g, t, ev, now);
   if (cb) cb(atomic_load_explicit(&g->hook_arg, memory_order_relaxed), t, ev, now);
 }

@@ -16,6 +16,7 @@
 /* ---- FIFO of blocked threads (GVL held) ------------------------------------ */
 
 static void wq_push(gvl__waitq_t *q, gvl_thread_t *t) {
+  t->mq = q;
   t->mnext = NULL;
   t->mprev = q->tail;
   if (q->tail) q->tail->mnext = t; else q->head = t;
@@ -26,6 +27,7 @@ static void wq_remove(gvl__waitq_t *q, gvl_thread_t *t) {
   if (t->mprev) t->mprev->mnext = t->mnext; else q->head = t->mnext;
   if (t->mnext) t->mnext->mprev = t->mprev; else q->tail = t->mprev;
   t->mnext = t->mprev = NULL;
+  t->mq = NULL;
 }
 
 static gvl_thread_t *wq_pop(gvl__waitq_t *q) {
@@ -81,13 +83,22 @@ static void unlock_m(gvl_mutex_t *m) {
   else m->owner = NULL;
 }
 
+/* t, blocked in a wait, has been queued for the GVL by another thread
+ * and handed it: its READY, at the time it was queued (t->qtime, written
+ * before the grant), then RESUMED.  The hook runs on t, as promised. */
+static void resume_from_wait(gvl_thread_t *t, uint64_t t0) {
+  gvl__hook_at(t->g, t, GVL_EV_READY, t->qtime);
+  gvl__after_acquire(t, t0);
+}
+
 /* Give up the GVL and sleep until someone has queued us for it and it has
- * been handed over. */
+ * been handed over.  Never a spin: the mutex comes first, and its owner
+ * may keep it for long. */
 static void block(gvl_thread_t *t) {
   uint64_t t0 = gvl__now();
   gvl__drop_for_wait(t);
-  (void)gvl__wait_granted_until(t->g, t, 0);  /* for the mutex first: no spin */
-  gvl__after_acquire(t, t0);
+  (void)gvl__wait_granted_until(t->g, t, 0);
+  resume_from_wait(t, t0);
 }
 
 int gvl_mutex_lock(gvl_thread_t *t, gvl_mutex_t *m) {
@@ -152,13 +163,15 @@ static int cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m,
   unlock_m(m);
   gvl__drop_for_wait(t);
   if (gvl__wait_granted_until(t->g, t, deadline)) {
-    gvl__after_acquire(t, t0);
+    resume_from_wait(t, t0);
     return 0;
   }
   int exp = GVL__CW_WAITING;
   if (!atomic_compare_exchange_strong(&t->cstate, &exp, GVL__CW_TIMEDOUT)) {
-    gvl__wait_granted(t->g, t, gvl__now());  /* signalled meanwhile: coming */
-    gvl__after_acquire(t, t0);
+    /* Signalled meanwhile: the grant comes once the mutex's owner lets go,
+     * which may be long; sleep for it. */
+    (void)gvl__wait_granted_until(t->g, t, 0);
+    resume_from_wait(t, t0);
     return 0;
   }
   (void)gvl__acquire(t, t->prio, false);
@@ -176,7 +189,9 @@ int gvl_cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m) {
 
 int gvl_cond_timedwait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m,
                        uint64_t timeout_ns) {
-  uint64_t d = gvl__now() + timeout_ns;
+  /* A timeout past the clock's range waits for the signal alone. */
+  uint64_t now = gvl__now();
+  uint64_t d = timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
   return cond_wait(t, c, m, d);
 }
 

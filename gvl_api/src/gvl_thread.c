@@ -149,7 +149,10 @@ gvl_thread_t *gvl_thread_attach(gvl_t *g, int prio) {
   pthread_mutex_lock(&registry_mu);  /* orders against gvl_destroy */
   t = tls_find(g);
   pthread_mutex_unlock(&registry_mu);
-  if (t && !t->foreign) {
+  /* Attached already: explicitly, or through a gvl_call_with that is
+   * running fn on this thread now (that attachment holds the GVL, and is
+   * the call's to drop). */
+  if (t && (!t->foreign || t->call_depth)) {
     errno = EEXIST;
     return NULL;
   }
@@ -209,6 +212,13 @@ static void tls_destructor(void *unused) {
       thread_free(t);
       continue;
     }
+    /* A thread that exits inside fn of gvl_call_with never returns to
+     * end its calls: end them here, under registry_mu, which gvl_destroy
+     * takes before it looks at in_call, so g outlives the detach. */
+    if (t->call_depth)
+      atomic_fetch_sub_explicit(&t->g->in_call, t->call_depth,
+                                memory_order_release);
+    t->call_depth = 0;
     detach(t);
   }
   pthread_mutex_unlock(&registry_mu);
@@ -447,7 +457,15 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
     next = t->gnext;
     if (!pthread_equal(t->tid, self)) {
       /* Its thread does not exist here; its locks may be held forever,
-       * so the memory is released without destroying them. */
+       * so the memory is released without destroying them.  A gvl_mutex
+       * or gvl_cond it waited in must not hand anything to it: it leaves
+       * that queue (a gvl_mutex it owned stays locked, like a pthread
+       * mutex held by a thread that did not fork). */
+      if (t->mq) {
+        gvl__waitq_t *q = t->mq;
+        if (t->mprev) t->mprev->mnext = t->mnext; else q->head = t->mnext;
+        if (t->mnext) t->mnext->mprev = t->mprev; else q->tail = t->mprev;
+      }
       for (int i = 0; i < C__COUNT; i++)
         g->retired[i] += gvl__ctr_get(t, i);
       free(t);

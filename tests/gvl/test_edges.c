@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Promises of gvl.h at their edges, one case per sentence:
+ *
+ *   attach_in_call_with  gvl_thread_attach from fn of gvl_call_with, on a
+ *                        thread the call attached: EEXIST, and the call's
+ *                        attachment still holds and ends as it should
+ *   exit_in_call_with    a thread that exits inside fn of gvl_call_with
+ *                        (foreign, and attached) leaves a GVL that works
+ *                        and that gvl_destroy then destroys (no EBUSY)
+ *   timedwait_forever    gvl_cond_timedwait with UINT64_MAX waits for the
+ *                        signal: 0, not an ETIMEDOUT at once
+ *   cond_no_spin         a timed wait signalled while the mutex's owner
+ *                        keeps the mutex past the timeout then waits for
+ *                        the mutex asleep, even with a spin of a day
+ *   wait_ready           a thread blocked in gvl_mutex_lock or
+ *                        gvl_cond_wait gets SUSPENDED, READY, RESUMED, in
+ *                        that order and time, and READY is not late
+ *                        (stamped when it was queued, before the unlocker's
+ *                        release)
+ *   fork_mutex_waiter    fork while another thread waits on a gvl_mutex
+ *                        the forking thread owns: in the child the unlock
+ *                        leaves the mutex free (the waiter is gone), and
+ *                        the child locks it and uses the GVL again
+ *   cap_window_min       cap_window_ns 1..7 is EINVAL, 8 is accepted
+ *
+ * Everything asserted is a return code, an order or a state.
+ */
+#include "tgvl.h"
+
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+static gvl_t *g;
+
+/* ---- attach_in_call_with ------------------------------------------------- */
+
+static int attach_err;
+static gvl_thread_t *attach_got;
+static int held_in_fn;
+
+static void *attach_fn(void *arg) {
+  errno = 0;
+  attach_got = gvl_thread_attach(g, 0);
+  attach_err = errno;
+  held_in_fn = gvl_thread_holds(gvl_thread_self(g));
+  return arg;
+}
+
+static void *attach_foreign(void *arg) {
+  CHECK(gvl_call_with(g, 0, attach_fn, arg) == arg);
+  /* The call's cached attachment is idle again, so attaching now adopts it
+   * as an ordinary one. */
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_EQ(gvl_thread_holds(t), 0);
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void attach_in_call_with(void) {
+  pthread_t th;
+  CHECK(g = gvl_create(NULL));
+  tgvl_spawn(&th, attach_foreign, &th);
+  tgvl_join(th);
+  CHECK(attach_got == NULL);
+  CHECK_EQ(attach_err, EEXIST);
+  CHECK_EQ(held_in_fn, 1);
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* ---- exit_in_call_with ----------------------------------------------------- */
+
+static void *exit_fn(void *arg) {
+  (void)arg;
+  pthread_exit(NULL);
+}
+
+static void *exit_foreign(void *arg) {
+  (void)gvl_call_with(g, 0, exit_fn, arg);
+  CHECK(0);                            /* not reached */
+  return NULL;
+}
+
+static void *exit_attached(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  (void)gvl_call_with(g, 0, exit_fn, arg);
+  CHECK(0);
+  return NULL;
+}
+
+static void exit_in_call_with(void) {
+  void *(*fns[2])(void *) = {exit_foreign, exit_attached};
+  for (int i = 0; i < 2; i++) {
+    pthread_t th;
+    CHECK(g = gvl_create(NULL));
+    tgvl_spawn(&th, fns[i], NULL);
+    tgvl_join(th);
+    CHECK_EQ(tgvl_stats(g).owner_died, 1);
+    gvl_thread_t *me = gvl_thread_attach(g, 0);
+    CHECK(me != NULL);
+    CHECK_OK(gvl_acquire(me));
+    CHECK_OK(gvl_release(me));
+    CHECK_OK(gvl_thread_detach(me));
+    CHECK_OK(gvl_destroy(g));        /* EBUSY for ever before */
+  }
+}
+
+/* ---- timedwait_forever, cond_no_spin ------------------------------------- */
+
+static gvl_mutex_t mx;
+static gvl_cond_t cv;
+static atomic_uint step;
+
+/* A test thread attaches and takes the GVL; at the end it lets go of mx,
+ * the GVL and its attachment. */
+static gvl_thread_t *enter(void) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  return t;
+}
+
+static void leave(gvl_thread_t *t) {
+  CHECK_EQ(gvl_thread_holds(t), 1);
+  CHECK_OK(gvl_mutex_unlock(t, &mx));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+}
+static atomic_int waiter_tid;
+static int wait_rc;
+
+static void *forever_waiter(void *arg) {
+  gvl_thread_t *t = enter();
+  CHECK_OK(gvl_mutex_lock(t, &mx));
+  atomic_store(&step, 1);
+  wait_rc = gvl_cond_timedwait(t, &cv, &mx, UINT64_MAX);
+  leave(t);
+  return arg;
+}
+
+static void timedwait_forever(void) {
+  pthread_t th;
+  CHECK(g = gvl_create(NULL));
+  CHECK_OK(gvl_mutex_init(&mx));
+  CHECK_OK(gvl_cond_init(&cv));
+  atomic_store(&step, 0);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  tgvl_spawn(&th, forever_waiter, NULL);
+  tgvl_wait_ge(&step, 1);
+  tgvl_sleep_us(20000);
+  CHECK_OK(gvl_acquire(me));           /* the waiter released GVL and mutex */
+  CHECK_OK(gvl_mutex_lock(me, &mx));
+  CHECK_OK(gvl_cond_signal(me, &cv));
+  CHECK_OK(gvl_mutex_unlock(me, &mx));
+  CHECK_OK(gvl_release(me));
+  tgvl_join(th);
+  CHECK_EQ(wait_rc, 0);                /* signalled, not ETIMEDOUT */
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_cond_destroy(&cv));
+  CHECK_OK(gvl_mutex_destroy(&mx));
+  CHECK_OK(gvl_destroy(g));
+}
+
+static void *late_waiter(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  atomic_store(&waiter_tid, (int)syscall(SYS_gettid));
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_mutex_lock(t, &mx));
+  atomic_store(&step, 1);
+  /* Signalled within its timeout, but the mutex comes only after it. */
+  wait_rc = gvl_cond_timedwait(t, &cv, &mx, 50 * 1000000ull);
+  leave(t);
+  return arg;
+}
+
+static void cond_no_spin(void) {
+  gvl_config_t c;
+  pthread_t th;
+  memset(&c, 0, sizeof c);
+  c.spin_ns = GVL_MAX_NS;              /* a spinning wait would last a day */
+  CHECK(g = gvl_create(&c));
+  CHECK_OK(gvl_mutex_init(&mx));
+  CHECK_OK(gvl_cond_init(&cv));
+  atomic_store(&step, 0);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  tgvl_spawn(&th, late_waiter, NULL);
+  tgvl_wait_ge(&step, 1);
+  CHECK_OK(gvl_acquire(me));
+  CHECK_OK(gvl_mutex_lock(me, &mx));
+  CHECK_OK(gvl_cond_signal(me, &cv));  /* to the mutex's queue: we own it */
+  CHECK_OK(gvl_release(me));           /* the GVL is free, the mutex not */
+  tgvl_sleep_us(100000);               /* its 50 ms pass */
+  /* It waits for the mutex now, and must do so asleep (a spinning or
+   * yielding wait stays 'R'); bounded only by the watchdog. */
+  int sleeping = 0;
+  while (sleeping < 20) {
+    sleeping = tgvl_thread_state(atomic_load(&waiter_tid)) == 'S'
+                   ? sleeping + 1 : 0;
+    tgvl_sleep_us(1000);
+  }
+  CHECK_OK(gvl_acquire(me));
+  CHECK_OK(gvl_mutex_unlock(me, &mx)); /* hands it the mutex, queues it */
+  CHECK_OK(gvl_release(me));
+  tgvl_join(th);
+  CHECK_EQ(wait_rc, 0);                /* signalled in time */
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_cond_destroy(&cv));
+  CHECK_OK(gvl_mutex_destroy(&mx));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* ---- wait_ready ---------------------------------------------------------- */
+
+static tgvl_log_t hlog;
+static gvl_thread_t *_Atomic watched;
+static uint64_t unlocker_release_ns;
+
+static void *blocked(void *arg) {
+  int use_cond = *(int *)arg;
+  gvl_thread_t *t = enter();
+  atomic_store(&watched, t);
+  if (use_cond) {
+    CHECK_OK(gvl_mutex_lock(t, &mx));
+    atomic_store(&step, 1);
+    CHECK_OK(gvl_cond_wait(t, &cv, &mx));
+  } else {
+    atomic_store(&step, 1);
+    CHECK_OK(gvl_mutex_lock(t, &mx));
+  }
+  leave(t);
+  return arg;
+}
+
+static void wait_ready(void) {
+  for (int use_cond = 0; use_cond < 2; use_cond++) {
+    gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
+    pthread_t th;
+    CHECK(g = gvl_create(&c));
+    CHECK_OK(gvl_mutex_init(&mx));
+    CHECK_OK(gvl_cond_init(&cv));
+    atomic_store(&step, 0);
+    atomic_store(&watched, NULL);
+    gvl_thread_t *me = gvl_thread_attach(g, 0);
+    CHECK(me != NULL);
+    CHECK_OK(gvl_acquire(me));
+    if (!use_cond) CHECK_OK(gvl_mutex_lock(me, &mx));
+    CHECK_OK(gvl_release(me));
+    tgvl_spawn(&th, blocked, &use_cond);
+    tgvl_wait_ge(&step, 1);
+    tgvl_sleep_us(20000);              /* it blocks: lock or wait */
+    tgvl_log_reset(&hlog);
+    CHECK_OK(gvl_acquire(me));
+    if (use_cond) {
+      CHECK_OK(gvl_mutex_lock(me, &mx));
+      CHECK_OK(gvl_cond_signal(me, &cv));
+    }
+    CHECK_OK(gvl_mutex_unlock(me, &mx)); /* queues it for the GVL */
+    unlocker_release_ns = gvl_now_ns();
+    CHECK_OK(gvl_release(me));
+    tgvl_join(th);
+    /* The log began after it blocked: its READY, stamped when the unlock
+     * queued it, then its RESUMED, both on its own thread. */
+    unsigned n = atomic_load(&hlog.n), r = 0, u = 0;
+    gvl_thread_t *w = atomic_load(&watched);
+    CHECK_LE(n, TGVL_LOG_MAX);
+    for (unsigned i = 0; i < n; i++) {
+      if (hlog.ev[i].t != w) continue;
+      if (hlog.ev[i].ev == GVL_EV_READY && !r) {
+        CHECK_EQ(u, 0);                 /* READY before RESUMED */
+        CHECK_LT(hlog.ev[i].ns, unlocker_release_ns);
+        r = i + 1;
+      }
+      if (hlog.ev[i].ev == GVL_EV_RESUMED && !u) {
+        CHECK_GT(r, 0);
+        CHECK_GE(hlog.ev[i].ns, hlog.ev[r - 1].ns);
+        CHECK(pthread_equal(hlog.ev[i].self, hlog.ev[r - 1].self));
+        u = i + 1;
+      }
+    }
+    CHECK_GT(r, 0);
+    CHECK_GT(u, 0);
+    CHECK_OK(gvl_thread_detach(me));
+    CHECK_OK(gvl_cond_destroy(&cv));
+    CHECK_OK(gvl_mutex_destroy(&mx));
+    CHECK_OK(gvl_destroy(g));
+  }
+}
+
+/* ---- fork_mutex_waiter ------------------------------------------------- */
+
+static void *mutex_waiter(void *arg) {
+  gvl_thread_t *t = enter();
+  atomic_store(&step, 1);
+  CHECK_OK(gvl_mutex_lock(t, &mx));
+  leave(t);
+  return arg;
+}
+
+static void fork_mutex_waiter(void) {
+  pthread_t th;
+  CHECK(g = gvl_create(NULL));
+  CHECK_OK(gvl_mutex_init(&mx));
+  atomic_store(&step, 0);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  CHECK_OK(gvl_acquire(me));
+  CHECK_OK(gvl_mutex_lock(me, &mx));
+  CHECK_OK(gvl_release(me));
+  tgvl_spawn(&th, mutex_waiter, NULL);
+  tgvl_wait_ge(&step, 1);
+  tgvl_sleep_us(20000);                /* it waits on mx, asleep */
+  CHECK_OK(gvl_acquire(me));
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    tgvl_watchdog(10);
+    CHECK_OK(gvl_mutex_unlock(me, &mx)); /* nobody to hand it to here */
+    CHECK(mx.owner == NULL);
+    CHECK(mx.waiters.head == NULL);
+    CHECK_OK(gvl_release(me));
+    CHECK_OK(gvl_acquire(me));
+    CHECK_OK(gvl_mutex_lock(me, &mx));
+    CHECK_OK(gvl_mutex_unlock(me, &mx));
+    CHECK_OK(gvl_mutex_destroy(&mx));
+    CHECK_OK(gvl_release(me));
+    CHECK_OK(gvl_thread_detach(me));
+    CHECK_OK(gvl_destroy(g));
+    _exit(0);
+  }
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 0);
+  /* The parent is untouched: its waiter gets the mutex. */
+  CHECK_OK(gvl_mutex_unlock(me, &mx));
+  CHECK_OK(gvl_release(me));
+  tgvl_join(th);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_mutex_destroy(&mx));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* ---- cap_window_min ---------------------------------------------------- */
+
+static void cap_window_min(void) {
+  gvl_config_t c;
+  memset(&c, 0, sizeof c);
+  for (uint64_t w = 1; w < 8; w++) {
+    c.cap_window_ns = w;
+    errno = 0;
+    CHECK(gvl_create(&c) == NULL);
+    CHECK_EQ(errno, EINVAL);
+  }
+  c.cap_window_ns = 8;
+  CHECK(g = gvl_create(&c));
+  CHECK_OK(gvl_destroy(g));
+}
+
+static const tgvl_case_t cases[] = {
+  {"attach_in_call_with", attach_in_call_with},
+  {"exit_in_call_with", exit_in_call_with},
+  {"timedwait_forever", timedwait_forever},
+  {"cond_no_spin", cond_no_spin},
+  {"wait_ready", wait_ready},
+  {"fork_mutex_waiter", fork_mutex_waiter},
+  {"cap_window_min", cap_window_min},
+};
+
+int main(int argc, char **argv) {
+  tgvl_watchdog(120);
+  return tgvl_run_cases(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
