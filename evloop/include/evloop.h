@@ -223,7 +223,7 @@ EVL_EXPORT int evl_attach(evl_t *l);
  * requested yet), shut down (every pending registration gets its last
  * call, on this thread) and give up the loop-thread role.  The GVL state of
  * the caller is kept.  EINVAL, EPERM (not attached by this thread), EBUSY
- * (inside a callback or a libuv callback). */
+ * (inside a callback, cfg.on_error or a libuv callback). */
 EVL_EXPORT int evl_detach(evl_t *l);
 
 /* [loop thread] What a host waiting in its own loop needs: *fd_out, the
@@ -239,8 +239,8 @@ EVL_EXPORT int evl_backend(evl_t *l, int *fd_out, int *timeout_ms_out);
  * never ran, the shutdown runs on the calling thread (which attaches to the
  * GVL for it if needed).  The thread that called evl_attach may destroy
  * outside any callback (evl_detach is done first).  l is invalid
- * afterwards.  EINVAL, EBUSY (called on the loop thread in a callback or
- * from a driver, or from a work function). */
+ * afterwards.  EINVAL, EBUSY (called on the loop thread in a callback, in
+ * cfg.on_error or from a driver, or from a work function). */
 EVL_EXPORT int evl_destroy(evl_t *l);
 
 /* [any] 1 once a stop was requested, else 0 (0 for NULL). */
@@ -284,7 +284,9 @@ EVL_EXPORT int evl_post_flags(evl_t *l, evl_cb cb, void *arg, unsigned flags,
                               evl_id_t *id_out);
 
 /* [any] Cancel a registration: its callback gets one last call with
- * ECANCELED (after any call of it that is running now returns).  EVL_ENOREG if
+ * ECANCELED (after any call of it that is running now returns), also when
+ * the registration had ended otherwise (a one-shot timer that fired, a
+ * watch that failed) and that last call had not been made yet.  EVL_ENOREG if
  * the id is unknown or has already had its last call (or was cancelled);
  * EBUSY for work whose function has started (its completion still runs with
  * status 0).  For an fd watch, close the fd only after the last call. */

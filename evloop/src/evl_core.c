@@ -380,7 +380,7 @@ int evl_detach(evl_t *l) {
   attached = l->attached;
   pthread_mutex_unlock(&l->mu);
   if (evl__tls_loop != l || !attached) return EPERM;
-  if (l->frame != NULL || l->in_uv_run) return EBUSY;
+  if (l->frame != NULL || l->in_uv_run || l->reporting) return EBUSY;
   evl__set_stopping(l);
   /* As in evl_run: the shutdown never waits holding the GVL. */
   was_held = gvl_thread_holds(l->gt);

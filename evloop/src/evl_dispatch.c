@@ -20,7 +20,10 @@
 void evl__report(evl_t *l, int err, const char *what) {
   EVL__STAT_ADD(l, failures, 1);
   if (l->on_error != NULL) {
+    /* Inside the loop's pass, like a callback: no detach or destroy. */
+    l->reporting++;
     l->on_error(l, err, what, l->on_error_arg);
+    l->reporting--;
     return;
   }
   fprintf(stderr, "evloop: callback failed: %s: %s\n",
@@ -55,7 +58,10 @@ static evl__item_t *evl__dq_pop(evl_t *l) {
 /* Decide the call a popped item gets.  Returns 0 to skip it: a tick of an
  * item cancelled meanwhile (its last call is on its way).  A last call
  * removes the id from the map first, so evl_cancel says EVL_ENOREG from then on.
- * A cancelled one-shot call whose status is not fixed becomes ECANCELED. */
+ * A cancelled item's last call is ECANCELED, whatever status it was queued
+ * with (a one-shot that fired, a watch that failed): the cancel is what
+ * ends it.  Not the completion of work that ran (status_fixed), which
+ * evl_cancel refuses (EBUSY) and a shutdown waits for. */
 static int evl__take(evl_t *l, evl__item_t *it, int *status, int *final) {
   int cancelled;
   pthread_mutex_lock(&l->mu);
@@ -71,7 +77,7 @@ static int evl__take(evl_t *l, evl__item_t *it, int *status, int *final) {
     return !cancelled;
   }
   *status = it->status;
-  if (cancelled && it->status == 0 && !it->status_fixed) *status = ECANCELED;
+  if (cancelled && !it->status_fixed) *status = ECANCELED;
   return 1;
 }
 

@@ -64,7 +64,9 @@ struct evl__item {
   int in_dq;               /* loop                                       */
   int final;               /* loop: the queued call is the last one      */
   int status;              /* loop: status of that last call             */
-  int status_fixed;        /* loop: never turned into ECANCELED          */
+  int status_fixed;        /* loop: it is the completion of work (or a
+                              read) that ran: never turned into
+                              ECANCELED, even by a shutdown             */
   int delivered;           /* loop: last call made                       */
   int running;             /* loop: calls of this item on the stack      */
   int deferred;            /* loop: popped while running; re-queue       */
@@ -157,6 +159,7 @@ struct evl_s {
   evl__item_t *dq_head;    /* loop: dispatch queue                       */
   evl__item_t *dq_tail;
   evl__frame_t *frame;     /* loop: innermost running callback           */
+  int reporting;           /* loop: inside cfg.on_error                  */
   evl_t *saved_tls;        /* loop: evl__tls_loop before evl_run         */
 
   evl__stats_t st;

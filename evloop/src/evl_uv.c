@@ -14,7 +14,9 @@
 #include "gvl_trace.h"
 
 /* Queue a call of it.  final: this is its last call, with status; fixed:
- * that status stays even if the item gets cancelled before the call.  An
+ * that status stays even if the item gets cancelled before the call (the
+ * completion of work that ran; any other status, a failure included,
+ * gives way to ECANCELED, since the cancel then ends it).  An
  * item is queued at most once: a tick that finds it queued merges into the
  * queued call, and the first last call queued wins. */
 void evl__dq_push(evl_t *l, evl__item_t *it, int final, int status,
@@ -81,7 +83,7 @@ static void evl__watch_failed(evl__item_t *it, int uverr) {
   evl__flist_remove(l, it);
   pthread_mutex_unlock(&l->mu);
   evl__close(it);
-  evl__dq_push(l, it, 1, -uverr, 1);
+  evl__dq_push(l, it, 1, -uverr, 0);
 }
 
 static void evl__poll_cb(uv_poll_t *h, int status, int events) {
@@ -207,7 +209,7 @@ void evl__start_on_loop(evl_t *l, evl__item_t *it) {
       evl__watch_failed(it, r);
     } else {
       evl__close(it);
-      evl__dq_push(l, it, 1, -r, 1);
+      evl__dq_push(l, it, 1, -r, 0);
     }
   }
 }

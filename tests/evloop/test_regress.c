@@ -8,7 +8,12 @@
  *    the next iteration and would then poll without a timeout).
  *  - evl_step(l, N) must return after N ms even if the thread was busy
  *    longer than N since the last pass.
- *  - Posts queued behind a callback that calls evl_stop get ECANCELED. */
+ *  - Posts queued behind a callback that calls evl_stop get ECANCELED.
+ *  - cfg.on_error runs inside the loop's pass: evl_detach and evl_destroy
+ *    called from it say EBUSY (attached mode), and the pass goes on.
+ *  - A registration whose failure is queued but not yet delivered, then
+ *    cancelled (evl_cancel returns 0), gets ECANCELED as its last call. */
+#include <signal.h>
 #include <unistd.h>
 
 #include "evl_test.h"
@@ -148,6 +153,87 @@ static void test_ready_hook(gvl_t *g) {
   CHECK_EQ(evl_destroy(l), 0);
 }
 
+/* ---- on_error inside the pass ------------------------------------------ */
+
+static int onerr_detach = -1, onerr_destroy = -1;
+static atomic_int after_calls;
+
+static void on_err(evl_t *l, int err, const char *what, void *arg) {
+  (void)what;
+  (void)arg;
+  CHECK_EQ(err, EIO);
+  onerr_detach = evl_detach(l);
+  onerr_destroy = evl_destroy(l);
+}
+
+static void failing_cb(evl_t *l, void *arg, int status) {
+  (void)arg;
+  CHECK_EQ(status, 0);
+  CHECK_EQ(evl_fail(l, EIO, "failing_cb"), 0);
+}
+
+static void counted_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  CHECK_EQ(status, 0);
+  atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+static void test_on_error_in_pass(gvl_t *g) {
+  evl_config_t cfg = {0};
+  cfg.no_thread = 1;
+  cfg.on_error = on_err;
+  evl_t *l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_attach(l), 0);
+  CHECK_EQ(evl_post(l, failing_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_post(l, counted_cb, &after_calls, NULL), 0);
+  CHECK_EQ(evl_step(l, 0), 0);
+  CHECK_EQ(onerr_detach, EBUSY);
+  CHECK_EQ(onerr_destroy, EBUSY);
+  CHECK_EQ(atomic_load(&after_calls), 1);  /* the pass went on */
+  CHECK_EQ(evl_detach(l), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
+/* ---- cancel after a failure is queued ---------------------------------- */
+
+static evl_id_t failed_id;
+static int cancel_rc = -1;
+static atomic_int failed_status = -1;
+
+static void sig_last(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  atomic_store(&failed_status, status);
+}
+
+static void cancel_failed(evl_t *l, void *arg, int status) {
+  (void)arg;
+  CHECK_EQ(status, 0);
+  cancel_rc = evl_cancel(l, failed_id);
+}
+
+/* Attached mode, so that both registrations start in the same pass, in
+ * order: the post runs first and cancels the watch, whose failure (its
+ * signal cannot be caught: sigaction refuses it on the loop thread) is
+ * queued behind it. */
+static void test_cancel_after_failure(gvl_t *g) {
+  evl_config_t cfg = {0};
+  int sig = SIGRTMIN - 1;   /* glibc's own: in range, refused by sigaction */
+  cfg.no_thread = 1;
+  evl_t *l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_attach(l), 0);
+  CHECK_EQ(evl_post(l, cancel_failed, NULL, NULL), 0);
+  CHECK_EQ(evl_signal_watch(l, sig, 0, sig_last, NULL, &failed_id), 0);
+  CHECK_EQ(evl_step(l, 0), 0);
+  CHECK_EQ(cancel_rc, 0);
+  CHECK_EQ(atomic_load(&failed_status), ECANCELED);
+  CHECK_EQ(evl_cancel(l, failed_id), EVL_ENOREG);
+  CHECK_EQ(evl_detach(l), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
 int main(void) {
   gvl_t *g = t_gvl();
   test_not_early(g);
@@ -155,6 +241,8 @@ int main(void) {
   test_step_timeout(g);
   test_stop_cancels_rest(g);
   test_ready_hook(g);
+  test_on_error_in_pass(g);
+  test_cancel_after_failure(g);
   CHECK_EQ(gvl_destroy(g), 0);
   puts("test_regress ok");
   return 0;
