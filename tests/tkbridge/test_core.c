@@ -1033,7 +1033,150 @@ static void t_stop_interrupted(void) {
   fx_stop(&f);
 }
 
+/* A host command that deletes or replaces itself, then fails: the error
+ * reaches the script (Tcl frees the command's data as it goes). */
+static int self_delete_cb(tkb_t *tk, void *arg, int argc,
+                          const char *const *argv, tkb_result_t *res) {
+  (void)argc;
+  (void)res;
+  if (arg != NULL) CHECK_RC(tkb_command_create(tk, argv[0], self_delete_cb, NULL), 0);
+  else CHECK_RC(tkb_command_delete(tk, argv[0]), 0);
+  return EIO;
+}
+
+static void t_self_delete(void) {
+  fx_t f;
+  char *r = NULL;
+  fx_start(&f, 1);
+  CHECK_RC(tkb_command_create(f.tk, "gone", self_delete_cb, NULL), 0);
+  CHECK_RC(tkb_command_create(f.tk, "renewed", self_delete_cb, &f), 0);
+  for (int i = 0; i < 2; i++) {
+    CHECK_RC(tkb_eval(f.tk, i ? "renewed" : "gone", &r), TKB_ETCL);
+    CHECK(strcmp(r, tkb_strerror(EIO)) == 0);
+    free(r);
+  }
+  fx_expect(f.tk, "info commands gone", "");
+  fx_expect(f.tk, "info commands renewed", "renewed");
+  fx_stop(&f);
+}
+
+/* A script's outcome is the same run nested (from a host command) as run
+ * at level 0 (from another thread): `return -code` completes, and codes
+ * other than ok and error are errors. */
+static const char *const code_scripts[] = {
+  "return -code error boom", "return -code 5 x", "return fine", "break",
+  "continue", "return -level 2 -code error deep", "error plain", "set ok 1",
+};
+#define N_CODE_SCRIPTS (sizeof code_scripts / sizeof code_scripts[0])
+static int nested_rc[N_CODE_SCRIPTS];
+static char *nested_res[N_CODE_SCRIPTS];
+
+static int codes_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                    tkb_result_t *res) {
+  (void)arg;
+  (void)argc;
+  (void)argv;
+  (void)res;
+  for (size_t i = 0; i < N_CODE_SCRIPTS; i++)
+    nested_rc[i] = tkb_eval(tk, code_scripts[i], &nested_res[i]);
+  return 0;
+}
+
+static void t_nested_codes(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  CHECK_RC(tkb_command_create(f.tk, "codes", codes_cb, NULL), 0);
+  CHECK_RC(tkb_eval(f.tk, "proc p {} {codes}; p", NULL), 0);
+  for (size_t i = 0; i < N_CODE_SCRIPTS; i++) {
+    char *r = NULL;
+    int rc = tkb_eval(f.tk, code_scripts[i], &r);
+    if (rc != nested_rc[i] || strcmp(r, nested_res[i]) != 0) {
+      fprintf(stderr, "%s: level 0 %d \"%s\", nested %d \"%s\"\n", code_scripts[i],
+              rc, r, nested_rc[i], nested_res[i]);
+      abort();
+    }
+    CHECK(rc == (i < 2 || (i >= 3 && i <= 6) ? TKB_ETCL : 0));
+    free(r);
+    free(nested_res[i]);
+  }
+  fx_stop(&f);
+}
+
+/* tkb_stop from a host command tears down at once: timers due in the same
+ * pass run no script after it, and the interp is gone when it returns. */
+static atomic_int late_calls, interp_after_stop = -1;
+
+static int late_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                   tkb_result_t *res) {
+  (void)tk;
+  (void)arg;
+  (void)argc;
+  (void)argv;
+  (void)res;
+  atomic_fetch_add(&late_calls, 1);
+  return 0;
+}
+
+static int stopper_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                      tkb_result_t *res) {
+  (void)arg;
+  (void)argc;
+  (void)argv;
+  (void)res;
+  CHECK_RC(tkb_stop(tk), 0);
+  atomic_store(&interp_after_stop, tkb_interp(tk) != NULL);
+  return 0;
+}
+
+static void t_stop_at_once(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  CHECK_RC(tkb_command_create(f.tk, "stopper", stopper_cb, NULL), 0);
+  CHECK_RC(tkb_command_create(f.tk, "late", late_cb, NULL), 0);
+  /* All three are due when the blocking `after 100` returns: one pass. */
+  CHECK_RC(tkb_eval(f.tk, "after 30 stopper; after 31 late; after 60 late; after 100", NULL), 0);
+  CHECK_RC(tkb_stop(f.tk), 0);
+  CHECK(atomic_load(&interp_after_stop) == 0);
+  CHECK(atomic_load(&late_calls) == 0);
+  CHECK_RC(tkb_eval(f.tk, "late", NULL), ECANCELED);
+  fx_stop(&f);
+}
+
+/* After stop the counters are the teardown's, read from any thread. */
+static tkb_stats_t stats_on_loop;
+
+static void read_stats(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  (void)tk;
+  (void)ip;
+  CHECK_RC(tkb_stats(arg, &stats_on_loop), 0);
+}
+
+static void t_stats_after_stop(void) {
+  fx_t a;
+  tkb_t *b;
+  tkb_config_t tc;
+  tkb_stats_t sa;
+  memset(&tc, 0, sizeof tc);
+  tc.no_tk = 1;
+  fx_start(&a, 1);
+  CHECK_RC(tkb_start(a.l, &tc, &b), 0);   /* a second bridge on the loop */
+  CHECK_RC(tkb_stop(a.tk), 0);
+  CHECK_RC(tkb_stats(a.tk, &sa), 0);
+  for (int i = 0; i < 20; i++)              /* the notifier goes on for b */
+    CHECK_RC(tkb_eval(b, "after 1 {set x 1}; vwait x", NULL), 0);
+  CHECK_RC(tkb_run(b, read_stats, a.tk), 0);
+  CHECK(stats_on_loop.ntf_waits == sa.ntf_waits);
+  CHECK(stats_on_loop.ntf_blocking == sa.ntf_blocking);
+  CHECK(stats_on_loop.ntf_file_events == sa.ntf_file_events);
+  CHECK_RC(tkb_destroy(b), 0);
+  fx_stop(&a);
+}
+
 static const tcase_t cases[] = {
+    {"self_delete", t_self_delete},
+    {"nested_codes", t_nested_codes},
+    {"stop_at_once", t_stop_at_once},
+    {"stats_after_stop", t_stats_after_stop},
     {"eval", t_eval},
     {"after_order", t_after_order},
     {"fileevent_pipe", t_fileevent_pipe},

@@ -532,15 +532,15 @@ int tkb_stats(tkb_t *tk, tkb_stats_t *out) {
   out->gvl_acquires = atomic_load(&tk->gvl_acquires);
   out->bg_errors = atomic_load(&tk->bg_errors);
   out->cancelled = atomic_load(&tk->cancelled);
+  /* Fresh while the bridge runs; once stopped, the teardown's. */
+  if (!evl_in_loop_thread(tk->l))
+    (void)tkb_run(tk, snapshot_ntf, NULL); /* fails once stopped */
+  else if (tkb__state(tk) != TKB_ST_STOPPED)
+    snapshot_ntf(tk, NULL, NULL);
   tkb__ntf_stats_t ns;
-  if (evl_in_loop_thread(tk->l)) {
-    tkb__ntf_stats(&ns);
-  } else {
-    (void)tkb_run(tk, snapshot_ntf, NULL); /* fails once stopped: keep the last */
-    pthread_mutex_lock(&tk->mu);
-    ns = tk->ntf;
-    pthread_mutex_unlock(&tk->mu);
-  }
+  pthread_mutex_lock(&tk->mu);
+  ns = tk->ntf;
+  pthread_mutex_unlock(&tk->mu);
   out->ntf_waits = ns.waits;
   out->ntf_blocking = ns.blocking;
   out->ntf_file_events = ns.file_events;

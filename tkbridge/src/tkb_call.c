@@ -100,13 +100,43 @@ void tkb__call_finish(tkb__call_t *c, int status, const char *result) {
 
 /* ---- running a call on the loop thread ------------------------------------- */
 
+/* The outcome of a script as if it ran at the interp's level 0, where Tcl
+ * itself completes a `return -code c` and turns codes other than ok and
+ * error into errors.  A call run nested (from a host command, or while a
+ * script waits in vwait) is above level 0, and Tcl leaves both undone
+ * there; so they are done here, the same way. */
+static int level0_code(Tcl_Interp *ip, int code) {
+  if (code == TCL_RETURN) {
+    Tcl_Obj *opts = Tcl_GetReturnOptions(ip, code), *key, *lv;
+    int level = 1;
+    Tcl_IncrRefCount(opts);
+    key = Tcl_NewStringObj("-level", -1);
+    Tcl_IncrRefCount(key);
+    if (Tcl_DictObjGet(NULL, opts, key, &lv) == TCL_OK && lv != NULL)
+      (void)Tcl_GetIntFromObj(NULL, lv, &level);
+    (void)Tcl_DictObjPut(NULL, opts, key, Tcl_NewIntObj(level - 1));
+    code = Tcl_SetReturnOptions(ip, opts);
+    Tcl_DecrRefCount(key);
+    Tcl_DecrRefCount(opts);
+  }
+  if (code == TCL_OK || code == TCL_ERROR) return code;
+  if (code == TCL_BREAK)
+    Tcl_SetObjResult(ip, Tcl_NewStringObj("invoked \"break\" outside of a loop", -1));
+  else if (code == TCL_CONTINUE)
+    Tcl_SetObjResult(ip, Tcl_NewStringObj("invoked \"continue\" outside of a loop", -1));
+  else
+    Tcl_SetObjResult(ip, Tcl_ObjPrintf("command returned bad code: %d", code));
+  Tcl_SetObjErrorCode(ip, Tcl_ObjPrintf("TCL UNEXPECTED_RESULT_CODE %d", code));
+  return TCL_ERROR;
+}
+
 static void exec_eval(tkb__call_t *c, Tcl_Interp *ip) {
   tkb_t *tk = c->tk;
   atomic_fetch_add(&tk->evals, 1);
   if (c->remote) atomic_fetch_add(&tk->evals_remote, 1);
   Tcl_Preserve(ip);
-  int code = Tcl_EvalEx(ip, c->text, -1, TCL_EVAL_GLOBAL);
-  int st = (code == TCL_OK || code == TCL_RETURN) ? 0 : TKB_ETCL;
+  int code = level0_code(ip, Tcl_EvalEx(ip, c->text, -1, TCL_EVAL_GLOBAL));
+  int st = code == TCL_OK ? 0 : TKB_ETCL;
   /* A fire-and-forget script has nobody to tell: Tcl's bgerror is told. */
   if (st != 0 && !c->sync && c->done == NULL)
     Tcl_BackgroundException(ip, code);
@@ -164,13 +194,22 @@ static void *exec_tramp(void *arg) {
 
 /* [loop thread] Run c now.  A caller holding the GVL (a host callback) gives
  * it up meanwhile: Tcl code never runs holding the GVL, and nested host
- * commands take it again with the boost. */
+ * commands take it again with the boost.  A pending interrupt refuses the
+ * call (EINTR), except a stop, which runs anyway; the interrupt, which
+ * gvl_call_without took, is posted again for the caller's next safe point. */
 static void exec_direct(tkb__call_t *c) {
   gvl_thread_t *t = evl_gvl_thread(c->tk->l);
-  if (t == NULL || !gvl_thread_holds(t))
+  int intr = 0;
+  if (t == NULL || !gvl_thread_holds(t)) {
     exec_call(c);
-  else if (gvl_call_without(t, exec_tramp, c, NULL, NULL) == NULL)
-    tkb__call_finish(c, EINTR, NULL); /* an interrupt was pending: not run */
+  } else {
+    void *ran;
+    while ((ran = gvl_call_without(t, exec_tramp, c, NULL, NULL)) == NULL &&
+           errno == EINTR && c->kind == TKB_CALL_STOP)
+      intr = 1;
+    if (ran == NULL) tkb__call_finish(c, EINTR, NULL); /* not run */
+    if (intr) gvl_thread_interrupt(t);
+  }
   tkb__ntf_note_tcl_ran();
 }
 
@@ -260,7 +299,9 @@ int tkb__call_submit(tkb__call_t *c) {
   atomic_fetch_add(&c->refs, 1);
   if (evl_in_loop_thread(tk->l)) {
     tkb__drv_t *d = tkb__drv();
-    if (!c->sync && d != NULL && d->tcl_live) queue_tcl_event(c);
+    /* Async calls wait their turn in Tcl's queue; a stop tears down at
+     * once (scripts running now unwind first: Tcl defers the deletion). */
+    if (!c->sync && !control && d != NULL && d->tcl_live) queue_tcl_event(c);
     else exec_direct(c);
     return c->sync ? c->status : 0;
   }

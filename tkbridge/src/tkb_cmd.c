@@ -67,20 +67,23 @@ static void set_error(Tcl_Interp *ip, const char *cmd, int rc, const char *msg) 
         strcmp(name, "UNKNOWN") == 0 ? "HOST" : name, rc, Tcl_GetString(m)));
 }
 
+/* hc is not touched once the host's callback has run: the callback may
+ * delete or replace its own command, and Tcl frees hc at once then. */
 static int host_cmd_proc(ClientData cd, Tcl_Interp *ip, int objc,
                          Tcl_Obj *const objv[]) {
   host_cmd_t *hc = cd;
+  tkb_t *tk = hc->tk;
   const char *small[16];
   const char **argv = objc < 16 ? small : malloc(((size_t)objc + 1) * sizeof(char *));
   if (argv == NULL) return TCL_ERROR;
   for (int i = 0; i < objc; i++) argv[i] = Tcl_GetString(objv[i]);
   argv[objc] = NULL;
   host_call_t hcall = {hc, objc, argv, {NULL}, 0};
-  atomic_fetch_add(&hc->tk->cmd_calls, 1);
-  int rc = tkb__run_host(hc->tk, host_tramp, &hcall);
+  atomic_fetch_add(&tk->cmd_calls, 1);
+  int rc = tkb__run_host(tk, host_tramp, &hcall);
   if (rc == 0) rc = hcall.rc;
   if (rc != 0) {
-    atomic_fetch_add(&hc->tk->cmd_errors, 1);
+    atomic_fetch_add(&tk->cmd_errors, 1);
     set_error(ip, argv[0], rc, hcall.res.s);
   } else {
     Tcl_SetObjResult(ip, Tcl_NewStringObj(hcall.res.s ? hcall.res.s : "", -1));
