@@ -6,6 +6,7 @@
  * Run as `tkb_test_core CASE`; each case is its own ctest.
  */
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <tcl.h>
@@ -1135,6 +1136,10 @@ static void t_stop_at_once(void) {
   CHECK_RC(tkb_command_create(f.tk, "late", late_cb, NULL), 0);
   /* All three are due when the blocking `after 100` returns: one pass. */
   CHECK_RC(tkb_eval(f.tk, "after 30 stopper; after 31 late; after 60 late; after 100", NULL), 0);
+  while (atomic_load(&interp_after_stop) < 0) {  /* the stopper has run */
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
   CHECK_RC(tkb_stop(f.tk), 0);
   CHECK(atomic_load(&interp_after_stop) == 0);
   CHECK(atomic_load(&late_calls) == 0);

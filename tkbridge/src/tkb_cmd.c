@@ -68,7 +68,9 @@ static void set_error(Tcl_Interp *ip, const char *cmd, int rc, const char *msg) 
 }
 
 /* hc is not touched once the host's callback has run: the callback may
- * delete or replace its own command, and Tcl frees hc at once then. */
+ * delete or replace its own command, and Tcl frees hc at once then.  The
+ * call is counted in tk->inflight, and tk is not touched after the count
+ * drops: a tkb_destroy waiting for it may free tk at once. */
 static int host_cmd_proc(ClientData cd, Tcl_Interp *ip, int objc,
                          Tcl_Obj *const objv[]) {
   host_cmd_t *hc = cd;
@@ -79,15 +81,16 @@ static int host_cmd_proc(ClientData cd, Tcl_Interp *ip, int objc,
   for (int i = 0; i < objc; i++) argv[i] = Tcl_GetString(objv[i]);
   argv[objc] = NULL;
   host_call_t hcall = {hc, objc, argv, {NULL}, 0};
+  tkb__inflight_enter(tk);
   atomic_fetch_add(&tk->cmd_calls, 1);
   int rc = tkb__run_host(tk, host_tramp, &hcall);
   if (rc == 0) rc = hcall.rc;
-  if (rc != 0) {
-    atomic_fetch_add(&tk->cmd_errors, 1);
+  if (rc != 0) atomic_fetch_add(&tk->cmd_errors, 1);
+  tkb__inflight_done(tk);
+  if (rc != 0)
     set_error(ip, argv[0], rc, hcall.res.s);
-  } else {
+  else
     Tcl_SetObjResult(ip, Tcl_NewStringObj(hcall.res.s ? hcall.res.s : "", -1));
-  }
   free(hcall.res.s);
   if (argv != small) free(argv);
   return rc == 0 ? TCL_OK : TCL_ERROR;

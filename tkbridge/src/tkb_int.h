@@ -46,7 +46,8 @@ struct tkb_s {
   pthread_mutex_t mu;
   pthread_cond_t cv;      /* signalled when state becomes STOPPED          */
   int state;              /* TKB_ST_*; guarded by mu                        */
-  int inflight;           /* accepted calls not yet finished; guarded by mu */
+  int inflight;           /* accepted calls not yet finished, and host
+                             commands running; guarded by mu           */
 
   /* counters: written on the loop thread, read anywhere */
   atomic_ullong evals, evals_remote, runs, cmd_calls, cmd_errors;
@@ -96,6 +97,7 @@ int tkb__state(tkb_t *tk);
 void tkb__teardown(tkb_t *tk);
 void tkb__mark_stopped(tkb_t *tk);
 int tkb__inflight_add(tkb_t *tk);
+void tkb__inflight_enter(tkb_t *tk);
 void tkb__inflight_done(tkb_t *tk);
 int tkb__boot(tkb_t *tk, char **msg);
 
