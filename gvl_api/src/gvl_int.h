@@ -49,6 +49,9 @@
 #define GVL__DEF_AGE_NS     (100u * 1000000u)
 #define GVL__DEF_SPIN_NS    (50u * 1000u)
 #define GVL__LEND_AFTER_NS  (10u * 1000u)  /* GVL_F_LEND: spin this long first */
+/* The timer asks a holder that has not answered its preempt flag again at
+ * most this often (slices shorter than this would make it spin). */
+#define GVL__RETICK_NS      (1000u * 1000u)
 #define GVL__MAX_NS         (86400ull * 1000000000u)  /* GVL_MAX_NS: a day */
 #define GVL__CAP_BUCKETS    8   /* the window is 8 buckets; one more is kept */
 #define GVL__CAP_SLOTS      (GVL__CAP_BUCKETS + 1)

@@ -270,6 +270,13 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant,
     give_timer(g, g->qhead);
     if (g->timer && !pthread_equal(g->timer->tid, pthread_self()))
       timer = g->timer;
+  } else if (g->timer && g->timer_due &&
+             now + atomic_load_explicit(&g->slice_ns, memory_order_relaxed) <
+                 g->timer_due) {
+    /* The timer sleeps past the end of w's slice (GVL__RETICK_NS after a
+     * holder that did not answer): it must look in time. */
+    g->timer_due = 0;
+    if (!pthread_equal(g->timer->tid, pthread_self())) timer = g->timer;
   }
   w->grant_ns = now;
   atomic_store_explicit(&w->granted, grant, memory_order_release);

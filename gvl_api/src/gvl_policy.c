@@ -145,19 +145,25 @@ bool gvl__pol_take_back_ok(gvl_t *g, gvl_thread_t *w, int prio, int kind,
 
 /* Past the slice with someone the policy would serve (past the slice, a
  * waiter the cap holds back counts too, see gvl__pol_pick): ask the holder,
- * and ask again a slice later whenever its flag is clear again, in case it
- * sits in native code without safe points meanwhile (this runs only while
- * someone waits). */
+ * and look again a slice later, in case it cleared its flag without
+ * giving the GVL up.  A holder that has not answered yet sits in native
+ * code without safe points: nothing to do until it does, so then the look
+ * after is at least GVL__RETICK_NS away, and a slice of a few ns does not
+ * make the timer spin (a handoff wakes it if the next slice ends before
+ * that, see handoff).  This runs only while someone waits. */
 uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target) {
   uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
+  uint64_t later = now + (slice > GVL__RETICK_NS ? slice : GVL__RETICK_NS);
   if (now < g->pol.hold_since + slice) return g->pol.hold_since + slice;
   gvl_thread_t *o =
       gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
   bool strict =
       !o || atomic_load_explicit(&o->hold_prio, memory_order_relaxed) <= 0;
-  if (!gvl__pol_pick(g, now, strict)) return now + slice; /* queue empty */
-  if (o && !(__atomic_load_n(&o->head.ints, __ATOMIC_RELAXED) &
-             GVL__INT_PREEMPT)) {
+  if (!gvl__pol_pick(g, now, strict)) return later; /* nobody to serve */
+  if (o && (__atomic_load_n(&o->head.ints, __ATOMIC_RELAXED) &
+            GVL__INT_PREEMPT))
+    return later;                                   /* asked, no answer */
+  if (o) {
     gvl__request_preempt(o);
     *target = o;
   }

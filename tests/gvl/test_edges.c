@@ -23,6 +23,10 @@
  *                        leaves the mutex free (the waiter is gone), and
  *                        the child locks it and uses the GVL again
  *   cap_window_min       cap_window_ns 1..7 is EINVAL, 8 is accepted
+ *   tiny_slice_sleeps    with a 1 ns slice and a holder in native code (no
+ *                        safe point), the waiter asks once and then waits
+ *                        asleep, not in a loop of expired deadlines ("no
+ *                        spinning", with GVL_F_NOSPIN)
  *
  * Everything asserted is a return code, an order or a state.
  */
@@ -361,6 +365,59 @@ static void cap_window_min(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- tiny_slice_sleeps ------------------------------------------------ */
+
+static atomic_int native_stop;
+static atomic_uint native_in;
+
+static void *native_holder(void *arg) {
+  gvl_thread_t *t = enter();
+  atomic_store(&native_in, 1);
+  while (!atomic_load(&native_stop)) {   /* native code: no safe point */
+  }
+  CHECK_OK(gvl_check_ints(t));           /* answers the flag: hands over */
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+static void *queued_waiter(void *arg) {
+  atomic_store(&waiter_tid, (int)syscall(SYS_gettid));
+  gvl_thread_t *t = enter();             /* waits behind the holder */
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+static void tiny_slice_sleeps(void) {
+  gvl_config_t c;
+  pthread_t th[2];
+  memset(&c, 0, sizeof c);
+  c.slice_ns = 1;
+  c.flags = GVL_F_NOSPIN;
+  CHECK(g = gvl_create(&c));
+  atomic_store(&native_stop, 0);
+  atomic_store(&native_in, 0);
+  atomic_store(&waiter_tid, 0);
+  tgvl_spawn(&th[0], native_holder, NULL);
+  tgvl_wait_ge(&native_in, 1);
+  tgvl_spawn(&th[1], queued_waiter, NULL);
+  while (tgvl_stats(g).preempt_reqs == 0)
+    tgvl_sleep_us(1000);                 /* it has queued and asked */
+  /* Sampled while the holder stays in native code: a waiter looping on
+   * deadlines that have passed is never seen asleep. */
+  int asleep = 0;
+  for (int i = 0; i < 100; i++) {
+    asleep += tgvl_thread_state(atomic_load(&waiter_tid)) == 'S';
+    tgvl_sleep_us(1000);
+  }
+  atomic_store(&native_stop, 1);
+  tgvl_join(th[0]);
+  tgvl_join(th[1]);
+  CHECK_GE(asleep, 50);
+  CHECK_OK(gvl_destroy(g));
+}
+
 static const tgvl_case_t cases[] = {
   {"attach_in_call_with", attach_in_call_with},
   {"exit_in_call_with", exit_in_call_with},
@@ -369,6 +426,7 @@ static const tgvl_case_t cases[] = {
   {"wait_ready", wait_ready},
   {"fork_mutex_waiter", fork_mutex_waiter},
   {"cap_window_min", cap_window_min},
+  {"tiny_slice_sleeps", tiny_slice_sleeps},
 };
 
 int main(int argc, char **argv) {
