@@ -27,8 +27,13 @@
  *    as select() reports them: such handlers make the wait a poll.
  *  - A handler deleted while its event is queued must not fire: events
  *    carry the fd only and look the handler up when serviced (as Tcl does).
- *  - While a handler's event is queued its poll is stopped, so an unread
- *    level-triggered descriptor cannot make the wait spin.
+ *  - While a handler is ready (its event queued, or about to be) its poll
+ *    is stopped, so an unread level-triggered descriptor cannot make the
+ *    wait spin.
+ *  - Handlers that a wait finds ready are queued at its end, in the order
+ *    of the handler list, newest first, as Tcl's Unix notifier does: a
+ *    script sees several channels' fileevents in the same order as under
+ *    tclsh (libuv reports them in the kernel's order).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +56,7 @@ typedef struct fh_s {
   int fd;                 /* Tcl's descriptor (the lookup key)            */
   int mask;               /* TCL_READABLE|TCL_WRITABLE|TCL_EXCEPTION      */
   int ready;              /* readiness seen, not yet serviced             */
+  int queued;             /* its Tcl event is queued                      */
   int always;             /* not pollable: always ready (regular file)    */
   struct pollbox_s *pb;   /* the uv_poll on our dup, NULL if always       */
   Tcl_FileProc *proc;
@@ -84,7 +90,8 @@ struct ntf_s {
   uv_async_t *own_async;  /* standalone only: Tcl_AlertNotifier target   */
   uv_timer_t *wait_tm;    /* bounds one wait (see bounded_step)          */
   uv_timer_t *set_tm;     /* Tcl_SetTimer                                */
-  fh_t *handlers;         /* list of file handlers                       */
+  fh_t *handlers;         /* file handlers, newest first (as Tcl's)      */
+  int pending;            /* some handler is ready and not queued yet    */
   int service_mode;       /* last mode given to the service-mode hook    */
   int tcl_ran;            /* Tcl code ran during the current wait        */
   atomic_int alerted;     /* Tcl_AlertNotifier since the last wait       */
@@ -152,18 +159,27 @@ static void close_handle(uv_handle_t *h) {
 static int fh_event_proc(Tcl_Event *ev, int flags);
 static void poll_cb(uv_poll_t *h, int status, int events);
 
-/* Queue one Tcl event for fh unless one is already queued (ready != 0). */
+/* Note fh ready; its event is queued by queue_ready, at the wait's end. */
 static void fh_mark_ready(fh_t *fh, int mask) {
   mask &= fh->mask;
   if (mask == 0) return;
-  if (fh->ready == 0) {
+  fh->ready |= mask;
+  if (!fh->queued) fh->n->pending = 1;
+}
+
+/* Queue one Tcl event for each ready handler without one, in list order. */
+static void queue_ready(ntf_t *n) {
+  if (!n->pending) return;
+  n->pending = 0;
+  for (fh_t *fh = n->handlers; fh; fh = fh->next) {
+    if (fh->ready == 0 || fh->queued) continue;
     fh_event_t *ev = (fh_event_t *)ckalloc(sizeof(*ev));
     ev->hdr.proc = fh_event_proc;
     ev->fd = fh->fd;
     Tcl_QueueEvent(&ev->hdr, TCL_QUEUE_TAIL);
-    fh->n->st.file_events++;
+    fh->queued = 1;
+    n->st.file_events++;
   }
-  fh->ready |= mask;
 }
 
 /* Start or stop the poll to match the handler's interest. */
@@ -199,6 +215,7 @@ static int fh_event_proc(Tcl_Event *ev, int flags) {
   if (fh == NULL) return 1;
   int mask = fh->ready & fh->mask;
   fh->ready = 0;
+  fh->queued = 0;
   fh_arm(fh); /* before proc: proc may delete or change the handler */
   if (mask != 0) fh->proc(fh->cd, mask);
   return 1;
@@ -393,7 +410,11 @@ static int ntf_wait(const Tcl_Time *tp) {
   if (n == NULL) return -1;
   if (stopping(n)) return -1;
   int64_t ms = time_to_ms(tp);
-  if (atomic_exchange(&n->alerted, 0) || always_ready_pending(n)) ms = 0;
+  /* Readiness a step outside our waits saw (a host callback's evl_step)
+   * is queued by this wait, which then does not block. */
+  if (atomic_exchange(&n->alerted, 0) || always_ready_pending(n) ||
+      n->pending)
+    ms = 0;
   n->st.waits++;
   if (ms != 0) n->st.blocking++;
   int outer_ran = n->tcl_ran;
@@ -401,6 +422,7 @@ static int ntf_wait(const Tcl_Time *tp) {
   if (n->evl) bounded_step(n, ms);
   else standalone_wait(n, ms);
   queue_always_ready(n);
+  queue_ready(n);
   int ran = n->tcl_ran;
   n->tcl_ran = outer_ran | ran;
   if (stopping(n)) return -1;
