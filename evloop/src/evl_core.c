@@ -83,17 +83,17 @@ static void evl__step_timer_cb(uv_timer_t *h) {
   uv_stop(h->loop);
 }
 
-/* libuv opens its descriptors with the free standard numbers held: see
+/* libuv opens its descriptors with the free low numbers held: see
  * evl_stdfd.h. */
 static int evl__uv_init(evl_t *l) {
-  int held[3];
-  evl__std_hold(held);
+  evl__fd_hold_t held;
+  evl__std_hold(&held);
   int r = uv_loop_init(&l->loop);
   if (r == 0) {
     r = uv_async_init(&l->loop, &l->async, evl__async_cb);
     if (r < 0) uv_loop_close(&l->loop);
   }
-  evl__std_release(held);
+  evl__std_release(&held);
   if (r < 0) return -r;
   l->async.data = l;
   uv_timer_init(&l->loop, &l->step_timer);

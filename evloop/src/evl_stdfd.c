@@ -1,24 +1,39 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * evl_stdfd.c -- keep libuv's own descriptors off 0, 1 and 2 (evl_stdfd.h).
+ * evl_stdfd.c -- keep libuv's own descriptors out of the numbers a program
+ * expects for its own files (evl_stdfd.h).
  */
 #include "evl_stdfd.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
-void evl__std_hold(int held[3]) {
-  for (int fd = 0; fd < 3; fd++) {
-    held[fd] = 0;
-    if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
-    int n = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (n == fd) held[fd] = 1;
-    else if (n >= 0) close(n);
+int evl__fd_low(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+      rl.rlim_cur / 4 >= EVL__FD_LOW_MAX)
+    return EVL__FD_LOW_MAX;
+  return rl.rlim_cur / 4 > 3 ? (int)(rl.rlim_cur / 4) : 3;
+}
+
+void evl__std_hold(evl__fd_hold_t *h) {
+  int low = evl__fd_low();
+  h->n = 0;
+  /* open() takes the lowest free number: stop at the first at or above
+   * low (or when nothing is left to open). */
+  while (h->n < EVL__FD_LOW_MAX) {
+    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (fd < 0) break;
+    if (fd >= low) {
+      close(fd);
+      break;
+    }
+    h->fd[h->n++] = fd;
   }
 }
 
-void evl__std_release(const int held[3]) {
-  for (int fd = 0; fd < 3; fd++)
-    if (held[fd]) close(fd);
+void evl__std_release(const evl__fd_hold_t *h) {
+  for (int i = 0; i < h->n; i++) close(h->fd[i]);
 }

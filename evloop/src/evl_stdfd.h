@@ -1,21 +1,38 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * evl_stdfd.h -- keep libuv's own descriptors off 0, 1 and 2.
+ * evl_stdfd.h -- keep libuv's own descriptors out of the numbers a program
+ * expects for its own files.
  *
  * A process started with a standard descriptor closed (`prog <&-`) would
  * give libuv's epoll or eventfd descriptor the number 0, 1 or 2: libuv
  * asserts that its own descriptors are above 2 when it closes them, and
- * the program's stdin would be libuv's.  So while libuv opens them the
- * free standard numbers are held by /dev/null, and given back after.
+ * the program's stdin would be libuv's.  And a shell standing in for
+ * tclsh or wish must give a script's files the numbers they get there
+ * (its first `open` is file3), so libuv's six descriptors (epoll, eventfd,
+ * two signal pipes) must not take 3 to 8 either.  So while libuv opens
+ * them, the free numbers below evl__fd_low() are held by /dev/null, and
+ * given back after.
  * Private to gvloop: compiled into libevloop and into libtkbridge (whose
- * notifier makes libuv loops of its own).
+ * notifier makes libuv loops of its own, and dups the descriptors it
+ * watches at evl__fd_low() or above).
  */
 #ifndef EVL_STDFD_H
 #define EVL_STDFD_H
 
-/* held[fd] is set for each standard number this call took. */
-void evl__std_hold(int held[3]);
+#define EVL__FD_LOW_MAX 64
+
+/* The lowest number for descriptors of gvloop's own: 64, or less under a
+ * low RLIMIT_NOFILE (a quarter of it, at least 3). */
+int evl__fd_low(void);
+
+typedef struct {
+  int n;
+  int fd[EVL__FD_LOW_MAX];
+} evl__fd_hold_t;
+
+/* Take every free number below evl__fd_low(). */
+void evl__std_hold(evl__fd_hold_t *h);
 /* Close the numbers evl__std_hold took. */
-void evl__std_release(const int held[3]);
+void evl__std_release(const evl__fd_hold_t *h);
 
 #endif

@@ -221,13 +221,15 @@ static int fh_event_proc(Tcl_Event *ev, int flags) {
   return 1;
 }
 
-/* Poll a dup of fd (above 2: never one of the standard descriptors, which
- * Tcl takes for its std channels when they were closed), keeping the
- * file's status flags as Tcl left them.
+/* Poll a dup of fd, at evl__fd_low() or above where the limit allows (never
+ * a standard number, which Tcl takes for its std channels when they were
+ * closed, nor one the script's next file would get under tclsh), keeping
+ * the file's status flags as Tcl left them.
  * Returns NULL when the descriptor cannot be polled (always ready). */
 static pollbox_t *pollbox_open(ntf_t *n, int fd) {
   int fl = fcntl(fd, F_GETFL);
-  int pfd = fl < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  int pfd = fl < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, evl__fd_low());
+  if (pfd < 0 && fl >= 0) pfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
   if (pfd < 0) return NULL;
   pollbox_t *pb = calloc(1, sizeof(*pb));
   if (pb == NULL) {
@@ -431,11 +433,12 @@ static int ntf_wait(const Tcl_Time *tp) {
 
 /* ---- per-thread init and finalize ----------------------------------------- */
 
-/* libuv's own descriptors must not take a free standard number: the free
- * ones are held while the loop and its async are created (evl_stdfd.h). */
+/* libuv's own descriptors must not take a free low number: the free ones
+ * are held while the loop and its async are created (evl_stdfd.h). */
 static int standalone_init(ntf_t *n) {
-  int held[3], rc = -1;
-  evl__std_hold(held);
+  evl__fd_hold_t held;
+  int rc = -1;
+  evl__std_hold(&held);
   if (uv_loop_init(&n->own) != 0) goto out;
   n->loop = &n->own;
   n->own_async = calloc(1, sizeof(uv_async_t));
@@ -444,7 +447,7 @@ static int standalone_init(ntf_t *n) {
    * when no descriptor is watched, instead of returning at once. */
   if (uv_async_init(n->loop, n->own_async, own_async_cb) == 0) rc = 0;
 out:
-  evl__std_release(held);
+  evl__std_release(&held);
   return rc;
 }
 
