@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int evl__fd_low(void) {
@@ -34,6 +35,17 @@ void evl__std_hold(evl__fd_hold_t *h) {
   }
 }
 
+/* Close only what is still ours: another thread may have dup2()'d a file
+ * of its own onto a held number meanwhile (that clears close-on-exec, and
+ * is rarely /dev/null). */
 void evl__std_release(const evl__fd_hold_t *h) {
-  for (int i = 0; i < h->n; i++) close(h->fd[i]);
+  struct stat null_st, st;
+  int check = stat("/dev/null", &null_st) == 0;
+  for (int i = 0; i < h->n; i++) {
+    int fl = fcntl(h->fd[i], F_GETFD);
+    if (check && (fl < 0 || !(fl & FD_CLOEXEC) || fstat(h->fd[i], &st) != 0 ||
+                  st.st_rdev != null_st.st_rdev || st.st_ino != null_st.st_ino))
+      continue;
+    close(h->fd[i]);
+  }
 }

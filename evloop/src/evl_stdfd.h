@@ -11,7 +11,8 @@
  * (its first `open` is file3), so libuv's six descriptors (epoll, eventfd,
  * two signal pipes) must not take 3 to 8 either.  So while libuv opens
  * them, the free numbers below evl__fd_low() are held by /dev/null, and
- * given back after.
+ * given back after (not one another thread dup2()'d a file onto meanwhile;
+ * a file another thread opens meanwhile gets a number at or above it).
  * Private to gvloop: compiled into libevloop and into libtkbridge (whose
  * notifier makes libuv loops of its own, and dups the descriptors it
  * watches at evl__fd_low() or above).

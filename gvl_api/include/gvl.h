@@ -30,8 +30,9 @@
  *  - fork(): in the child only the forking thread exists.  Each GVL keeps
  *    that thread's attachments, is held by it if it held it, and has no
  *    waiters; the other threads' handles are gone, and they leave the
- *    queues of any gvl_mutex or gvl_cond they waited on (a gvl_mutex one of
- *    them owned stays locked, as a pthread mutex would).
+ *    queues of any gvl_mutex or gvl_cond they waited on.  A gvl_mutex one
+ *    of them owned still names its freed handle: as a pthread mutex held
+ *    by another thread, it must not be used in the child.
  *
  * Return values: every int-returning call returns 0 or a positive errno code.
  *   EINVAL   NULL or out-of-range argument

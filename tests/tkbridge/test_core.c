@@ -1177,7 +1177,60 @@ static void t_stats_after_stop(void) {
   fx_stop(&a);
 }
 
+/* tkb_run's fn stops the bridge and goes on using the interp it was given:
+ * the interp outlives fn (ASan saw it freed under fn). */
+static void stop_then_use(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  (void)arg;
+  CHECK_RC(tkb_stop(tk), 0);
+  Tcl_SetObjResult(ip, Tcl_NewStringObj("after", -1));
+  CHECK(strcmp(Tcl_GetStringResult(ip), "after") == 0);
+}
+
+static void t_run_stop_interp(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  CHECK_RC(tkb_run(f.tk, stop_then_use, NULL), 0);
+  CHECK(tkb_interp(f.tk) == NULL);
+  fx_stop(&f);
+}
+
+/* on_error stops its own bridge and finishes only after another thread's
+ * tkb_destroy has returned: the bridge stays valid until it does (ASan
+ * saw tkb__run_host read it freed). */
+static atomic_int onerr_stopped, onerr_destroyed;
+
+static void stop_and_linger(tkb_t *tk, const char *msg, void *arg) {
+  (void)msg;
+  (void)arg;
+  CHECK_RC(tkb_stop(tk), 0);
+  atomic_store(&onerr_stopped, 1);
+  while (!atomic_load(&onerr_destroyed)) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static void t_on_error_stop(void) {
+  fx_t f;
+  tkb_config_t tc;
+  memset(&tc, 0, sizeof tc);
+  tc.no_tk = 1;
+  tc.on_error = stop_and_linger;
+  fx_start_cfg(&f, &tc);
+  CHECK_RC(tkb_eval_async(f.tk, "error boom", NULL, NULL), 0);
+  while (!atomic_load(&onerr_stopped)) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  CHECK_RC(tkb_destroy(f.tk), 0);   /* returns while on_error still runs */
+  f.tk = NULL;
+  atomic_store(&onerr_destroyed, 1);
+  fx_stop(&f);                       /* evl_destroy waits for the loop */
+}
+
 static const tcase_t cases[] = {
+    {"run_stop_interp", t_run_stop_interp},
+    {"on_error_stop", t_on_error_stop},
     {"self_delete", t_self_delete},
     {"nested_codes", t_nested_codes},
     {"stop_at_once", t_stop_at_once},

@@ -175,9 +175,9 @@ TKB_EXPORT const char *tkb_errmsg(void);
 
 /* [any] Tear the interpreter down on the loop thread.  Calls pending at that
  * point complete with ECANCELED; later calls fail with ECANCELED.  From
- * another thread it waits until the teardown is done, every call accepted
- * before has completed and no host command of tk is running (so no
- * tkb_done_cb or tkb_cmd_cb runs after it returns); from the
+ * another thread it waits until the teardown is done and every call accepted
+ * before has completed (so no tkb_done_cb runs after it returns; a
+ * tkb_cmd_cb that stopped tk itself may still be finishing); from the
  * loop thread it tears down at once (running scripts unwind first) without
  * waiting for calls still on their way.  Idempotent until tkb_destroy;
  * EINVAL after it.  If the caller holds the GVL it is released while it

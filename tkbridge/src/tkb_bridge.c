@@ -118,16 +118,6 @@ int tkb__inflight_add(tkb_t *tk) {
   return ok ? 0 : ECANCELED;
 }
 
-/* A host command starts, in whatever state: tkb_stop from another thread
- * waits for it too (it may have torn the bridge down itself, and runs on
- * after), so no host callback of a bridge runs once its tkb_destroy has
- * returned. */
-void tkb__inflight_enter(tkb_t *tk) {
-  pthread_mutex_lock(&tk->mu);
-  tk->inflight++;
-  pthread_mutex_unlock(&tk->mu);
-}
-
 void tkb__inflight_done(tkb_t *tk) {
   pthread_mutex_lock(&tk->mu);
   if (--tk->inflight == 0) pthread_cond_broadcast(&tk->cv);

@@ -173,7 +173,9 @@ static void exec_call(tkb__call_t *c) {
     return;
   case TKB_CALL_RUN:
     atomic_fetch_add(&tk->runs, 1);
+    Tcl_Preserve(ip);            /* fn may stop the bridge: ip outlives fn */
     c->fn(tk, ip, c->fn_arg);
+    Tcl_Release(ip);
     tkb__call_finish(c, 0, NULL);
     return;
   case TKB_CALL_CMD_CREATE:

@@ -68,9 +68,10 @@ static void set_error(Tcl_Interp *ip, const char *cmd, int rc, const char *msg) 
 }
 
 /* hc is not touched once the host's callback has run: the callback may
- * delete or replace its own command, and Tcl frees hc at once then.  The
- * call is counted in tk->inflight, and tk is not touched after the count
- * drops: a tkb_destroy waiting for it may free tk at once. */
+ * delete or replace its own command, and Tcl frees hc at once then.  tk
+ * is held for the call: the callback may stop the bridge (a teardown on
+ * the spot) and another thread's tkb_destroy may then drop the last
+ * other reference. */
 static int host_cmd_proc(ClientData cd, Tcl_Interp *ip, int objc,
                          Tcl_Obj *const objv[]) {
   host_cmd_t *hc = cd;
@@ -81,12 +82,12 @@ static int host_cmd_proc(ClientData cd, Tcl_Interp *ip, int objc,
   for (int i = 0; i < objc; i++) argv[i] = Tcl_GetString(objv[i]);
   argv[objc] = NULL;
   host_call_t hcall = {hc, objc, argv, {NULL}, 0};
-  tkb__inflight_enter(tk);
+  tkb__ref(tk);
   atomic_fetch_add(&tk->cmd_calls, 1);
   int rc = tkb__run_host(tk, host_tramp, &hcall);
   if (rc == 0) rc = hcall.rc;
   if (rc != 0) atomic_fetch_add(&tk->cmd_errors, 1);
-  tkb__inflight_done(tk);
+  tkb__unref(tk);
   if (rc != 0)
     set_error(ip, argv[0], rc, hcall.res.s);
   else
@@ -184,9 +185,11 @@ static int bgerror_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const o
   }
   atomic_fetch_add(&tk->bg_errors, 1);
   if (tkb__state(tk) != TKB_ST_RUNNING) return TCL_OK;
-  if (tk->on_error) {
+  if (tk->on_error) {             /* held for it: see host_cmd_proc */
     bg_host_t b = {tk, Tcl_GetString(objv[1])};
+    tkb__ref(tk);
     (void)tkb__run_host(tk, bg_host, &b);
+    tkb__unref(tk);
   }
   Tcl_Obj *prev = Tcl_GetVar2Ex(ip, "::gvloop::_bgprev", NULL, TCL_GLOBAL_ONLY);
   if (prev == NULL) return TCL_OK;

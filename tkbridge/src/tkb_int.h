@@ -29,7 +29,8 @@ typedef struct tkb__drv_s {
 } tkb__drv_t;
 
 struct tkb_s {
-  atomic_int refs;        /* user + driver list + calls in flight          */
+  atomic_int refs;        /* user + driver list + calls in flight + host
+                             code running (host commands, on_error)     */
   evl_t *l;
   int prio;               /* GVL priority for host callbacks               */
   tkb_error_cb on_error;
@@ -46,8 +47,7 @@ struct tkb_s {
   pthread_mutex_t mu;
   pthread_cond_t cv;      /* signalled when state becomes STOPPED          */
   int state;              /* TKB_ST_*; guarded by mu                        */
-  int inflight;           /* accepted calls not yet finished, and host
-                             commands running; guarded by mu           */
+  int inflight;           /* accepted calls not yet finished; guarded by mu */
 
   /* counters: written on the loop thread, read anywhere */
   atomic_ullong evals, evals_remote, runs, cmd_calls, cmd_errors;
@@ -97,7 +97,6 @@ int tkb__state(tkb_t *tk);
 void tkb__teardown(tkb_t *tk);
 void tkb__mark_stopped(tkb_t *tk);
 int tkb__inflight_add(tkb_t *tk);
-void tkb__inflight_enter(tkb_t *tk);
 void tkb__inflight_done(tkb_t *tk);
 int tkb__boot(tkb_t *tk, char **msg);
 
