@@ -351,6 +351,10 @@ bool gvl__pol_take_back_ok(gvl_t *g, gvl_thread_t *w, int prio, int kind,
 /* gvl_call_without: is t back from a short stretch (any lock, t only)? */
 bool gvl__pol_interactive(gvl_thread_t *t, uint64_t now);
 
+/* gvl_sync.c: take t out of the gvl_mutex/gvl_cond queue q it is in (the
+ * GVL held, or the fork child). */
+void gvl__wq_leave(gvl__waitq_t *q, gvl_thread_t *t);
+
 /* gvl_trace.c */
 void gvl__trace_event(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now);
 void gvl__trace_env(gvl_t *g);     /* GVLOOP_TRACE at creation */

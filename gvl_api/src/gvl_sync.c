@@ -23,7 +23,7 @@ static void wq_push(gvl__waitq_t *q, gvl_thread_t *t) {
   q->tail = t;
 }
 
-static void wq_remove(gvl__waitq_t *q, gvl_thread_t *t) {
+void gvl__wq_leave(gvl__waitq_t *q, gvl_thread_t *t) {
   if (t->mprev) t->mprev->mnext = t->mnext; else q->head = t->mnext;
   if (t->mnext) t->mnext->mprev = t->mprev; else q->tail = t->mprev;
   t->mnext = t->mprev = NULL;
@@ -32,7 +32,7 @@ static void wq_remove(gvl__waitq_t *q, gvl_thread_t *t) {
 
 static gvl_thread_t *wq_pop(gvl__waitq_t *q) {
   gvl_thread_t *t = q->head;
-  if (t) wq_remove(q, t);
+  if (t) gvl__wq_leave(q, t);
   return t;
 }
 
@@ -176,7 +176,7 @@ static int cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m,
   }
   (void)gvl__acquire(t, t->prio, false);
   if (t->cwait) {                  /* still linked: nobody popped us */
-    wq_remove(&c->waiters, t);
+    gvl__wq_leave(&c->waiters, t);
     t->cwait = NULL;
   }
   (void)gvl_mutex_lock(t, m);

@@ -461,11 +461,7 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
        * or gvl_cond it waited in must not hand anything to it: it leaves
        * that queue (a gvl_mutex it owned stays locked, like a pthread
        * mutex held by a thread that did not fork). */
-      if (t->mq) {
-        gvl__waitq_t *q = t->mq;
-        if (t->mprev) t->mprev->mnext = t->mnext; else q->head = t->mnext;
-        if (t->mnext) t->mnext->mprev = t->mprev; else q->tail = t->mprev;
-      }
+      if (t->mq) gvl__wq_leave(t->mq, t);
       for (int i = 0; i < C__COUNT; i++)
         g->retired[i] += gvl__ctr_get(t, i);
       free(t);
