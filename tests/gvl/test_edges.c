@@ -34,7 +34,6 @@
 #include "tgvl.h"
 
 #include <sys/syscall.h>
-#include <sys/wait.h>
 
 static gvl_t *g;
 
@@ -337,10 +336,7 @@ static void fork_mutex_waiter(void) {
     CHECK_OK(gvl_destroy(g));
     _exit(0);
   }
-  int st;
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  CHECK(WIFEXITED(st));
-  CHECK_EQ(WEXITSTATUS(st), 0);
+  tgvl_wait_child(pid);
   /* The parent is untouched: its waiter gets the mutex. */
   CHECK_OK(gvl_mutex_unlock(me, &mx));
   CHECK_OK(gvl_release(me));

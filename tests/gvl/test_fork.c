@@ -11,7 +11,6 @@
  */
 #include "tgvl.h"
 
-#include <sys/wait.h>
 
 static gvl_t *g;
 static tgvl_log_t hlog;
@@ -114,16 +113,6 @@ static void child_body(gvl_thread_t *me, int held) {
   _exit(0);
 }
 
-static void wait_child(pid_t pid) {
-  int st;
-  CHECK(pid > 0);
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    fprintf(stderr, "child status 0x%x\n", st);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  }
-}
-
 static void setup(pthread_t *th, int spin) {
   gvl_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
@@ -164,7 +153,7 @@ static void fork_holding(void) {
   tgvl_wait_ge(&hlog.count[GVL_EV_READY], 1);
   pid_t pid = fork();
   if (pid == 0) child_body(me, 1);
-  wait_child(pid);
+  tgvl_wait_child(pid);
   CHECK(gvl_thread_holds(me));
   CHECK_OK(gvl_yield(me)); /* the waiter is still there in the parent */
   CHECK_OK(gvl_release(me));
@@ -185,7 +174,7 @@ static void fork_not_holding(int attached) {
   tgvl_wait_ge(&hlog.count[GVL_EV_READY], 1);
   pid_t pid = fork();
   if (pid == 0) child_body(me, 0);
-  wait_child(pid);
+  tgvl_wait_child(pid);
   if (me) {
     CHECK_OK(gvl_acquire(me));
     CHECK_OK(gvl_release(me));
@@ -231,7 +220,7 @@ static void fork_during_call_with(void) {
     CHECK_OK(gvl_destroy(g));
     _exit(0);
   }
-  wait_child(pid);
+  tgvl_wait_child(pid);
   atomic_store(&f_leave, 1);
   tgvl_join(th);
   CHECK_OK(gvl_acquire(me));
@@ -297,7 +286,7 @@ static void fork_under_load(int rounds) {
       CHECK_OK(gvl_destroy(g));
       _exit(0);
     }
-    wait_child(pid);
+    tgvl_wait_child(pid);
     if (held) CHECK_OK(gvl_release(me));
   }
   atomic_store(&hammer_stop, 1);

@@ -35,7 +35,6 @@
 #include <stdbool.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 
 typedef struct {
   int policy, prio, nice;
@@ -247,9 +246,7 @@ static void fork_lent(void) {
     CHECK_OK(gvl_destroy(g));
     _exit(0);
   }
-  int st;
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  tgvl_wait_child(pid);
   CHECK_OK(gvl_check_ints(h));
   CHECK(ks_eq(ks_get(ktid()), OTHER0));
   scene_end(&sc, 1);

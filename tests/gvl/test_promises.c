@@ -43,7 +43,6 @@
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 
 static gvl_t *g;
 static atomic_int stop;
@@ -142,10 +141,7 @@ static void fork_interactive(void) {
     CHECK_OK(gvl_destroy(g));
     _exit(0);
   }
-  int st;
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  CHECK(WIFEXITED(st));
-  CHECK_EQ(WEXITSTATUS(st), 0);
+  tgvl_wait_child(pid);
   atomic_store(&stop, 1);
   CHECK_OK(gvl_release(me));
   tgvl_join(h);

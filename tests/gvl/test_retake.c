@@ -24,7 +24,6 @@
 
 #include <signal.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 
 static gvl_t *g;
 static atomic_uint nready;          /* GVL_EV_READY seen (threads queued) */
@@ -618,9 +617,7 @@ static void fork_in_region(void) {
   }
   CHECK(gvl_thread_holds(me));
   CHECK_EQ(tgvl_tstats(me).retakes, 1);
-  int st;
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  tgvl_wait_child(pid);
   thaw();
   CHECK_OK(gvl_release(me));
   tgvl_join(a.th);

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #if defined(__SANITIZE_THREAD__)
@@ -150,6 +151,17 @@ static inline char tgvl_thread_state(int tid) {
   return p[2];
 }
 #endif
+
+/* Wait for a forked child, which must exit 0. */
+static inline void tgvl_wait_child(pid_t pid) {
+  int st;
+  CHECK(pid > 0);
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    fprintf(stderr, "child status 0x%x\n", st);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+}
 
 static inline void tgvl_spawn(pthread_t *th, void *(*fn)(void *), void *arg) {
   CHECK_OK(pthread_create(th, NULL, fn, arg));

@@ -666,7 +666,10 @@ static void t_shutdown_running(void) {
   fx_stop(&f);
 }
 
-/* A host command that stops its own bridge. */
+/* A host command that stops its own bridge, and notes whether the interp
+ * was gone when tkb_stop returned (1: still there; -1: not run yet). */
+static atomic_int interp_after_stop = -1;
+
 static int stop_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
                    tkb_result_t *res) {
   (void)arg;
@@ -674,6 +677,7 @@ static int stop_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
   (void)argv;
   (void)res;
   CHECK_RC(tkb_stop(tk), 0);
+  atomic_store(&interp_after_stop, tkb_interp(tk) != NULL);
   return 0;
 }
 
@@ -1105,7 +1109,7 @@ static void t_nested_codes(void) {
 
 /* tkb_stop from a host command tears down at once: timers due in the same
  * pass run no script after it, and the interp is gone when it returns. */
-static atomic_int late_calls, interp_after_stop = -1;
+static atomic_int late_calls;
 
 static int late_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
                    tkb_result_t *res) {
@@ -1118,21 +1122,10 @@ static int late_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
   return 0;
 }
 
-static int stopper_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
-                      tkb_result_t *res) {
-  (void)arg;
-  (void)argc;
-  (void)argv;
-  (void)res;
-  CHECK_RC(tkb_stop(tk), 0);
-  atomic_store(&interp_after_stop, tkb_interp(tk) != NULL);
-  return 0;
-}
-
 static void t_stop_at_once(void) {
   fx_t f;
   fx_start(&f, 1);
-  CHECK_RC(tkb_command_create(f.tk, "stopper", stopper_cb, NULL), 0);
+  CHECK_RC(tkb_command_create(f.tk, "stopper", stop_cb, NULL), 0);
   CHECK_RC(tkb_command_create(f.tk, "late", late_cb, NULL), 0);
   /* All three are due when the blocking `after 100` returns: one pass. */
   CHECK_RC(tkb_eval(f.tk, "after 30 stopper; after 31 late; after 60 late; after 100", NULL), 0);
