@@ -60,6 +60,7 @@ typedef struct {
   double spin_cross_ns, spin_same_ns;    /* spinning waiter: 2 CPUs / 1 CPU (0: not run) */
   double futex_cross_ns, futex_same_ns;  /* parked waiter, FUTEX_WAKE            */
   double wake_cross_ns, wake_same_ns;    /* wake-up medians per placement       */
+  double clock_cross_ns;    /* spin_cross with a clock read per pass (0: not run) */
 } bench_floor_t;
 
 void bench_floor_measure(bench_floor_t *f, uint64_t trips, size_t wakes, uint64_t cap_ns);

@@ -267,6 +267,8 @@ void bench_case_thread_pass(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) 
   bench_result("thread_pass", ops->name, "ns_yield", per);
   bench_result("thread_pass", ops->name, "x_floor", per / fl.handoff_ns);
   bench_result("thread_pass", ops->name, "floor_ns", fl.handoff_ns);
+  if (fl.clock_cross_ns > 0)
+    bench_result("thread_pass", ops->name, "x_clock_floor", per / fl.clock_cross_ns);
   bench_result("thread_pass", ops->name, "cpus", dt > 0 ? (double)atomic_load(&cpu_ns) / dt : 0);
   if (bench_has_lock(ops)) {
     double sw = (double)atomic_load(&track.switches);
@@ -519,6 +521,7 @@ void bench_meta_basic(void) {
   bench_meta("thread_pass", "ns_yield", "ns", "low", "time per yield (time_s / 2N)");
   bench_meta("thread_pass", "x_floor", "x", "low", "ns_yield / the floor's fastest handoff (floor_ns), same run (target <= 2)");
   bench_meta("thread_pass", "floor_ns", "ns", "none", "the floor's fastest handoff measured at the start of this run");
+  bench_meta("thread_pass", "x_clock_floor", "x", "low", "ns_yield / the floor's two-CPU spinning handoff with a clock read per pass (clock_2cpu_ns), same run");
   bench_meta("thread_pass", "cpus", "CPUs", "low", "both threads' CPU time over their yields / the time: 1 = only the thread with the GVL runs, 2 = the waiter spins throughout");
   bench_meta("pipe", "time_s", "s", "low", "N one-byte round trips over two pipes in blocking regions (vm4_pipe), in 10 chunks");
   bench_meta("pipe", "trip_us", "us", "low", "median round trip");

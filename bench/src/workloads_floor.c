@@ -10,6 +10,10 @@
  *            FUTEX_WAIT and the passer calls FUTEX_WAKE (a parked waiter
  *            woken by a futex): per handoff.  This is what a yield to a
  *            parked thread costs, at least.
+ *   clock    the spinning ping-pong with one clock read per handoff, made
+ *            by the passer just before it passes (a lock that times its
+ *            holder's slice stamps each handoff with the time, as gvloop's
+ *            does): not a floor, the cost a clock read adds to one.
  *   wake     one waiter parked in FUTEX_WAIT for ~200 us, woken by a store +
  *            FUTEX_WAKE: from just before the store to the waiter running.
  *            This is what a boosted acquire that waits for a safe point pays
@@ -97,6 +101,7 @@ typedef struct {
   atomic_uint turn;          /* even: thread 0's turn, odd: thread 1's     */
   atomic_int stop;
   int parked;                /* 0: spin, 1: futex                          */
+  int clocked;               /* read the clock before every pass           */
   uint64_t n;                /* round trips                                */
   uint64_t cap_ns;
   uint64_t done;             /* round trips actually done (thread 0)       */
@@ -125,6 +130,7 @@ static int pp_wait(pp_t *p, unsigned me) {
 }
 
 static void pp_pass(pp_t *p) {
+  if (p->clocked) (void)bench_now_ns();
   atomic_fetch_add_explicit(&p->turn, 1, memory_order_release);
   if (p->parked) futex_wake(&p->turn);
 }
@@ -137,8 +143,9 @@ static void *pp_other(void *arg) {
 
 /* Ns per round trip of n trips (or as many as fit in cap_ns); 0 when the
  * placement is not possible. */
-static double pingpong(int parked, int place, uint64_t n, uint64_t cap_ns) {
-  pp_t p = {.parked = parked, .n = n, .cap_ns = cap_ns};
+static double pingpong(int parked, int place, uint64_t n, uint64_t cap_ns,
+                       int clocked) {
+  pp_t p = {.parked = parked, .clocked = clocked, .n = n, .cap_ns = cap_ns};
   atomic_init(&p.turn, 0);
   atomic_init(&p.stop, 0);
   pthread_t tid;
@@ -238,10 +245,11 @@ static double fastest(double a, double b) {
 
 void bench_floor_measure(bench_floor_t *f, uint64_t trips, size_t wakes, uint64_t cap_ns) {
   uint64_t ftrips = trips / 4 ? trips / 4 : 1;
-  f->spin_cross_ns = pingpong(0, PL_CROSS, trips, cap_ns) / 2.0;
-  f->spin_same_ns = pingpong(0, PL_SAME, trips / 20 ? trips / 20 : 1, cap_ns) / 2.0;
-  f->futex_cross_ns = pingpong(1, PL_CROSS, ftrips, cap_ns) / 2.0;
-  f->futex_same_ns = pingpong(1, PL_SAME, ftrips, cap_ns) / 2.0;
+  f->spin_cross_ns = pingpong(0, PL_CROSS, trips, cap_ns, 0) / 2.0;
+  f->spin_same_ns = pingpong(0, PL_SAME, trips / 20 ? trips / 20 : 1, cap_ns, 0) / 2.0;
+  f->futex_cross_ns = pingpong(1, PL_CROSS, ftrips, cap_ns, 0) / 2.0;
+  f->futex_same_ns = pingpong(1, PL_SAME, ftrips, cap_ns, 0) / 2.0;
+  f->clock_cross_ns = pingpong(0, PL_CROSS, trips, cap_ns, 1) / 2.0;
   double c50, c99, s50, s99;
   wakeups(PL_CROSS, wakes, cap_ns, &c50, &c99);
   wakeups(PL_SAME, wakes, cap_ns, &s50, &s99);
@@ -270,19 +278,21 @@ void bench_case_floor(const bench_gvl_ops_t *ops, const bench_cfg_t *cfg) {
   if (f.spin_cross_ns > 0) bench_result("floor", n, "spin_2cpu_ns", f.spin_cross_ns);
   bench_result("floor", n, "spin_1cpu_ns", f.spin_same_ns);
   if (f.futex_cross_ns > 0) bench_result("floor", n, "futex_2cpu_ns", f.futex_cross_ns);
+  if (f.clock_cross_ns > 0) bench_result("floor", n, "clock_2cpu_ns", f.clock_cross_ns);
   bench_result("floor", n, "futex_1cpu_ns", f.futex_same_ns);
   if (f.wake_cross_ns > 0) bench_result("floor", n, "wake_2cpu_us", f.wake_cross_ns / 1000.0);
   bench_result("floor", n, "wake_1cpu_us", f.wake_same_ns / 1000.0);
 }
 
 void bench_meta_floor(void) {
-  bench_meta("floor", "handoff_ns", "ns", "none", "the fastest handoff of a token between two threads: the smallest of the four below (the ping-pong the thread_pass target is against)");
+  bench_meta("floor", "handoff_ns", "ns", "none", "the fastest handoff of a token between two threads: the smallest of spin_2cpu, spin_1cpu, futex_2cpu and futex_1cpu (the ping-pong the thread_pass target is against)");
   bench_meta("floor", "wake_p50_us", "us", "none", "a thread parked ~200 us in FUTEX_WAIT: store + FUTEX_WAKE to the waiter running, median, the faster placement (the wake-up the dispatch target is against)");
   bench_meta("floor", "wake_p99_us", "us", "none", "as wake_p50_us, 99th percentile, same placement");
   bench_meta("floor", "spin_2cpu_ns", "ns", "none", "token through one word, each thread spinning for its turn, threads on two CPUs: one way");
   bench_meta("floor", "spin_1cpu_ns", "ns", "none", "the same, both threads on one CPU (a spin gives the CPU up with sched_yield)");
   bench_meta("floor", "futex_2cpu_ns", "ns", "none", "token with the waiter parked in FUTEX_WAIT, woken by FUTEX_WAKE, two CPUs: per handoff");
   bench_meta("floor", "futex_1cpu_ns", "ns", "none", "the same on one CPU");
+  bench_meta("floor", "clock_2cpu_ns", "ns", "none", "spin_2cpu_ns with a CLOCK_MONOTONIC read by the passer before each pass (what stamping each handoff with the time adds; not part of handoff_ns)");
   bench_meta("floor", "wake_2cpu_us", "us", "none", "parked waiter's wake-up (median), waker and waiter on two CPUs");
   bench_meta("floor", "wake_1cpu_us", "us", "none", "the same on one CPU");
 }
