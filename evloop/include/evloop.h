@@ -62,9 +62,9 @@
 extern "C" {
 #endif
 
-#if defined(EVL_STATIC_DEFINE)
-#define EVL_EXPORT
-#elif defined(__GNUC__)
+/* The API is visible from the static library too, so that a program
+ * linking it can export it to the extensions it loads (-rdynamic). */
+#if defined(__GNUC__)
 #define EVL_EXPORT __attribute__((visibility("default")))
 #else
 #define EVL_EXPORT

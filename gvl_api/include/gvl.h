@@ -63,9 +63,9 @@
 extern "C" {
 #endif
 
-#if defined(GVL_STATIC_DEFINE)
-#define GVL_EXPORT
-#elif defined(__GNUC__)
+/* The API is visible from the static library too, so that a program
+ * linking it can export it to the extensions it loads (-rdynamic). */
+#if defined(__GNUC__)
 #define GVL_EXPORT __attribute__((visibility("default")))
 #else
 #define GVL_EXPORT

@@ -52,6 +52,27 @@ done
 pc --print-requires evloop | grep -q '^libuv' && fail "evloop.pc: libuv is a public Requires"
 ok "evloop.pc: libuv only in Requires.private"
 
+# ---- the static archives ----------------------------------------------------------
+# A host linking them exports the API to the extensions it loads (-rdynamic),
+# and the three hold no symbol twice: they make one shared object together.
+libdir=$(pc --variable=libdir tkbridge)
+archives=("$libdir/libtkbridge.a" "$libdir/libevloop.a" "$libdir/libgvl.a")
+deps=()
+for w in $(pc --libs --static tkbridge); do
+  case $w in -ltkbridge|-levloop|-lgvl) ;; *) deps+=("$w") ;; esac
+done
+# shellcheck disable=SC2046
+"$cc" -shared -fPIC -o "$tmp/plugin.so" "$here/consumer/plugin.c" $(pc --cflags tkbridge) \
+  || fail "an extension using the headers alone does not build"
+# shellcheck disable=SC2046
+"$cc" -rdynamic -o "$tmp/plugin_host" "$here/consumer/plugin_host.c" $(pc --cflags tkbridge) \
+  "${archives[@]}" "${deps[@]}" -ldl || fail "a host linking the static archives does not build"
+out=$(env -u LD_LIBRARY_PATH "$tmp/plugin_host" "$tmp/plugin.so") || fail "static host and extension: $out"
+ok "$out"
+"$cc" -shared -o "$tmp/bundle.so" -Wl,--whole-archive "${archives[@]}" -Wl,--no-whole-archive \
+  "${deps[@]}" >"$tmp/bundle.log" 2>&1 || { cat "$tmp/bundle.log"; fail "the static archives define a symbol twice"; }
+ok "libtkbridge.a, libevloop.a and libgvl.a make one shared object (no symbol twice)"
+
 # ---- CMake ----------------------------------------------------------------------
 cmake -S "$here/consumer" -B "$tmp/cm" "${cmake_prefix[@]}" -DCMAKE_C_COMPILER="$cc" \
   -DCOMPONENTS="gvl;evloop;tkbridge" >"$tmp/cm.log" 2>&1 || { cat "$tmp/cm.log"; fail "find_package(gvloop COMPONENTS gvl evloop tkbridge)"; }

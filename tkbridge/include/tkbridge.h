@@ -69,9 +69,9 @@
 extern "C" {
 #endif
 
-#if defined(TKB_STATIC_DEFINE)
-#define TKB_EXPORT
-#elif defined(__GNUC__)
+/* The API is visible from the static library too, so that a program
+ * linking it can export it to the extensions it loads (-rdynamic). */
+#if defined(__GNUC__)
 #define TKB_EXPORT __attribute__((visibility("default")))
 #else
 #define TKB_EXPORT
