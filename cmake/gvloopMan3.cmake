@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # The man(3) API reference, generated from the public headers by
-# scripts/gen-man3.py (python3): gvl(3), evloop(3), tkbridge(3) and one
+# scripts/gen-man3.py (python3): gvl(3), gvl_trace(3), evloop(3), tkbridge(3) and one
 # `.so` page per call.  Installed with the dev component.  The EXAMPLE
 # programs (man/*.example.c) are built and run with the tests, so they keep
 # working.
@@ -11,25 +11,29 @@ if(NOT Python3_Interpreter_FOUND)
 endif()
 set(_man3_args "")
 set(_man3_deps ${PROJECT_SOURCE_DIR}/scripts/gen-man3.py)
-foreach(_p gvl_api/include/gvl.h:gvl evloop/include/evloop.h:evloop
-           tkbridge/include/tkbridge.h:tkbridge)
+# header:page:library
+foreach(_p gvl_api/include/gvl.h:gvl:gvl gvl_api/include/gvl_trace.h:gvl_trace:gvl
+           evloop/include/evloop.h:evloop:evloop
+           tkbridge/include/tkbridge.h:tkbridge:tkbridge)
   string(REPLACE ":" ";" _pl ${_p})
   list(GET _pl 0 _hdr)
   list(GET _pl 1 _page)
-  if(NOT TARGET ${_page})
+  list(GET _pl 2 _lib)
+  if(NOT TARGET ${_lib})
     continue()
   endif()
-  list(APPEND _man3_args ${PROJECT_SOURCE_DIR}/${_hdr}:${_page}:${PROJECT_SOURCE_DIR}/man/${_page}.example.c)
+  list(APPEND _man3_args ${PROJECT_SOURCE_DIR}/${_hdr}:${_page}:${PROJECT_SOURCE_DIR}/man/${_page}.example.c:${_lib})
   list(APPEND _man3_deps ${PROJECT_SOURCE_DIR}/${_hdr} ${PROJECT_SOURCE_DIR}/man/${_page}.example.c)
   list(APPEND GVLOOP_MAN3_PAGES ${_page})
   if(BUILD_TESTING)
     add_executable(man_example_${_page} ${PROJECT_SOURCE_DIR}/man/${_page}.example.c)
-    target_link_libraries(man_example_${_page} PRIVATE ${_page} Threads::Threads)
+    target_link_libraries(man_example_${_page} PRIVATE ${_lib} Threads::Threads)
     # tkbridge's example opens a window: on a private Xvfb if DISPLAY is
     # unset.  Not under the sanitizers (Tcl/Tk's caches; the tests cover it).
     if(NOT GVLOOP_ASAN AND NOT GVLOOP_TSAN)
       add_test(NAME man.example_${_page}
-        COMMAND ${PROJECT_SOURCE_DIR}/tests/tkbridge/run_x.sh $<TARGET_FILE:man_example_${_page}>)
+        COMMAND ${PROJECT_SOURCE_DIR}/tests/tkbridge/run_x.sh $<TARGET_FILE:man_example_${_page}>
+        WORKING_DIRECTORY ${PROJECT_BINARY_DIR}/man)
       set_tests_properties(man.example_${_page} PROPERTIES LABELS "install" TIMEOUT 60
         SKIP_RETURN_CODE 77)
     endif()

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # cmake -DDIR=<man3 dir> -DPAGES="gvl;evloop;tkbridge" -P gvloopManCheck.cmake:
-# render each page with man-db, failing on any warning.
+# render each page with man-db, failing on any warning or on a NAME line
+# that is not the page's own summary (whatis(1) and apropos(1) read it).
 find_program(MAN man)
 if(NOT MAN)
   message("man not installed (apt-get install man-db): skipped")
@@ -13,5 +14,9 @@ foreach(p IN LISTS PAGES)
   if(NOT rc EQUAL 0 OR NOT err STREQUAL "" OR NOT out MATCHES "FUNCTIONS")
     message(FATAL_ERROR "${p}.3: rc=${rc}\n${err}")
   endif()
-  message("${p}.3 ok")
+  file(STRINGS ${DIR}/${p}.3 name REGEX "^${p} \\\\- ")
+  if(NOT name OR name MATCHES "SPDX")
+    message(FATAL_ERROR "${p}.3: NAME line is '${name}'")
+  endif()
+  message("${p}.3 ok: ${name}")
 endforeach()

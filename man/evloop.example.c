@@ -2,12 +2,18 @@
 /* A timer, a posted callback, thread-pool work and a file read on an
  * evloop, dispatched with a boost.
  * cc ex.c $(pkg-config --cflags --libs evloop) */
+#define _POSIX_C_SOURCE 200809L  /* nanosleep under -std=c11 */
 #include <errno.h>
 #include <evloop.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
+#include <time.h>
+
+static void sleep_us(long us) {
+  struct timespec ts = {us / 1000000, us % 1000000 * 1000};
+  nanosleep(&ts, NULL);
+}
 
 static atomic_int ticks, done;
 
@@ -53,8 +59,8 @@ int main(void) {
   evl_post(l, on_post, NULL, NULL);
   evl_work(l, crunch, 0, on_crunched, &answer, NULL);
   evl_read_file(l, "/etc/hostname", 0, 1 << 20, on_file, NULL, NULL);
-  for (int i = 0; i < 5000 && atomic_load(&done) < 3; i++) usleep(1000);
-  usleep(50000);
+  for (int i = 0; i < 5000 && atomic_load(&done) < 3; i++) sleep_us(1000);
+  sleep_us(50000);
   if ((rc = evl_cancel(l, id)) != 0)
     fprintf(stderr, "evl_cancel: %s\n", evl_strerror(rc));
   evl_stop(l);                            /* every registration gets its last call */

@@ -2,18 +2,24 @@
 /* Two interpreter threads share the GVL; a blocking call releases it; an
  * urgent event from a foreign thread cuts in.
  * cc ex.c $(pkg-config --cflags --libs gvl) */
+#define _POSIX_C_SOURCE 200809L  /* nanosleep under -std=c11 */
 #include <errno.h>
 #include <gvl.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <unistd.h>
+#include <time.h>
+
+static void sleep_us(long us) {
+  struct timespec ts = {us / 1000000, us % 1000000 * 1000};
+  nanosleep(&ts, NULL);
+}
 
 static gvl_t *gvl;
 static gvl_mutex_t mu;          /* a host-level Mutex */
 static long shared;
 
 static void *blocking_read(void *arg) {        /* runs without the GVL */
-  usleep(1000);
+  sleep_us(1000);
   return arg;
 }
 

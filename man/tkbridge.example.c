@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* Tk on the evloop's loop thread; a host command called from a button.
  * cc ex.c $(pkg-config --cflags --libs tkbridge) */
+#define _POSIX_C_SOURCE 200809L  /* nanosleep under -std=c11 */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <tkbridge.h>
-#include <unistd.h>
+#include <time.h>
+
+static void sleep_us(long us) {
+  struct timespec ts = {us / 1000000, us % 1000000 * 1000};
+  nanosleep(&ts, NULL);
+}
 
 static atomic_int async_done;
 
@@ -47,7 +53,7 @@ int main(void) {
                     " after 500 {.b invoke; destroy .}; tkwait window .", &res);
   if (rc == TKB_ETCL) fprintf(stderr, "Tcl error: %s\n", res);
   free(res);
-  for (int i = 0; i < 5000 && !atomic_load(&async_done); i++) usleep(1000);
+  for (int i = 0; i < 5000 && !atomic_load(&async_done); i++) sleep_us(1000);
   rc = tkb_command_delete(tk, "nosuch");    /* TKB_ENOCMD */
   tkb_stats(tk, &st);
   printf("%llu host command calls; deleting nosuch: %s\n",

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Generate the man(3) API reference from gvloop's public headers.
 
-    scripts/gen-man3.py OUTDIR HEADER:PAGE:EXAMPLE... 
+    scripts/gen-man3.py OUTDIR HEADER:PAGE:EXAMPLE:LIBRARY... 
 
 For each header, one page PAGE.3 with the header's own introduction, its
 data types, and one section per call (or group of calls that share a
@@ -93,7 +93,9 @@ def paragraphs(text):
 
 def parse(path, export):
     src = open(path).read()
-    intro = strip_comment(re.match(r"\s*(/\*.*?\*/)", src, re.S).group(1))
+    # The introduction: the header's first comment after its licence line.
+    intro = next(c for c in (strip_comment(m) for m in re.findall(r"/\*.*?\*/", src, re.S))
+                 if not c.strip().startswith("SPDX-License-Identifier"))
     tokens = re.finditer(r"/\*.*?\*/|^" + export + r" [^;]*;|"
                          r"^typedef struct(?: \w+)? \{.*?\} \w+;|^static inline [^{;]*\{|\n\s*\n",
                          src, re.S | re.M)
@@ -131,7 +133,7 @@ def thread_rule(comment):
     return m.group(1), comment[m.end():]
 
 
-def page(name, header, intro, types, calls, example, section_title):
+def page(name, header, intro, types, calls, example, section_title, lib):
     names = [n for c in calls for n in c["names"]]
     example_text = open(example).read()
     first, _, rest = intro.partition("\n\n")
@@ -143,8 +145,8 @@ def page(name, header, intro, types, calls, example, section_title):
     for c in calls:
         for p in c["protos"]:
             out.append(".BI \"" + p.replace("\\", "\\e").replace('"', '\\(dq') + "\"")
-    out += [".fi", ".PP", "Link with", f".BR \"$(pkg-config --libs {name})\"",
-            f"or the CMake target \\fBgvloop::{name}\\fP.",
+    out += [".fi", ".PP", "Link with", f".BR \"$(pkg-config --libs {lib})\"",
+            f"or the CMake target \\fBgvloop::{lib}\\fP.",
             ".SH DESCRIPTION", paragraphs(rest)]
     if types:
         out.append(".SH DATA TYPES")
@@ -182,22 +184,24 @@ def page(name, header, intro, types, calls, example, section_title):
             ".SH EXAMPLE", ".PP", ".nf", ".in +4n", esc(example_text.rstrip()),
             ".in", ".fi",
             ".SH SEE ALSO",
-            ", ".join(f"\\fB{p}\\fP(3)" for p in ("gvl", "evloop", "tkbridge") if p != name) +
-            ", \\fBgvwish\\fP(1), \\fBgvloop\\fP(n); ARCHITECTURE.md in gvloop's sources."]
+            ", ".join(f"\\fB{p}\\fP(3)" for p in ("gvl", "gvl_trace", "evloop", "tkbridge")
+                      if p != name) +
+            ", \\fBgvl-trace\\fP(1), \\fBgvwish\\fP(1), \\fBgvloop\\fP(n); "
+            "ARCHITECTURE.md in gvloop's sources."]
     return "\n".join(out) + "\n", names
 
 
 def main():
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
-    titles = {"gvl": "gvloop: the GVL", "evloop": "gvloop: the event loop",
-              "tkbridge": "gvloop: the Tcl/Tk bridge"}
+    titles = {"gvl": "gvloop: the GVL", "gvl_trace": "gvloop: tracing the GVL",
+              "evloop": "gvloop: the event loop", "tkbridge": "gvloop: the Tcl/Tk bridge"}
     exports = {"gvl": "GVL_EXPORT", "evloop": "EVL_EXPORT", "tkbridge": "TKB_EXPORT"}
     for arg in sys.argv[2:]:
-        header, name, example = arg.split(":")
-        intro, types, calls = parse(header, exports[name])
+        header, name, example, lib = arg.split(":")
+        intro, types, calls = parse(header, exports[lib])
         text, names = page(name, os.path.basename(header), intro, types, calls,
-                           example, titles[name])
+                           example, titles[name], lib)
         with open(os.path.join(outdir, name + ".3"), "w") as f:
             f.write(text)
         for n in names:
