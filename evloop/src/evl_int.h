@@ -75,6 +75,7 @@ struct evl__item {
   unsigned events;         /* loop: FD events merged since the last call */
 
   uint64_t timeout_ms;     /* TIMER; immutable                           */
+  uint64_t call_ns;        /* TIMER: uv_hrtime() at evl_timer; immutable  */
   uint64_t repeat_ms;
   int fd;                  /* FD; immutable                              */
   unsigned want;           /* FD: EVL_READABLE | EVL_WRITABLE            */

@@ -229,6 +229,7 @@ int evl_timer(evl_t *l, uint64_t timeout_ms, uint64_t repeat_ms,
   if (it == NULL) return ENOMEM;
   it->cb = cb;
   it->timeout_ms = timeout_ms;
+  it->call_ns = uv_hrtime();
   it->repeat_ms = repeat_ms;
   return evl__submit(l, it, id_out);
 }

@@ -143,6 +143,14 @@ static void evl__after_work_cb(uv_work_t *req, int status) {
     evl__dq_push(l, it, 1, it->kind == EVL__READ ? it->read_err : 0, 1);
 }
 
+/* A timer counts from its evl_timer call, not from its arming, which may
+ * come a whole busy stretch of the loop thread later: what is left of
+ * timeout_ms (whole ms gone are taken off, so it never fires early). */
+static uint64_t evl__timer_left(const evl__item_t *it) {
+  uint64_t gone = (uv_hrtime() - it->call_ns) / 1000000u;
+  return it->timeout_ms > gone ? it->timeout_ms - gone : 0;
+}
+
 static int evl__start_handle(evl_t *l, evl__item_t *it) {
   int r = 0;
   switch (it->kind) {
@@ -155,7 +163,7 @@ static int evl__start_handle(evl_t *l, evl__item_t *it) {
     it->uv_state = EVL__UV_ACTIVE;
     it->refs++;
     l->uv_pending++;
-    return uv_timer_start(&it->h.timer, evl__timer_cb, it->timeout_ms,
+    return uv_timer_start(&it->h.timer, evl__timer_cb, evl__timer_left(it),
                           it->repeat_ms);
   case EVL__FD:
     r = uv_poll_init(&l->loop, &it->h.poll, it->fd);

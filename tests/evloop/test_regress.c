@@ -12,7 +12,9 @@
  *  - cfg.on_error runs inside the loop's pass: evl_detach and evl_destroy
  *    called from it say EBUSY (attached mode), and the pass goes on.
  *  - A registration whose failure is queued but not yet delivered, then
- *    cancelled (evl_cancel returns 0), gets ECANCELED as its last call. */
+ *    cancelled (evl_cancel returns 0), gets ECANCELED as its last call.
+ *  - A timer counts from its evl_timer call: one whose time has passed
+ *    before the loop thread armed it fires without waiting it again. */
 #include <signal.h>
 #include <unistd.h>
 
@@ -234,6 +236,30 @@ static void test_cancel_after_failure(gvl_t *g) {
   CHECK_EQ(evl_destroy(l), 0);
 }
 
+static atomic_int from_call;
+static void from_call_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  if (status == 0) atomic_fetch_add(&from_call, 1);
+}
+
+/* Attached mode: nothing arms the timer until the host's next evl_step,
+ * which comes after its 40 ms are over; then a few passes that do not
+ * wait must run it (the timer counted from its arming waited 40 ms more). */
+static void test_timer_from_call(gvl_t *g) {
+  evl_config_t cfg = {0};
+  cfg.no_thread = 1;
+  evl_t *l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_attach(l), 0);
+  CHECK_EQ(evl_timer(l, 40, 0, 0, from_call_cb, NULL, NULL), 0);
+  t_sleep_ms(60);
+  for (int i = 0; i < 3; i++) CHECK_EQ(evl_step(l, 0), 0);
+  CHECK_EQ(atomic_load(&from_call), 1);
+  CHECK_EQ(evl_detach(l), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
 int main(void) {
   gvl_t *g = t_gvl();
   test_not_early(g);
@@ -243,6 +269,7 @@ int main(void) {
   test_ready_hook(g);
   test_on_error_in_pass(g);
   test_cancel_after_failure(g);
+  test_timer_from_call(g);
   CHECK_EQ(gvl_destroy(g), 0);
   puts("test_regress ok");
   return 0;
