@@ -215,8 +215,9 @@ EVL_EXPORT int evl_stop(evl_t *l);
  * gives, and calls evl_step(l, 0) whenever either fires.  A stop requested
  * by another thread wakes that fd; evl_stop from another thread waits until
  * the host calls evl_detach.  EINVAL, EPERM (not no_thread mode), EBUSY
- * (attached, running or finished already), or the error of
- * gvl_thread_attach. */
+ * (attached, running or finished already, or the calling thread is the loop
+ * thread of another loop already: attached or running it, or in one of its
+ * callbacks), or the error of gvl_thread_attach. */
 EVL_EXPORT int evl_attach(evl_t *l);
 
 /* [the thread that called evl_attach, outside any callback] Stop (if not

@@ -356,6 +356,10 @@ int evl_attach(evl_t *l) {
   int err;
   if (l == NULL) return EINVAL;
   if (!l->no_thread) return EPERM;
+  /* Attached, the thread would be this loop's loop thread and no longer
+   * the other's until it detaches: every call of the other's host that
+   * needs its loop thread would fail meanwhile. */
+  if (evl__tls_loop != NULL) return EBUSY;
   pthread_mutex_lock(&l->mu);
   err = l->run_state != EVL__RS_IDLE ? EBUSY : 0;
   if (err == 0) {

@@ -143,11 +143,50 @@ static void test_thread_mode(gvl_t *g) {
   CHECK_EQ(evl_destroy(l), 0);
 }
 
+static atomic_int second_ran, in_cb_attach = 1;
+static void second_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  if (status == 0) atomic_fetch_add(&second_ran, 1);
+}
+static void attach_from_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  if (status == 0) atomic_store(&in_cb_attach, evl_attach(arg));
+}
+
+/* A thread is the loop thread of one attached loop at a time: a second
+ * attach (a second Tcl package on a shell's thread, say) would take the
+ * first loop's thread away from it.  So would one from a callback of a
+ * loop running on its own thread. */
+static void test_attach_second(gvl_t *g) {
+  evl_config_t cfg = {0};
+  cfg.no_thread = 1;
+  evl_t *a = evl_start(g, &cfg), *b = evl_start(g, &cfg), *t = t_loop(g);
+  CHECK(a != NULL && b != NULL);
+  CHECK_EQ(evl_attach(a), 0);
+  CHECK_EQ(evl_attach(b), EBUSY);
+  CHECK_EQ(evl_in_loop_thread(a), 1);
+  CHECK_EQ(evl_in_loop_thread(b), 0);
+  CHECK_EQ(evl_post(a, second_cb, NULL, NULL), 0);
+  for (int i = 0; i < 3; i++) CHECK_EQ(evl_step(a, 0), 0);
+  CHECK_EQ(atomic_load(&second_ran), 1);
+  CHECK_EQ(evl_detach(a), 0);
+  CHECK_EQ(evl_post(t, attach_from_cb, b, NULL), 0);
+  while (atomic_load(&in_cb_attach) == 1) t_sleep_ms(1);
+  CHECK_EQ(atomic_load(&in_cb_attach), EBUSY);
+  CHECK_EQ(evl_attach(b), 0);   /* the thread is free again */
+  CHECK_EQ(evl_detach(b), 0);
+  CHECK_EQ(evl_destroy(a), 0);
+  CHECK_EQ(evl_destroy(b), 0);
+  CHECK_EQ(evl_destroy(t), 0);
+}
+
 int main(void) {
   gvl_t *g = t_gvl();
   test_thread_mode(g);
   test_host_loop(g);
   test_destroy_attached(g);
+  test_attach_second(g);
   CHECK_EQ(gvl_destroy(g), 0);
   puts("test_attach ok");
   return 0;
