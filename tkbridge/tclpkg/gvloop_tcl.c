@@ -78,6 +78,8 @@ struct gvt_reg {
   evl_id_t id;
   Tcl_Obj *script;
   int repeating;
+  Tcl_Channel chan;              /* readable: its channel, until the watch
+                                    ends or the channel closes */
   gvt_reg_t *next, *prev;        /* gi's list */
 };
 
@@ -223,7 +225,15 @@ static void thread_unref(gvt_thread_t *t) {
 
 /* ---- registrations ------------------------------------------------------------ */
 
+static void chan_closed(ClientData cd);
+
+/* The registration's script never runs again (cancelled, ended, its interp
+ * or its channel gone). */
 static void reg_unlink(gvt_reg_t *r) {
+  if (r->chan != NULL) {
+    Tcl_DeleteCloseHandler(r->chan, chan_closed, r);
+    r->chan = NULL;
+  }
   if (r->gi == NULL) return;
   if (r->prev != NULL) r->prev->next = r->next;
   else r->gi->regs = r->next;
@@ -239,20 +249,27 @@ static void reg_free(gvt_reg_t *r) {
 
 /* Run a registration's script (no GVL: EVL_F_NOGVL).  The interp is kept
  * alive across the script, which may delete it. */
-static void reg_fire(gvt_reg_t *r) {
+static void reg_fire(gvt_reg_t *r, int last) {
   Tcl_Interp *ip;
   Tcl_Obj *script;
   gvt_thread_t *t;
+  int code, r_repeating = r->repeating;
   if (r->gi == NULL) return;
   ip = r->gi->ip;
   script = r->script;
   t = r->gi->th;
+  /* A one-shot timer has ended as its script starts: cancelling it from
+   * there is cancelling an id that has ended, as a moment later. */
+  if (last) reg_unlink(r);
   t->busy++;
   Tcl_Preserve(ip);
   Tcl_IncrRefCount(script);
+  /* As after and fileevent: any code but TCL_OK goes to the background
+   * error handler as it is (break, continue and return included). */
   if (!Tcl_InterpDeleted(ip) &&
-      Tcl_EvalObjEx(ip, script, TCL_EVAL_GLOBAL) != TCL_OK) {
-    Tcl_BackgroundException(ip, TCL_ERROR);
+      (code = Tcl_EvalObjEx(ip, script, TCL_EVAL_GLOBAL)) != TCL_OK) {
+    if (!r_repeating) Tcl_AddErrorInfo(ip, "\n    (\"gvloop::timer\" script)");
+    Tcl_BackgroundException(ip, code);
   }
   Tcl_DecrRefCount(script);
   Tcl_Release(ip);
@@ -265,7 +282,7 @@ static void reg_fire(gvt_reg_t *r) {
 static void timer_cb(evl_t *l, void *arg, int status) {
   gvt_reg_t *r = arg;
   (void)l;
-  if (status == 0) reg_fire(r);
+  if (status == 0) reg_fire(r, 1);
   reg_free(r);  /* one-shot: this was its last call */
 }
 
@@ -274,10 +291,22 @@ static void io_cb(evl_t *l, void *arg, int status, unsigned events) {
   (void)l;
   (void)events;
   if (status == 0) {
-    reg_fire(r);
+    reg_fire(r, 0);
     return;
   }
   reg_free(r);  /* ECANCELED or an error: the last call */
+}
+
+/* The watched channel is being closed (Tcl runs close handlers before the
+ * descriptor is closed): the watch ends with it, as the channel's
+ * fileevent handlers do, before its descriptor number can be reused. */
+static void chan_closed(ClientData cd) {
+  gvt_reg_t *r = cd;
+  r->chan = NULL;               /* the handler is being removed by Tcl */
+  if (r->gi != NULL) {
+    evl_cancel(r->gi->th->l, r->id);
+    reg_unlink(r);              /* freed at its last call (ECANCELED) */
+  }
 }
 
 static gvt_reg_t *reg_new(gvt_interp_t *gi, Tcl_Obj *script) {
@@ -312,7 +341,7 @@ static int stats_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const obj
   gvt_interp_t *gi = cd;
   Tcl_Obj *d;
   if (objc != 1) {
-    Tcl_WrongNumArgs(ip, 1, objv, "");
+    Tcl_WrongNumArgs(ip, 1, objv, NULL);
     return TCL_ERROR;
   }
   d = Tcl_NewDictObj();
@@ -373,6 +402,8 @@ static int readable_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const 
     reg_free(r);
     return posix_error(ip, "gvloop::readable", err);
   }
+  r->chan = ch;
+  Tcl_CreateCloseHandler(ch, chan_closed, r);
   Tcl_SetObjResult(ip, Tcl_NewWideIntObj((Tcl_WideInt)r->id));
   return TCL_OK;
 }
@@ -400,7 +431,7 @@ static int cancel_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const ob
 static int notifier_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
   (void)cd;
   if (objc != 1) {
-    Tcl_WrongNumArgs(ip, 1, objv, "");
+    Tcl_WrongNumArgs(ip, 1, objv, NULL);
     return TCL_ERROR;
   }
   Tcl_SetObjResult(ip, Tcl_NewStringObj(tkb__ntf_name(), -1));
@@ -469,6 +500,10 @@ int Gvloop_Init(Tcl_Interp *ip) {
   if ((gi = calloc(1, sizeof *gi)) == NULL) return posix_error(ip, "gvloop", ENOMEM);
   if ((err = thread_ref(&gi->th)) != 0) {
     free(gi);
+    if (err == EBUSY)   /* evl_attach: the thread runs another loop */
+      return posix_error(ip, "gvloop: this thread already runs a gvloop event loop "
+                             "(gvtclsh, gvwish or a host's); its interpreters use that one",
+                         err);
     return posix_error(ip, "gvloop: cannot start the event loop", err);
   }
   gi->ip = ip;
@@ -484,6 +519,14 @@ int Gvloop_Init(Tcl_Interp *ip) {
  * nothing else of ours runs (the GVL stays if a thread is still attached
  * to it). */
 int Gvloop_Unload(Tcl_Interp *ip, int flags) {
+  /* The library's code is on the stack under a script of a timer or watch
+   * (reg_fire): unmapping it would return into nothing. */
+  if (flags == TCL_UNLOAD_DETACH_FROM_PROCESS && t_self != NULL && t_self->busy > 0) {
+    Tcl_SetObjResult(ip, Tcl_NewStringObj(
+        "gvloop: cannot unload the library from a script of one of its timers or "
+        "watches (unload -keeplibrary can)", -1));
+    return TCL_ERROR;
+  }
   if (Tcl_GetAssocData(ip, GVT_ASSOC, NULL) != NULL) {
     for (size_t i = 0; i < sizeof gvt_cmds / sizeof gvt_cmds[0]; i++)
       Tcl_DeleteCommand(ip, gvt_cmds[i].name);
