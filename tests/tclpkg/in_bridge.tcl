@@ -1,10 +1,24 @@
 # SPDX-License-Identifier: MIT
-# Run by gvtclsh (libtkbridge): loading the package into a bridge interp is
-# refused with a clear error and the bridge's own gvloop:: commands still
-# work (its thread stays the bridge's loop thread).
+# Run by gvtclsh (libtkbridge): loading the package into a bridge interp, or
+# into another interp of its thread, is refused with a clear error and the
+# bridge's own gvloop:: commands still work (its thread stays the bridge's
+# loop thread).
 source [file join [file dirname [info script]] common.tcl]
 check {[catch {package require gvloop} msg]} "package require refused"
 check {[string match "*already runs on a gvloop bridge*" $msg]} "message: $msg"
+# So is one into another interp of the same thread, whose loop would have
+# taken the thread from the bridge: the bridge's ping and fileevents go on.
+interp create c
+check {[catch {c eval {package require gvloop}} cmsg]} "refused in a child interp"
+check {[string match "*already runs a gvloop event loop*" $cmsg]} "child message: $cmsg"
+lassign [chan pipe] r w
+fileevent $r readable {set ::fe [gets $r]}
+puts $w data
+flush $w
+wait_for ::fe "a fileevent with the child interp there"
+check {$::fe eq "data"} "fileevent read: $::fe"
+close $r
+close $w
 set lat [gvloop::ping]
 check {[string is double -strict $lat] && $lat >= 0} "ping latency: $lat"
 # The same stats keys as the package's, plus the bridge's own tkb_*.
