@@ -83,4 +83,7 @@ if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
     endif()
   endforeach()
 endif()
+# Binaries ship stripped, as Debian's do (the build type keeps debug info in
+# the build tree).
+set(CPACK_STRIP_FILES ON)
 include(CPack)
