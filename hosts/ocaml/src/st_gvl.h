@@ -116,9 +116,23 @@ static void st_gvl_hook(void *arg, gvl_thread_t *t, gvl_event_t ev,
   else if (ev == GVL_EV_READY && t == st_gvl_self) st_gvl_gave_way = 1;
 }
 
-static uint64_t st_gvl_env_us(const char *name) {
+/* A setting from the environment: a decimal number from 1 to max, or 0
+ * (the default) when unset.  Anything else (a sign, other characters, out
+ * of range) is reported on stderr once and the default used: a bad setting
+ * must not stop every threaded program at its start. */
+static uint64_t st_gvl_env_num(const char *name, uint64_t max) {
   const char *s = getenv(name);
-  return s && *s ? (uint64_t)strtoull(s, NULL, 10) * 1000u : 0;
+  char *end;
+  unsigned long long v;
+  if (s == NULL || *s == '\0') return 0;
+  errno = 0;
+  v = (*s >= '0' && *s <= '9') ? strtoull(s, &end, 10) : 0;
+  if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < 1 || v > max) {
+    fprintf(stderr, "gvloop threads: %s=%s is not a number from 1 to %llu; "
+                    "the default is used\n", name, s, (unsigned long long)max);
+    return 0;
+  }
+  return v;
 }
 
 static gvl_thread_t *st_gvl_thread(void) {
@@ -171,9 +185,8 @@ static void st_gvl_gc_hook(void) {
 static void st_masterlock_init(st_masterlock *m) {
   if (st_gvl_global == NULL) {
     gvl_config_t cfg = {0};
-    cfg.slice_ns = st_gvl_env_us("GVLOOP_OCAML_SLICE_US");
-    const char *cap = getenv("GVLOOP_OCAML_BOOST_CAP");  /* percent */
-    if (cap && *cap) cfg.boost_cap_pct = (unsigned)strtoul(cap, NULL, 10);
+    cfg.slice_ns = st_gvl_env_num("GVLOOP_OCAML_SLICE_US", GVL_MAX_NS / 1000u) * 1000u;
+    cfg.boost_cap_pct = (unsigned)st_gvl_env_num("GVLOOP_OCAML_BOOST_CAP", 100);
     cfg.hook = st_gvl_hook;
     st_gvl_global = gvl_create(&cfg);
     if (st_gvl_global == NULL) st_gvl_fatal("gvl_create", errno);
