@@ -322,10 +322,14 @@ struct gvl__thread_head {
  * nothing is pending.  When a preempt request is pending, gives the GVL to
  * the waiter that asked and returns holding it again (0).  Returns EINTR
  * (once) after gvl_thread_interrupt(); EINVAL for NULL. */
+#ifdef __cplusplus  /* clean under -Wold-style-cast */
+#define GVL__HEAD(t) reinterpret_cast<struct gvl__thread_head *>(t)
+#else
+#define GVL__HEAD(t) ((struct gvl__thread_head *)(t))
+#endif
 static inline int gvl_check_ints(gvl_thread_t *t) {
-  if (__builtin_expect(t == NULL, 0)) return 22; /* EINVAL */
-  if (__builtin_expect(__atomic_load_n(&((struct gvl__thread_head *)t)->ints,
-                                       __ATOMIC_RELAXED) != 0, 0))
+  if (__builtin_expect(!t, 0)) return 22; /* EINVAL */
+  if (__builtin_expect(__atomic_load_n(&GVL__HEAD(t)->ints, __ATOMIC_RELAXED) != 0, 0))
     return gvl__check_ints_slow(t);
   return 0;
 }

@@ -60,16 +60,25 @@ typedef struct gvloop_tcl_api {
 
 /* [interp's thread] `package require gvloop` and return the API table, or
  * NULL with the error in interp's result. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define GVLOOP_TCL__NULL nullptr  /* clean under -Wzero-as-null-pointer-constant */
+#else
+#define GVLOOP_TCL__NULL NULL
+#endif
 static inline const gvloop_tcl_api_t *gvloop_tcl_require(Tcl_Interp *interp) {
-  void *api = NULL;
-  if (Tcl_PkgRequireEx(interp, "gvloop", GVLOOP_TCL_VERSION, 0, &api) == NULL)
-    return NULL;
-  if (api == NULL ||
-      ((const gvloop_tcl_api_t *)api)->version < GVLOOP_TCL_API_VERSION) {
+  void *api = GVLOOP_TCL__NULL;
+  const gvloop_tcl_api_t *t;
+  if (!Tcl_PkgRequireEx(interp, "gvloop", GVLOOP_TCL_VERSION, 0, &api)) return GVLOOP_TCL__NULL;
+#ifdef __cplusplus  /* clean under -Wold-style-cast */
+  t = static_cast<const gvloop_tcl_api_t *>(api);
+#else
+  t = (const gvloop_tcl_api_t *)api;
+#endif
+  if (!t || t->version < GVLOOP_TCL_API_VERSION) {
     Tcl_SetObjResult(interp, Tcl_NewStringObj("gvloop: no C API table", -1));
-    return NULL;
+    return GVLOOP_TCL__NULL;
   }
-  return (const gvloop_tcl_api_t *)api;
+  return t;
 }
 
 #ifdef __cplusplus
