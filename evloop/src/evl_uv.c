@@ -145,10 +145,15 @@ static void evl__after_work_cb(uv_work_t *req, int status) {
 
 /* A timer counts from its evl_timer call, not from its arming, which may
  * come a whole busy stretch of the loop thread later: what is left of
- * timeout_ms (whole ms gone are taken off, so it never fires early). */
-static uint64_t evl__timer_left(const evl__item_t *it) {
-  uint64_t gone = (uv_hrtime() - it->call_ns) / 1000000u;
-  return it->timeout_ms > gone ? it->timeout_ms - gone : 0;
+ * timeout_ms, rounded up to whole ms, plus how far libuv's loop time (a
+ * coarse clock where the kernel ticks at 1 kHz) lags the precise one, so
+ * that it never fires before the call's time + timeout_ms. */
+static uint64_t evl__timer_left(evl_t *l, const evl__item_t *it) {
+  uint64_t now = uv_hrtime(), now_ms = now / 1000000u, loop_ms = uv_now(&l->loop);
+  uint64_t lag = now_ms > loop_ms ? now_ms - loop_ms : 0;
+  if (it->timeout_ms > (UINT64_MAX - it->call_ns) / 1000000u - 1) return it->timeout_ms;
+  uint64_t due = it->call_ns + it->timeout_ms * 1000000u;
+  return due > now ? (due - now + 999999u) / 1000000u + lag : 0;
 }
 
 static int evl__start_handle(evl_t *l, evl__item_t *it) {
@@ -163,7 +168,7 @@ static int evl__start_handle(evl_t *l, evl__item_t *it) {
     it->uv_state = EVL__UV_ACTIVE;
     it->refs++;
     l->uv_pending++;
-    return uv_timer_start(&it->h.timer, evl__timer_cb, evl__timer_left(it),
+    return uv_timer_start(&it->h.timer, evl__timer_cb, evl__timer_left(l, it),
                           it->repeat_ms);
   case EVL__FD:
     r = uv_poll_init(&l->loop, &it->h.poll, it->fd);

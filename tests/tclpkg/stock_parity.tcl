@@ -22,8 +22,7 @@ gvloop::timer 0 {return -code break}
 gvloop::timer 0 {continue}
 gvloop::timer 0 {return -code 7 seven}
 gvloop::timer 0 {error boom}
-gvloop::timer 5 {set ::codes_done 1}
-wait_for ::codes_done "the timers of part 2"
+poll_until {[llength $::codes] >= 4} "four background errors of part 2"
 check {[lsort $::codes] eq {1 3 4 7}} "background codes: $::codes"
 interp bgerror {} bgerror
 

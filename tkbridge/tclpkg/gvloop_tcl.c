@@ -51,6 +51,11 @@ GVT_EXPORT int Gvloop_Unload(Tcl_Interp *ip, int flags);
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static gvl_t *g_gvl;             /* g_mu */
 static int g_refs;               /* g_mu: threads with a loop */
+/* Code of the library that some thread may still run: scripts of timers
+ * and watches on the stack (reg_fire), idle calls and exit handlers
+ * scheduled (thread_deferred, thread_reap).  Unloading the library from the
+ * process is refused while it is not 0. */
+static atomic_int g_pinned;
 
 /* The loop of one interpreter thread. */
 typedef struct {
@@ -182,6 +187,7 @@ static void thread_reap(ClientData cd) {
   (void)cd;
   Tcl_DeleteThreadExitHandler(thread_reap_exit, NULL);
   reap_list();
+  atomic_fetch_sub(&g_pinned, 1);
 }
 
 /* The thread ends before Tcl was idle again (a Thread-package thread). */
@@ -189,15 +195,20 @@ static void thread_reap_exit(ClientData cd) {
   (void)cd;
   Tcl_CancelIdleCall(thread_reap, NULL);
   reap_list();
+  atomic_fetch_sub(&g_pinned, 1);
 }
 
 static void thread_finish(gvt_thread_t *t) {
-  if (t->pending == 2) Tcl_CancelIdleCall(thread_deferred, t);
+  if (t->pending == 2) {
+    Tcl_CancelIdleCall(thread_deferred, t);
+    atomic_fetch_sub(&g_pinned, 1);
+  }
   t_self = NULL;
   evl_stop(t->l);
   tkb__ntf_unbind();
   evl_detach(t->l);  /* every registration has had its last call */
   if (t_dead == NULL) {
+    atomic_fetch_add(&g_pinned, 1);
     Tcl_DoWhenIdle(thread_reap, NULL);
     Tcl_CreateThreadExitHandler(thread_reap_exit, NULL);
   }
@@ -211,6 +222,7 @@ static void thread_finish(gvt_thread_t *t) {
 static void thread_deferred(ClientData cd) {
   gvt_thread_t *t = cd;
   t->pending = 0;
+  atomic_fetch_sub(&g_pinned, 1);
   if (t->refs == 0 && t->busy == 0) thread_finish(t);
 }
 
@@ -261,6 +273,7 @@ static void reg_fire(gvt_reg_t *r, int last) {
   /* A one-shot timer has ended as its script starts: cancelling it from
    * there is cancelling an id that has ended, as a moment later. */
   if (last) reg_unlink(r);
+  atomic_fetch_add(&g_pinned, 1);
   t->busy++;
   Tcl_Preserve(ip);
   Tcl_IncrRefCount(script);
@@ -275,8 +288,10 @@ static void reg_fire(gvt_reg_t *r, int last) {
   Tcl_Release(ip);
   if (--t->busy == 0 && t->pending == 1 && t->refs == 0) {
     t->pending = 2;  /* scheduled */
+    atomic_fetch_add(&g_pinned, 1);
     Tcl_DoWhenIdle(thread_deferred, t);
   }
+  atomic_fetch_sub(&g_pinned, 1);
 }
 
 static void timer_cb(evl_t *l, void *arg, int status) {
@@ -520,12 +535,17 @@ int Gvloop_Init(Tcl_Interp *ip) {
  * to it). */
 int Gvloop_Unload(Tcl_Interp *ip, int flags) {
   /* The library's code is on the stack under a script of a timer or watch
-   * (reg_fire): unmapping it would return into nothing. */
-  if (flags == TCL_UNLOAD_DETACH_FROM_PROCESS && t_self != NULL && t_self->busy > 0) {
-    Tcl_SetObjResult(ip, Tcl_NewStringObj(
-        "gvloop: cannot unload the library from a script of one of its timers or "
-        "watches (unload -keeplibrary can)", -1));
-    return TCL_ERROR;
+   * (reg_fire), here or on another thread, or another thread has a stopped
+   * loop to reclaim when idle: unmapping it would return into nothing.
+   * This thread's own reclaiming is done below. */
+  if (flags == TCL_UNLOAD_DETACH_FROM_PROCESS) {
+    int mine = (t_dead != NULL) + (t_self != NULL && t_self->pending == 2);
+    if ((t_self != NULL && t_self->busy > 0) || atomic_load(&g_pinned) > mine) {
+      Tcl_SetObjResult(ip, Tcl_NewStringObj(
+          "gvloop: cannot unload the library while one of its timer or watch scripts "
+          "runs, here or on another thread (unload -keeplibrary can)", -1));
+      return TCL_ERROR;
+    }
   }
   if (Tcl_GetAssocData(ip, GVT_ASSOC, NULL) != NULL) {
     for (size_t i = 0; i < sizeof gvt_cmds / sizeof gvt_cmds[0]; i++)
