@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define NAME_MAX_ GVL__TF_NAME
@@ -90,7 +91,8 @@ static bool trace_read(FILE *f, const char *path, trace_t *t) {
     why = "written by another version of libgvl or on another machine";
     goto bad;
   }
-  if (!(t->th = calloc(t->h.nthreads + 1u, sizeof *t->th))) goto oom;
+  /* size_t: a corrupt count must not wrap to a small allocation. */
+  if (!(t->th = calloc((size_t)t->h.nthreads + 1u, sizeof *t->th))) goto oom;
   for (uint32_t i = 0; i < t->h.nthreads; i++) {
     thr_t *th = &t->th[i];
     if (!get(f, &th->h, sizeof th->h)) goto bad;
@@ -675,6 +677,11 @@ static int convert(const char *in, const char *out) {
   to_stdout = !strcmp(dst, "-");
   snprintf(tmp, sizeof tmp, "%s.%ld.tmp", dst, (long)getpid());
   const char *wpath = to_stdout ? "stdout" : in_place ? tmp : dst;
+  /* A failed write removes only a file this run created (the temporary
+   * one, or an OUT that did not exist): never a file or device that was
+   * there before. */
+  struct stat st;
+  bool created = in_place || (!to_stdout && stat(wpath, &st) != 0);
   f = to_stdout ? stdout : fopen(wpath, "w");
   if (!f) {
     fprintf(stderr, "gvl-trace: %s: %s\n", wpath, strerror(errno));
@@ -687,7 +694,7 @@ static int convert(const char *in, const char *out) {
   if (!rc && in_place && rename(tmp, dst)) rc = errno;
   if (rc) {
     fprintf(stderr, "gvl-trace: %s: %s\n", wpath, strerror(rc));
-    if (!to_stdout) (void)unlink(wpath);
+    if (created) (void)unlink(wpath);
   }
   trace_free(&t);
   return rc ? 1 : 0;

@@ -80,8 +80,10 @@
  * number that tells GVLs apart; without "%g", the second and later GVLs of
  * the process write to "path.<n>.gvlt" (or "path.<n>.json" for a path
  * ending in .json) so that no file is overwritten.
- * GVLOOP_TRACE_EVENTS=N sets events_per_thread; GVLOOP_TRACE_MODE=ring or
- * =stop selects GVL_TRACE_RING or GVL_TRACE_STOP_FULL.  A trace started
+ * GVLOOP_TRACE_EVENTS=N sets events_per_thread (at most 2^24: more is
+ * 2^24); GVLOOP_TRACE_MODE=ring or =stop selects GVL_TRACE_RING or
+ * GVL_TRACE_STOP_FULL.  A value that is not a number, or another mode,
+ * prints one line on stderr and is ignored.  A trace started
  * this way that cannot open its file prints one line on stderr and is not
  * started.
  *
@@ -158,7 +160,7 @@ GVL_EXPORT int gvl_trace_stats(gvl_t *g, gvl_trace_stats_t *out);
  * every trace, running or started later (the name is copied; at most 31
  * bytes are kept), as gvl_thread_set_name() does for an attached thread;
  * this one also serves threads that are not attached.  Without a name a
- * thread shows under its OS name. */
+ * thread shows under its OS name; "" gives it that name back. */
 GVL_EXPORT int gvl_trace_set_thread_name(const char *name);
 
 /* ---- events from other layers ---------------------------------------------

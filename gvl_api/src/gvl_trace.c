@@ -371,7 +371,9 @@ static int record_user(gvl_t *g, int kind, const char *cat, const char *name,
   rec_t *r;
   if (!g) return EINVAL;
   if (!(s = atomic_load_explicit(&g->trace, memory_order_acquire))) return 0;
-  if (!(r = rec_begin(s, &b, 0))) return 0;
+  /* A span that ended before the trace started is not recorded (its end,
+   * arg, checked against the run's origin as a GVL event's time is). */
+  if (!(r = rec_begin(s, &b, kind == GVL__TK_SPAN ? arg : 0))) return 0;
   r->ns = at ? at : gvl__now();
   r->kind = (uint8_t)kind;
   r->p = name;
@@ -552,7 +554,7 @@ int gvl_trace_set_thread_name(const char *name) {
     pthread_mutex_lock(&s->mu);
     for (uint32_t i = 0; i < s->nbufs; i++)
       if (s->bufs[i]->serial == tl_serial)
-        memcpy(s->bufs[i]->name, tl_name, NAME_MAX_);
+        default_name(s->bufs[i]->name);   /* "" names it by the OS again */
     pthread_mutex_unlock(&s->mu);
   }
   pthread_mutex_unlock(&reg_mu);
@@ -607,10 +609,22 @@ void gvl__trace_env(gvl_t *g) {
   char path[4096];
   if (!tmpl || !*tmpl) return;
   memset(&c, 0, sizeof c);
-  if (evs) c.events_per_thread = (uint32_t)strtoul(evs, NULL, 10);
-  if (c.events_per_thread > MAX_EVENTS) c.events_per_thread = MAX_EVENTS;
+  if (evs && *evs) {
+    /* Digits only; more than the most a buffer holds is that most. */
+    char *end;
+    unsigned long long n = 0;
+    errno = 0;
+    if (*evs >= '0' && *evs <= '9') n = strtoull(evs, &end, 10);
+    if (*evs < '0' || *evs > '9' || *end != '\0')
+      fprintf(stderr, "gvloop: GVLOOP_TRACE_EVENTS=%s is not a number; the default is used\n",
+              evs);
+    else
+      c.events_per_thread = (errno || n > MAX_EVENTS) ? MAX_EVENTS : (uint32_t)n;
+  }
   if (mode && !strcmp(mode, "ring")) c.flags = GVL_TRACE_RING;
-  if (mode && !strcmp(mode, "stop")) c.flags = GVL_TRACE_STOP_FULL;
+  else if (mode && !strcmp(mode, "stop")) c.flags = GVL_TRACE_STOP_FULL;
+  else if (mode && *mode)
+    fprintf(stderr, "gvloop: GVLOOP_TRACE_MODE=%s is neither ring nor stop; ignored\n", mode);
   unsigned nth = atomic_fetch_add(&env_traces, 1);
   env_path(path, sizeof path, tmpl, g->uid, nth > 0);
   int rc = gvl_trace_start(g, path, &c);

@@ -6,6 +6,9 @@
  */
 #include "ttrace.h"
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 static void bad_input(const ttrace_env_t *e, gvl_t *g) {
   char path[512];
   gvl_trace_config_t big = {(1u << 24) + 1, 0, 0}, many = {0, 5000, 0},
@@ -254,6 +257,76 @@ static void exit_writes(const ttrace_env_t *e) {
   TTRACE_CHECK(e, path, "--holds", "2");
 }
 
+/* A span that ended before the trace started is not recorded; one inside
+ * the run is.  A thread named "" shows under its OS name again, not "". */
+static void before_and_unnamed(const ttrace_env_t *e) {
+  char path[512];
+  gvl_trace_stats_t st;
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  uint64_t early = gvl_now_ns();
+  ttrace_path(e, "unnamed", path, sizeof path);
+  CHECK_OK(gvl_trace_start(g, path, NULL));
+  CHECK_OK(gvl_trace_span(g, "t", "before", early, early + 1));
+  CHECK_OK(gvl_trace_stats(g, &st));
+  CHECK_EQ(st.recorded, 0);
+  CHECK_OK(gvl_trace_set_thread_name("named for a while"));
+  uint64_t now = gvl_now_ns();
+  CHECK_OK(gvl_trace_span(g, "t", "inside", now, now + 1));
+  CHECK_OK(gvl_trace_set_thread_name(""));
+  CHECK_OK(gvl_trace_stop(g));
+  CHECK_OK(gvl_trace_stats(g, &st));
+  CHECK_EQ(st.recorded, 1);
+  CHECK_OK(gvl_destroy(g));
+  char *json = ttrace_convert(e, path);
+  FILE *f = fopen(json, "r");
+  CHECK(f != NULL);
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  CHECK(strstr(buf, "\"thread_name\"") != NULL);
+  CHECK(strstr(buf, "{\"name\":\"\"}") == NULL);            /* no empty name */
+  CHECK(strstr(buf, "named for a while") == NULL);
+  free(json);
+}
+
+/* gvl-trace on a header whose thread count is absurd: exit 1, not a crash;
+ * and a failed write leaves an OUT that existed before in place (a device
+ * that fails every write, where root can make one). */
+static void tool_edges(const ttrace_env_t *e) {
+  char path[512], bad[600], full[600];
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  ttrace_path(e, "edges", path, sizeof path);
+  CHECK_OK(gvl_trace_start(g, path, NULL));
+  CHECK(gvl_call_with(g, 0, noop, g) == g);
+  CHECK_OK(gvl_destroy(g));
+  snprintf(bad, sizeof bad, "%s/edges-bad.gvlt", e->dir);
+  FILE *in = fopen(path, "rb"), *out = fopen(bad, "wb");
+  CHECK(in != NULL && out != NULL);
+  static unsigned char head[52 + 4], junk[200 * 64];
+  CHECK_EQ(fread(head, 1, sizeof head, in), sizeof head);
+  memset(head + 52, 0xff, 4);                 /* gvl__tf_head_t.nthreads */
+  memset(junk, 0x11, sizeof junk);
+  CHECK_EQ(fwrite(head, 1, sizeof head, out), sizeof head);
+  CHECK_EQ(fwrite(junk, 1, sizeof junk, out), sizeof junk);
+  fclose(in);
+  fclose(out);
+  const char *argv[] = {e->conv, bad, "/dev/null", NULL};
+  CHECK_EQ(ttrace_run(argv), 1);
+  snprintf(full, sizeof full, "%s/edges-full", e->dir);
+  (void)unlink(full);
+  if (mknod(full, S_IFCHR | 0600, makedev(1, 7)) == 0) {   /* /dev/full */
+    const char *argv2[] = {e->conv, path, full, NULL};
+    struct stat sb;
+    CHECK_EQ(ttrace_run(argv2), 1);
+    CHECK_OK(stat(full, &sb));
+    CHECK(S_ISCHR(sb.st_mode));
+    (void)unlink(full);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "--exit-child")) return exit_child();
   ttrace_env_t e = ttrace_args(argc, argv);
@@ -270,5 +343,7 @@ int main(int argc, char **argv) {
   from_env(&e);
   forked(&e);
   exit_writes(&e);
+  before_and_unnamed(&e);
+  tool_edges(&e);
   return 0;
 }
