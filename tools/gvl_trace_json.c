@@ -91,8 +91,11 @@ static bool trace_read(FILE *f, const char *path, trace_t *t) {
     why = "written by another version of libgvl or on another machine";
     goto bad;
   }
-  /* size_t: a corrupt count must not wrap to a small allocation. */
-  if (!(t->th = calloc((size_t)t->h.nthreads + 1u, sizeof *t->th))) goto oom;
+  if (t->h.nthreads > GVL__TF_MAX_THREADS) {   /* corrupt: never allocated */
+    why = "not a whole raw GVL trace (more threads than a trace can hold)";
+    goto bad;
+  }
+  if (!(t->th = calloc(t->h.nthreads + 1u, sizeof *t->th))) goto oom;
   for (uint32_t i = 0; i < t->h.nthreads; i++) {
     thr_t *th = &t->th[i];
     if (!get(f, &th->h, sizeof th->h)) goto bad;

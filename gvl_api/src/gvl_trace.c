@@ -43,7 +43,7 @@
 #define DEF_EVENTS   32768u
 #define MAX_EVENTS   (1u << 24)
 #define DEF_THREADS  128u
-#define MAX_THREADS  4096u
+#define MAX_THREADS  GVL__TF_MAX_THREADS
 #define NAME_MAX_    GVL__TF_NAME
 #define CACHE_WAYS   4
 

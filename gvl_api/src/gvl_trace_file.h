@@ -25,6 +25,7 @@
 #define GVL__TF_VERSION 1u
 #define GVL__TF_ORDER 0x01020304u
 #define GVL__TF_NAME 32           /* thread name bytes, NUL-padded */
+#define GVL__TF_MAX_THREADS 4096u /* threads of one run: max_threads' bound */
 
 /* Record kinds: the gvl_event_t values (1-5), then the other layers'. */
 enum { GVL__TK_BEGIN = 16, GVL__TK_END, GVL__TK_INSTANT, GVL__TK_COUNTER,
