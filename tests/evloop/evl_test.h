@@ -66,6 +66,12 @@ static inline evl_t *t_loop(gvl_t *g) {
   return l;
 }
 
+/* A callback that counts its calls with status 0 in the atomic_int at arg. */
+static inline void t_count_ok(evl_t *l, void *arg, int status) {
+  (void)l;
+  if (status == 0) atomic_fetch_add((atomic_int *)arg, 1);
+}
+
 /* The GVL state a callback runs in. */
 static inline int t_holds(evl_t *l) {
   return gvl_thread_holds(evl_gvl_thread(l));

@@ -144,11 +144,6 @@ static void test_thread_mode(gvl_t *g) {
 }
 
 static atomic_int second_ran, in_cb_attach = 1;
-static void second_cb(evl_t *l, void *arg, int status) {
-  (void)l;
-  (void)arg;
-  if (status == 0) atomic_fetch_add(&second_ran, 1);
-}
 static void attach_from_cb(evl_t *l, void *arg, int status) {
   (void)l;
   if (status == 0) atomic_store(&in_cb_attach, evl_attach(arg));
@@ -167,7 +162,7 @@ static void test_attach_second(gvl_t *g) {
   CHECK_EQ(evl_attach(b), EBUSY);
   CHECK_EQ(evl_in_loop_thread(a), 1);
   CHECK_EQ(evl_in_loop_thread(b), 0);
-  CHECK_EQ(evl_post(a, second_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_post(a, t_count_ok, &second_ran, NULL), 0);
   for (int i = 0; i < 3; i++) CHECK_EQ(evl_step(a, 0), 0);
   CHECK_EQ(atomic_load(&second_ran), 1);
   CHECK_EQ(evl_detach(a), 0);

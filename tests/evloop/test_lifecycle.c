@@ -255,11 +255,6 @@ static void test_driver(gvl_t *g) {
   CHECK_EQ(evl_destroy(l), 0);
 }
 
-static void count_cb(evl_t *l, void *arg, int status) {
-  (void)l;
-  if (status == 0) atomic_fetch_add((atomic_int *)arg, 1);
-}
-
 /* A zeroed config (and NULL) dispatches at normal priority; a boost is asked
  * for with EVL_PRIO_BOOST.  Seen in the GVL's boost counter. */
 static uint64_t boosts_for(const evl_config_t *cfg) {
@@ -268,7 +263,7 @@ static uint64_t boosts_for(const evl_config_t *cfg) {
   atomic_int n = 0;
   evl_t *l = evl_start(g, cfg);
   CHECK(l != NULL);
-  CHECK_EQ(evl_post(l, count_cb, &n, NULL), 0);
+  CHECK_EQ(evl_post(l, t_count_ok, &n, NULL), 0);
   t_wait_ge(&n, 1);
   CHECK_EQ(evl_destroy(l), 0);
   CHECK_EQ(gvl_stats(g, &st), 0);

@@ -61,11 +61,6 @@ static void sleeper_cb(evl_t *l, void *arg, int status) {
 /* A repeating timer: a one-shot one is closed when it fires, and a closing
  * handle alone makes libuv poll without blocking, hiding the bug. */
 static atomic_int ticks;
-static void tick_cb(evl_t *l, void *arg, int status) {
-  (void)l;
-  (void)arg;
-  if (status == 0) atomic_fetch_add(&ticks, 1);
-}
 
 static void test_due_during_dispatch(gvl_t *g) {
   evl_t *l = t_loop(g);
@@ -73,7 +68,7 @@ static void test_due_during_dispatch(gvl_t *g) {
   /* Both reach the loop together; the timer falls due while the sleeper
    * runs, and nothing else wakes the loop for an hour. */
   CHECK_EQ(gvl_acquire(me), 0);
-  CHECK_EQ(evl_timer(l, 10, 3600000, 0, tick_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_timer(l, 10, 3600000, 0, t_count_ok, &ticks, NULL), 0);
   CHECK_EQ(evl_post(l, sleeper_cb, NULL, NULL), 0);
   CHECK_EQ(gvl_release(me), 0);
   t_wait_ge(&ticks, 1);
@@ -237,11 +232,6 @@ static void test_cancel_after_failure(gvl_t *g) {
 }
 
 static atomic_int from_call;
-static void from_call_cb(evl_t *l, void *arg, int status) {
-  (void)l;
-  (void)arg;
-  if (status == 0) atomic_fetch_add(&from_call, 1);
-}
 
 /* Attached mode: nothing arms the timer until the host's next evl_step,
  * which comes after its 40 ms are over; then a few passes that do not
@@ -252,7 +242,7 @@ static void test_timer_from_call(gvl_t *g) {
   evl_t *l = evl_start(g, &cfg);
   CHECK(l != NULL);
   CHECK_EQ(evl_attach(l), 0);
-  CHECK_EQ(evl_timer(l, 40, 0, 0, from_call_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_timer(l, 40, 0, 0, t_count_ok, &from_call, NULL), 0);
   t_sleep_ms(60);
   for (int i = 0; i < 3; i++) CHECK_EQ(evl_step(l, 0), 0);
   CHECK_EQ(atomic_load(&from_call), 1);
