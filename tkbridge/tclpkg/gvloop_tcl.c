@@ -253,6 +253,13 @@ static void reg_unlink(gvt_reg_t *r) {
   r->gi = NULL;
 }
 
+/* End r's registration at once; r itself is freed at its last call
+ * (ECANCELED). */
+static void reg_cancel(gvt_reg_t *r) {
+  evl_cancel(r->gi->th->l, r->id);
+  reg_unlink(r);
+}
+
 static void reg_free(gvt_reg_t *r) {
   reg_unlink(r);
   Tcl_DecrRefCount(r->script);
@@ -261,18 +268,18 @@ static void reg_free(gvt_reg_t *r) {
 
 /* Run a registration's script (no GVL: EVL_F_NOGVL).  The interp is kept
  * alive across the script, which may delete it. */
-static void reg_fire(gvt_reg_t *r, int last) {
+static void reg_fire(gvt_reg_t *r) {
   Tcl_Interp *ip;
   Tcl_Obj *script;
   gvt_thread_t *t;
-  int code, r_repeating = r->repeating;
+  int code, once = !r->repeating;
   if (r->gi == NULL) return;
   ip = r->gi->ip;
   script = r->script;
   t = r->gi->th;
   /* A one-shot timer has ended as its script starts: cancelling it from
    * there is cancelling an id that has ended, as a moment later. */
-  if (last) reg_unlink(r);
+  if (once) reg_unlink(r);
   atomic_fetch_add(&g_pinned, 1);
   t->busy++;
   Tcl_Preserve(ip);
@@ -281,7 +288,7 @@ static void reg_fire(gvt_reg_t *r, int last) {
    * error handler as it is (break, continue and return included). */
   if (!Tcl_InterpDeleted(ip) &&
       (code = Tcl_EvalObjEx(ip, script, TCL_EVAL_GLOBAL)) != TCL_OK) {
-    if (!r_repeating) Tcl_AddErrorInfo(ip, "\n    (\"gvloop::timer\" script)");
+    if (once) Tcl_AddErrorInfo(ip, "\n    (\"gvloop::timer\" script)");
     Tcl_BackgroundException(ip, code);
   }
   Tcl_DecrRefCount(script);
@@ -297,7 +304,7 @@ static void reg_fire(gvt_reg_t *r, int last) {
 static void timer_cb(evl_t *l, void *arg, int status) {
   gvt_reg_t *r = arg;
   (void)l;
-  if (status == 0) reg_fire(r, 1);
+  if (status == 0) reg_fire(r);
   reg_free(r);  /* one-shot: this was its last call */
 }
 
@@ -306,7 +313,7 @@ static void io_cb(evl_t *l, void *arg, int status, unsigned events) {
   (void)l;
   (void)events;
   if (status == 0) {
-    reg_fire(r, 0);
+    reg_fire(r);
     return;
   }
   reg_free(r);  /* ECANCELED or an error: the last call */
@@ -318,10 +325,7 @@ static void io_cb(evl_t *l, void *arg, int status, unsigned events) {
 static void chan_closed(ClientData cd) {
   gvt_reg_t *r = cd;
   r->chan = NULL;               /* the handler is being removed by Tcl */
-  if (r->gi != NULL) {
-    evl_cancel(r->gi->th->l, r->id);
-    reg_unlink(r);              /* freed at its last call (ECANCELED) */
-  }
+  if (r->gi != NULL) reg_cancel(r);
 }
 
 static gvt_reg_t *reg_new(gvt_interp_t *gi, Tcl_Obj *script) {
@@ -482,11 +486,7 @@ static const gvloop_tcl_api_t gvt_api = {
 static void interp_gone(ClientData cd, Tcl_Interp *ip) {
   gvt_interp_t *gi = cd;
   (void)ip;
-  while (gi->regs != NULL) {
-    gvt_reg_t *r = gi->regs;
-    evl_cancel(gi->th->l, r->id);
-    reg_unlink(r);  /* freed at its last call (ECANCELED) */
-  }
+  while (gi->regs != NULL) reg_cancel(gi->regs);
   thread_unref(gi->th);
   free(gi);
 }
