@@ -63,7 +63,10 @@
  *
  * Memory is bounded: each thread that records gets one buffer of
  * events_per_thread entries (40 bytes each), allocated on its first event;
- * at most max_threads buffers.  When a buffer is full, that thread's newer
+ * at most max_threads buffers, freed when the file is written.  A small
+ * header per buffer is kept for the next run (until gvl_destroy), which
+ * gives it to any thread, so that threads that come and go over many runs
+ * use no more headers than the largest max_threads.  When a buffer is full, that thread's newer
  * events are dropped (the default), or its oldest are overwritten
  * (GVL_TRACE_RING: a flight recorder of the last moments), or the trace
  * stops and is written at once by the thread that filled its buffer
@@ -71,8 +74,10 @@
  * Dropped and overwritten events are counted as lost; so are events of
  * threads past max_threads.  Otherwise the file is written by
  * gvl_trace_stop(), by gvl_destroy(), or at process exit (exit() or a
- * return from main) for a trace still running then.  Writing is a copy of
- * the kept records (40 bytes each) and of the other layers' strings.
+ * return from main) for a trace still running then; exit() also waits for
+ * a write in progress on another thread, so the file is whole.  Writing is
+ * a copy of the kept records (40 bytes each) and of the other layers'
+ * strings, with write(2).
  *
  * Starting from the environment: if GVLOOP_TRACE=path.gvlt is set when
  * gvl_create() runs, the new GVL is traced with default settings into that
@@ -91,9 +96,15 @@
  *   [any]  any thread, attached to the GVL or not, holding it or not.
  * Every call here is [any].  The GVL must stay alive across each call (do
  * not race a call with gvl_destroy() of the same GVL).  No call takes the
- * GVL or waits for it; gvl_trace_stop() waits only for threads that are in
- * the middle of recording one event.  After fork() the child's traces are
- * stopped without being written (the parent writes them).
+ * GVL or waits for it.  gvl_trace_stop() waits for threads that are in the
+ * middle of recording one event; it, gvl_trace_start() and gvl_destroy()
+ * also wait while another thread writes the same GVL's file (a stop, or a
+ * GVL_TRACE_STOP_FULL trace stopping itself), so that when any of them
+ * returns the last run's file is whole.  The counters of a stopped trace do
+ * not change after its stop, and match its file.  After fork() the child's
+ * traces are stopped without being written (the parent writes them, also
+ * one it was writing at the fork: the child adds nothing to that file); the
+ * child may start traces of its own.
  *
  * Return values: 0 or a positive errno code:
  *   EINVAL   NULL or out-of-range argument
@@ -138,16 +149,19 @@ typedef struct {
 
 /* [any] Start tracing g into the raw file at path (created or truncated
  * now, so that a bad path fails here; written at the stop; gvl-trace turns
- * it into JSON).  cfg may be NULL for defaults.  EALREADY if g is already
- * traced. */
+ * it into JSON; not inherited across exec).  cfg may be NULL for defaults.
+ * EALREADY if g is already traced.  If another thread is still writing g's
+ * last file, waits for that first. */
 GVL_EXPORT int gvl_trace_start(gvl_t *g, const char *path,
                                const gvl_trace_config_t *cfg);
 
 /* [any] Stop tracing g and write the raw file.  Events that threads record
  * while this runs are dropped (not counted).  ESRCH if g is not traced
- * (also when a GVL_TRACE_STOP_FULL trace has already stopped itself);
- * ENOMEM if the other layers' strings could not all be listed (the file is
- * written, with those names left empty). */
+ * (also when a GVL_TRACE_STOP_FULL trace has already stopped itself, or
+ * another thread's stop came first: this one returns when that stop has
+ * written the file); ENOMEM if the other layers' strings could not all be
+ * listed (the file is written, with those names left empty).  A
+ * GVL_TRACE_STOP_FULL trace stops only itself, never a later run. */
 GVL_EXPORT int gvl_trace_stop(gvl_t *g);
 
 /* [any] 1 if g is being traced, 0 if not or g is NULL. */

@@ -13,13 +13,26 @@
  * its own process.
  *
  * Lifetime.  A GVL's trace state (session_t) lives until gvl_destroy(), and
- * its buffers too, so a thread that loaded g->trace just before a stop
- * never touches freed memory.  Stop and the recorders meet in a Dekker
- * handshake on two sequentially consistent flags: a recorder sets its
- * buffer's busy flag and then checks that the trace is on; stop clears
- * "on" and then waits until no buffer is busy.  After that no recorder can
- * write into a buffer until the next start, so the buffers can be read and
- * their event arrays freed.
+ * its buffer headers too, so a thread that loaded g->trace just before a
+ * stop never touches freed memory.  A later run hands a header that no
+ * thread records into to a thread that has none (so there are never more
+ * than the largest max_threads of any run); a thread can tell its own by
+ * the run number, as runs are never reused.  Stop and the recorders meet
+ * in a Dekker handshake, sequentially consistent: a recorder counts itself
+ * into its buffer's busy count (or the session's, without a buffer) and
+ * then checks that its run is on; stop clears "on" and then waits until
+ * every count is zero.  After that no recorder can write into a buffer or
+ * a counter until the next start, so the buffers can be read and their
+ * event arrays freed.  busy is a count, not a flag, because a thread that
+ * lost its header to a later run may still count itself in and out of it.
+ *
+ * Writing.  The file is written with write(2) from a buffer of the
+ * stopping thread's, not through stdio: a fork() in the middle leaves the
+ * child a descriptor to close, with no FILE lock the writer might hold and
+ * no buffered bytes that the child's close would add to the parent's file.
+ * A stop waits for a write of the same session in progress elsewhere
+ * (s->written), so that the file is complete when any stop, start, destroy
+ * or exit() returns.
  *
  * Process-wide state (unavoidable): the registry of sessions, so that a
  * stopped trace's counters and buffers are found again without a field in
@@ -32,6 +45,7 @@
 #include "gvl_trace_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
@@ -63,11 +77,11 @@ typedef struct {
 _Static_assert(sizeof(rec_t) == 40, "rec_t: 40 bytes, as gvl_trace.h says");
 
 typedef struct {
-  _Atomic int busy;          /* owner is recording (see the handshake)    */
+  _Atomic unsigned busy;     /* threads recording now (see the handshake) */
   _Atomic uint64_t run;      /* run the buffer is set up for; s->mu       */
   _Atomic uint64_t n;        /* events offered this run (may pass cap);
                                 written by the owner only                 */
-  uint64_t serial;           /* owner thread's serial number              */
+  uint64_t serial;           /* owner thread's serial number; s->mu       */
   int tid;                   /* owner's kernel thread id                  */
   char name[NAME_MAX_];      /* s->mu                                     */
   rec_t *ev;                 /* cap entries; set up/freed under s->mu
@@ -86,12 +100,14 @@ typedef struct session {
   _Atomic int on;            /* recorders may record                      */
   _Atomic uint64_t run;      /* number of the current/last run            */
   _Atomic uint64_t lost_nobuf; /* events of threads past max_threads     */
+  _Atomic unsigned nobuf_busy; /* such threads counting one now           */
   int stopping;              /* the file is being written; mu             */
+  pthread_cond_t written;    /* stopping went back to 0; with mu          */
   atomic_int full_stop;      /* GVL_TRACE_STOP_FULL: a stop was claimed   */
-  FILE *out;                 /* mu                                        */
+  int fd;                    /* the open file, or -1; mu                  */
   uint32_t cap, max_threads; /* of the current run; mu                    */
   unsigned flags;            /* mu                                        */
-  tbuf_t **bufs;             /* every buffer ever used; mu                */
+  tbuf_t **bufs;             /* every buffer header; mu                   */
   uint32_t nbufs, abufs;     /* mu                                        */
   uint64_t t0, t_end;        /* start and stop of the run; written by
                                 start/stop under mu, read by recorders
@@ -110,7 +126,7 @@ static _Thread_local unsigned tl_victim;
 static _Thread_local uint64_t tl_serial;
 static _Thread_local char tl_name[NAME_MAX_];
 
-static int stop_session(session_t *s);
+static int stop_session(session_t *s, uint64_t run);
 
 /* ---- registry, exit and fork --------------------------------------------- */
 
@@ -119,24 +135,36 @@ static int stop_session(session_t *s);
 static void at_exit(void) {
   pthread_mutex_lock(&reg_mu);
   for (session_t *s = reg_head; s; s = s->next)
-    if (atomic_load(&s->on)) (void)stop_session(s);
+    (void)stop_session(s, 0);   /* also waits for a write in progress */
   pthread_mutex_unlock(&reg_mu);
 }
 
-static void fork_prepare(void) { pthread_mutex_lock(&reg_mu); }
-static void fork_parent(void) { pthread_mutex_unlock(&reg_mu); }
+/* Every session's lock too, so that the child sees each descriptor either
+ * open and in s->fd or closed (a stop closes it under s->mu). */
+static void fork_prepare(void) {
+  pthread_mutex_lock(&reg_mu);
+  for (session_t *s = reg_head; s; s = s->next) pthread_mutex_lock(&s->mu);
+}
+
+static void fork_parent(void) {
+  for (session_t *s = reg_head; s; s = s->next) pthread_mutex_unlock(&s->mu);
+  pthread_mutex_unlock(&reg_mu);
+}
 
 /* The child has one thread: its copies of the traces are turned off and
- * never written (the parent owns the files).  Locks that other threads
- * held at the fork are made anew. */
+ * never written (the parent owns the files, also one it was writing at the
+ * fork: the child closes its descriptor and has no bytes of it buffered).
+ * Locks and the condition are made anew. */
 static void fork_child(void) {
   for (session_t *s = reg_head; s; s = s->next) {
     atomic_store(&s->on, 0);
     if (s->g) atomic_store(&s->g->trace, NULL);
     pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->written, NULL);
     s->stopping = 0;
-    if (s->out) fclose(s->out);  /* nothing is buffered before the stop */
-    s->out = NULL;
+    if (s->fd >= 0) (void)close(s->fd);
+    s->fd = -1;
+    atomic_store(&s->nobuf_busy, 0);
     for (uint32_t i = 0; i < s->nbufs; i++) {
       atomic_store(&s->bufs[i]->busy, 0);
       atomic_store(&s->bufs[i]->run, 0);
@@ -161,7 +189,12 @@ static session_t *session_get(gvl_t *g, bool create) {
     if (pthread_mutex_init(&s->mu, NULL)) {
       free(s);
       s = NULL;
+    } else if (pthread_cond_init(&s->written, NULL)) {
+      pthread_mutex_destroy(&s->mu);
+      free(s);
+      s = NULL;
     } else {
+      s->fd = -1;
       s->g = g;
       s->next = reg_head;
       reg_head = s;
@@ -197,22 +230,26 @@ static void default_name(char *out) {
   }
 }
 
-/* s->mu held.  The buffer of this thread, set up for the current run. */
+/* s->mu held.  The buffer of this thread, set up for the current run: its
+ * own header from an earlier run, else one no thread records into this run
+ * (its thread has ended or not recorded yet), else a new one. */
 static tbuf_t *buf_for_run(session_t *s, uint64_t run) {
   uint64_t serial = my_serial();
-  tbuf_t *b = NULL;
-  for (uint32_t i = 0; i < s->nbufs && !b; i++)
-    if (s->bufs[i]->serial == serial) b = s->bufs[i];
-  if (!b) {
+  tbuf_t *b = NULL, *spare = NULL;
+  uint32_t live = 0;
+  for (uint32_t i = 0; i < s->nbufs; i++) {
+    tbuf_t *x = s->bufs[i];
+    if (x->serial == serial) b = x;
+    if (atomic_load(&x->run) == run) live++;
+    else if (!spare) spare = x;
+  }
+  if (b && atomic_load(&b->run) == run) return b;
+  if (live >= s->max_threads) return NULL;
+  if (!b && !(b = spare)) {
     if (s->nbufs >= s->abufs || !(b = calloc(1, sizeof *b))) return NULL;
-    b->serial = serial;
     s->bufs[s->nbufs++] = b;
   }
-  if (atomic_load(&b->run) == run) return b;
-  uint32_t live = 0;
-  for (uint32_t i = 0; i < s->nbufs; i++)
-    live += atomic_load(&s->bufs[i]->run) == run;
-  if (live >= s->max_threads) return NULL;
+  b->serial = serial;
   free(b->ev);
   if (!(b->ev = malloc((size_t)s->cap * sizeof *b->ev))) return NULL;
   b->cap = s->cap;
@@ -232,30 +269,37 @@ static void cache_put(uint64_t run, tbuf_t *b) {
 
 /* Cache miss: find or set up the buffer under the session's lock.  A
  * thread past max_threads caches "no buffer" for the run, so that its lost
- * events do not take the lock each time. */
+ * events do not take the lock each time.  This first one is counted under
+ * the lock, with the run on: before any stop of the run. */
 static tbuf_t *buf_slow(session_t *s, uint64_t run) {
   tbuf_t *b = NULL;
-  bool live = false;
   if (!atomic_load(&s->on)) return NULL;
   pthread_mutex_lock(&s->mu);
   if (atomic_load(&s->on) && atomic_load(&s->run) == run) {
-    live = true;
     b = buf_for_run(s, run);
+    cache_put(run, b);
+    if (!b) atomic_fetch_add(&s->lost_nobuf, 1);
   }
   pthread_mutex_unlock(&s->mu);
-  if (live) cache_put(run, b);
-  if (!b && live) atomic_fetch_add(&s->lost_nobuf, 1);
   return b;
+}
+
+/* The later lost events of a thread without a buffer: counted inside the
+ * handshake (on the session's count), so that no stop has read the
+ * counter yet and none reads it before the add. */
+static void lose_nobuf(session_t *s, uint64_t run) {
+  atomic_fetch_add(&s->nobuf_busy, 1);                 /* seq_cst */
+  if (atomic_load(&s->on) && atomic_load(&s->run) == run)
+    atomic_fetch_add_explicit(&s->lost_nobuf, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&s->nobuf_busy, 1, memory_order_release);
 }
 
 /* Run numbers are never reused, so a cache entry whose run matches the
  * session's points into that (live) session. */
-static tbuf_t *get_buf(session_t *s) {
-  uint64_t run = atomic_load_explicit(&s->run, memory_order_acquire);
+static tbuf_t *get_buf(session_t *s, uint64_t run) {
   for (int i = 0; i < CACHE_WAYS; i++)
     if (tl_cache[i].run == run) {
-      if (!tl_cache[i].b && atomic_load(&s->on))
-        atomic_fetch_add(&s->lost_nobuf, 1);
+      if (!tl_cache[i].b) lose_nobuf(s, run);
       return tl_cache[i].b;
     }
   return buf_slow(s, run);
@@ -273,23 +317,27 @@ static tbuf_t *get_buf(session_t *s) {
  * pass; the event then belongs to no run, and is dropped here, where the
  * run and its origin are stable (no stop can pass a busy recorder). */
 static rec_t *rec_begin(session_t *s, tbuf_t **bp, uint64_t ns) {
-  tbuf_t *b = get_buf(s);
+  uint64_t run = atomic_load_explicit(&s->run, memory_order_acquire);
+  tbuf_t *b = get_buf(s, run);
   if (!b) return NULL;
-  atomic_store(&b->busy, 1);                 /* seq_cst: the handshake */
-  if (!atomic_load(&s->on) || atomic_load(&b->run) != atomic_load(&s->run) ||
-      (ns && ns < s->t0)) {
-    atomic_store_explicit(&b->busy, 0, memory_order_release);
+  atomic_fetch_add(&b->busy, 1);             /* seq_cst: the handshake */
+  /* b->run == run: b is still this thread's (a header changes hands only
+   * between runs). */
+  if (!atomic_load(&s->on) || atomic_load(&s->run) != run ||
+      atomic_load(&b->run) != run || (ns && ns < s->t0)) {
+    atomic_fetch_sub_explicit(&b->busy, 1, memory_order_release);
     return NULL;
   }
   uint64_t n = atomic_load_explicit(&b->n, memory_order_relaxed);
   unsigned flags = s->flags;   /* stable while busy: no stop/start can pass */
   if (n >= b->cap && !(flags & GVL_TRACE_RING)) {
     atomic_store_explicit(&b->n, n + 1, memory_order_relaxed); /* lost */
-    atomic_store_explicit(&b->busy, 0, memory_order_release);
+    atomic_fetch_sub_explicit(&b->busy, 1, memory_order_release);
     /* The first thread to fill its buffer writes the file (outside busy,
-     * or the stop would wait for itself). */
+     * or the stop would wait for itself); of this run only, should a stop
+     * and a new start get in first. */
     if ((flags & GVL_TRACE_STOP_FULL) && !atomic_exchange(&s->full_stop, 1))
-      (void)stop_session(s);
+      (void)stop_session(s, run);
     return NULL;
   }
   rec_t *r = &b->ev[n % b->cap];
@@ -301,7 +349,7 @@ static rec_t *rec_begin(session_t *s, tbuf_t **bp, uint64_t ns) {
 static void rec_commit(tbuf_t *b) {
   uint64_t n = atomic_load_explicit(&b->n, memory_order_relaxed);
   atomic_store_explicit(&b->n, n + 1, memory_order_relaxed);
-  atomic_store_explicit(&b->busy, 0, memory_order_release);
+  atomic_fetch_sub_explicit(&b->busy, 1, memory_order_release);
 }
 
 /* Why t is giving the GVL up.  Runs on t's own thread, which is the only
@@ -434,11 +482,13 @@ static int start_locked(session_t *s, const char *path,
                         const gvl_trace_config_t *c) {
   uint32_t maxt = c->max_threads ? c->max_threads : DEF_THREADS;
   int rc;
-  if (atomic_load(&s->on) || s->stopping) return EALREADY;
-  /* Buffers are never freed before gvl_destroy (see the top of the file),
-   * so max_threads caps the buffers of one run, not the array. */
-  if ((rc = grow_bufs(s, s->nbufs + maxt))) return rc;
-  if (!(s->out = fopen(path, "w"))) return errno ? errno : EIO;
+  while (s->stopping) pthread_cond_wait(&s->written, &s->mu);
+  if (atomic_load(&s->on)) return EALREADY;
+  /* A run takes a spare header before it adds one (buf_for_run), so the
+   * array never needs more than the largest max_threads. */
+  if ((rc = grow_bufs(s, maxt))) return rc;
+  s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (s->fd < 0) return errno ? errno : EIO;
   s->cap = c->events_per_thread ? c->events_per_thread : DEF_EVENTS;
   s->max_threads = maxt;
   s->flags = c->flags;
@@ -468,20 +518,25 @@ int gvl_trace_active(gvl_t *g) {
   return g && atomic_load_explicit(&g->trace, memory_order_acquire) != NULL;
 }
 
-/* Wait until no recorder is inside rec_begin/rec_commit.  Recorders never
- * block there, so this is short. */
+/* Wait until no recorder is inside rec_begin/rec_commit or lose_nobuf.
+ * Recorders never block there, so this is short. */
 static void drain(session_t *s) {
+  while (atomic_load(&s->nobuf_busy)) sched_yield();
   for (uint32_t i = 0; i < s->nbufs; i++)
     while (atomic_load(&s->bufs[i]->busy)) sched_yield();
 }
 
-static int write_trace(session_t *s);   /* below */
+static int write_trace(session_t *s, int fd);   /* below */
 
-/* Turn recording off, write the file, free the event arrays. */
-static int stop_session(session_t *s) {
+/* Turn recording off, write the file, free the event arrays.  run: the
+ * run to stop (a full buffer's self-stop), which returns at once if that
+ * run is over; 0: whichever runs (a stop, destroy, exit), which waits for
+ * a write in progress before it says ESRCH. */
+static int stop_session(session_t *s, uint64_t run) {
   int rc = 0;
   pthread_mutex_lock(&s->mu);
-  if (!atomic_load(&s->on)) {
+  if (!atomic_load(&s->on) || (run && atomic_load(&s->run) != run)) {
+    while (!run && s->stopping) pthread_cond_wait(&s->written, &s->mu);
     pthread_mutex_unlock(&s->mu);
     return ESRCH;
   }
@@ -490,19 +545,20 @@ static int stop_session(session_t *s) {
   drain(s);
   s->t_end = gvl__now();
   s->stopping = 1;
+  int fd = s->fd;      /* only this stop closes it; a fork's child its copy */
   pthread_mutex_unlock(&s->mu);
   /* Nobody records into this session until the next start, which waits
    * for stopping to clear: the buffers are ours to read. */
-  rc = write_trace(s);
-  if (ferror(s->out) && !rc) rc = EIO;
-  if (fclose(s->out) && !rc) rc = errno ? errno : EIO;
+  rc = write_trace(s, fd);
   pthread_mutex_lock(&s->mu);
-  s->out = NULL;
+  if (close(fd) && !rc) rc = errno ? errno : EIO;
+  s->fd = -1;
   for (uint32_t i = 0; i < s->nbufs; i++) {
     free(s->bufs[i]->ev);
     s->bufs[i]->ev = NULL;
   }
   s->stopping = 0;
+  pthread_cond_broadcast(&s->written);
   pthread_mutex_unlock(&s->mu);
   return rc;
 }
@@ -511,7 +567,7 @@ int gvl_trace_stop(gvl_t *g) {
   session_t *s;
   if (!g) return EINVAL;
   if (!(s = session_get(g, false))) return ESRCH;
-  return stop_session(s);
+  return stop_session(s, 0);
 }
 
 /* ---- counters and names ------------------------------------------------------- */
@@ -642,12 +698,13 @@ void gvl__trace_fini(gvl_t *g) {
   if (s) *pp = s->next;
   pthread_mutex_unlock(&reg_mu);
   if (!s) return;
-  if (atomic_load(&s->on)) (void)stop_session(s);
+  (void)stop_session(s, 0);
   for (uint32_t i = 0; i < s->nbufs; i++) {
     free(s->bufs[i]->ev);
     free(s->bufs[i]);
   }
   free(s->bufs);
+  pthread_cond_destroy(&s->written);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }
@@ -714,9 +771,46 @@ static uint32_t str_id(strtab_t *t, const char *str) {
   return t->slot[h].id;
 }
 
-static void put(FILE *f, const void *p, size_t n) { (void)fwrite(p, 1, n, f); }
+/* The file's writer: write(2) behind a buffer of the stopping thread's
+ * (without one, if it cannot be had, each piece is written at once). */
+#define WBUF 65536
 
-static void put_rec(FILE *f, const rec_t *r, strtab_t *st) {
+typedef struct {
+  int fd;
+  int err;                 /* errno of the first failed write, or 0 */
+  size_t n;
+  char *buf;
+} wr_t;
+
+static void wr_bytes(wr_t *w, const char *p, size_t n) {
+  while (n && !w->err) {
+    ssize_t k = write(w->fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      w->err = k < 0 && errno ? errno : EIO;
+      break;
+    }
+    p += k;
+    n -= (size_t)k;
+  }
+}
+
+static void wr_flush(wr_t *w) {
+  wr_bytes(w, w->buf, w->n);
+  w->n = 0;
+}
+
+static void put(wr_t *w, const void *p, size_t n) {
+  if (w->buf && w->n + n > WBUF) wr_flush(w);
+  if (!w->buf || n > WBUF) {
+    wr_bytes(w, p, n);
+    return;
+  }
+  memcpy(w->buf + w->n, p, n);
+  w->n += n;
+}
+
+static void put_rec(wr_t *f, const rec_t *r, strtab_t *st) {
   gvl__tf_rec_t o;
   memset(&o, 0, sizeof o);
   o.ns = r->ns;
@@ -737,7 +831,7 @@ static void put_rec(FILE *f, const rec_t *r, strtab_t *st) {
 
 /* One thread: its header, then its kept records, oldest first (in ring
  * mode the oldest is the slot after the newest). */
-static void put_thread(session_t *s, tbuf_t *b, strtab_t *st) {
+static void put_thread(session_t *s, wr_t *w, tbuf_t *b, strtab_t *st) {
   gvl__tf_thread_t th;
   uint64_t n = atomic_load_explicit(&b->n, memory_order_relaxed);
   uint64_t kept = n < b->cap ? n : b->cap;
@@ -750,17 +844,19 @@ static void put_thread(session_t *s, tbuf_t *b, strtab_t *st) {
   memcpy(th.name, b->name, sizeof th.name);
   pthread_mutex_unlock(&s->mu);
   th.name[sizeof th.name - 1] = '\0';
-  put(s->out, &th, sizeof th);
+  put(w, &th, sizeof th);
   for (uint64_t i = 0; i < kept; i++)
-    put_rec(s->out, &b->ev[(first + i) % b->cap], st);
+    put_rec(w, &b->ev[(first + i) % b->cap], st);
 }
 
 /* Write the file of the run that just stopped.  Called with recording
- * drained and s->stopping set, so the buffers do not change.  ENOMEM if a
- * string could not be numbered (its records then name none). */
-static int write_trace(session_t *s) {
+ * drained and s->stopping set, so the buffers do not change.  The errno of
+ * a failed write; else ENOMEM if a string could not be numbered (its
+ * records then name none). */
+static int write_trace(session_t *s, int fd) {
   gvl__tf_head_t h;
   strtab_t st;
+  wr_t w = {fd, 0, 0, malloc(WBUF)};
   uint64_t run = atomic_load(&s->run);
   memset(&h, 0, sizeof h);
   memset(&st, 0, sizeof st);
@@ -774,17 +870,19 @@ static int write_trace(session_t *s) {
   h.flags = s->flags;
   for (uint32_t i = 0; i < s->nbufs; i++)
     h.nthreads += atomic_load(&s->bufs[i]->run) == run && s->bufs[i]->ev;
-  put(s->out, &h, sizeof h);
+  put(&w, &h, sizeof h);
   for (uint32_t i = 0; i < s->nbufs; i++)
     if (atomic_load(&s->bufs[i]->run) == run && s->bufs[i]->ev)
-      put_thread(s, s->bufs[i], &st);
-  put(s->out, &st.n, sizeof st.n);
+      put_thread(s, &w, s->bufs[i], &st);
+  put(&w, &st.n, sizeof st.n);
   for (uint32_t i = 0; i < st.n; i++) {
     uint32_t len = (uint32_t)strlen(st.list[i]);
-    put(s->out, &len, sizeof len);
-    put(s->out, st.list[i], len);
+    put(&w, &len, sizeof len);
+    put(&w, st.list[i], len);
   }
+  if (w.buf) wr_flush(&w);
+  free(w.buf);
   free(st.slot);
   free(st.list);
-  return st.oom ? ENOMEM : 0;
+  return w.err ? w.err : st.oom ? ENOMEM : 0;
 }

@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_races.c -- the tracer against other threads, fork() and exit() in
+ * the middle of a stop's write, and against runs that follow each other:
+ *
+ *   - a fork() while a stop writes adds nothing to the parent's file and
+ *     leaves the child free to trace on its own;
+ *   - gvl_trace_stop() and gvl_trace_start() called while another thread's
+ *     stop writes wait for that write: the stop then says ESRCH, the start
+ *     starts (neither says EALREADY of a trace that gvl_trace_active()
+ *     calls stopped);
+ *   - exit() while a GVL_TRACE_STOP_FULL self-stop writes on another thread
+ *     leaves a complete file;
+ *   - a STOP_FULL run's self-stop never stops a later run;
+ *   - the counters of a stopped trace stay as the file has them, also with
+ *     threads past max_threads recording all along;
+ *   - threads that come and go over many runs do not grow the tracer's
+ *     memory (buffer headers are reused).
+ *
+ * A stop is held in the middle of its write by a FIFO that the test reads
+ * only when it is ready: the writer blocks with the pipe full.
+ */
+#include "ttrace.h"
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+#define FILL 20000           /* records of a blocked trace: ~800 KB */
+
+static gvl_t *g;
+static char dir[512];
+
+/* ---- a raw file, read back through the FIFO ------------------------------ */
+
+static unsigned char *slurp(int fd, size_t *len) {
+  size_t cap = 1 << 20, n = 0;
+  unsigned char *p = malloc(cap);
+  CHECK(p != NULL);
+  CHECK_OK(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK));
+  for (;;) {
+    if (n == cap) CHECK((p = realloc(p, cap *= 2)) != NULL);
+    ssize_t k = read(fd, p + n, cap - n);
+    if (k < 0 && errno == EINTR) continue;
+    CHECK(k >= 0);
+    if (k == 0) break;
+    n += (size_t)k;
+  }
+  *len = n;
+  return p;
+}
+
+static uint32_t u32_at(const unsigned char *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+/* The bytes are exactly one raw trace (gvl_trace_file.h): a header, its
+ * threads with their records, the string table, and nothing after it.
+ * Returns the number of records. */
+static uint64_t check_raw(const unsigned char *p, size_t len) {
+  uint64_t recs = 0;
+  size_t at = 56;
+  CHECK_GE(len, 60);
+  CHECK(!memcmp(p, "GVLTRACE", 8));
+  uint32_t nthreads = u32_at(p + 52);
+  CHECK_LE(nthreads, 4096);
+  for (uint32_t i = 0; i < nthreads; i++) {
+    CHECK_LE(at + 48, len);
+    uint32_t kept = u32_at(p + at + 8);
+    at += 48 + (size_t)kept * 40;
+    recs += kept;
+    CHECK_LE(at, len);
+  }
+  CHECK_LE(at + 4, len);
+  uint32_t nstr = u32_at(p + at);
+  at += 4;
+  for (uint32_t i = 0; i < nstr; i++) {
+    CHECK_LE(at + 4, len);
+    at += 4 + (size_t)u32_at(p + at);
+    CHECK_LE(at, len);
+  }
+  CHECK_EQ(at, len);
+  return recs;
+}
+
+/* ---- a stop held in the middle of its write ------------------------------ */
+
+typedef struct {
+  char fifo[600];
+  int rfd;
+  pthread_t th;
+  int rc;
+} blocked_t;
+
+static void *stopper(void *arg) {
+  blocked_t *b = arg;
+  b->rc = gvl_trace_stop(g);
+  return NULL;
+}
+
+static void open_fifo(blocked_t *b, const char *name) {
+  snprintf(b->fifo, sizeof b->fifo, "%s/%s.fifo", dir, name);
+  (void)unlink(b->fifo);
+  CHECK_OK(mkfifo(b->fifo, 0600));
+  b->rfd = open(b->fifo, O_RDONLY | O_NONBLOCK);   /* so the writer's open returns */
+  CHECK(b->rfd >= 0);
+}
+
+/* Wait until the pipe is full, to within a page (a write need not fill
+ * the last one): its writer, with far more to write, can then go no
+ * further without the reader. */
+static void wait_full(int rfd) {
+  int size = fcntl(rfd, F_GETPIPE_SZ), n = 0;
+  CHECK_GT(size, 4096);
+  while (!ioctl(rfd, FIONREAD, &n) && n < size - 4096) tgvl_sleep_us(1000);
+}
+
+/* g traced into a FIFO nobody reads yet, and a thread stopping it. */
+static void block_a_stop(blocked_t *b, const char *name) {
+  gvl_trace_config_t c = {FILL, 0, 0};
+  open_fifo(b, name);
+  CHECK_OK(gvl_trace_start(g, b->fifo, &c));
+  for (int i = 0; i < FILL; i++) CHECK_OK(gvl_trace_instant(g, "race", "fill", (uint64_t)i));
+  tgvl_spawn(&b->th, stopper, b);
+  wait_full(b->rfd);
+  CHECK_EQ(gvl_trace_active(g), 0);
+}
+
+/* Read the blocked stop's file to its end, check it, join the stopper. */
+static void unblock(blocked_t *b) {
+  size_t len;
+  unsigned char *p = slurp(b->rfd, &len);
+  CHECK_EQ(check_raw(p, len), FILL);
+  free(p);
+  tgvl_join(b->th);
+  CHECK_OK(b->rc);
+  close(b->rfd);
+  (void)unlink(b->fifo);
+}
+
+/* A fork() while a stop writes: the child closes its copy of the file
+ * without adding a byte to it (stdio would flush its buffered part), and
+ * may trace on its own; the parent's file is whole. */
+static void fork_while_writing(void) {
+  blocked_t b;
+  char mine[600];
+  block_a_stop(&b, "fork");
+  snprintf(mine, sizeof mine, "%s/fork-child.gvlt", dir);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    /* Ends by exec, not exit: the parent's writer thread is not in the
+     * child, and valgrind's leak check at exit would count its buffers. */
+    int bad = 0;
+    tgvl_watchdog(60);
+    if (gvl_trace_active(g) || gvl_trace_stop(g) != ESRCH) bad = 1;
+    else if (gvl_trace_start(g, mine, NULL)) bad = 2;
+    else if (gvl_trace_instant(g, "race", "child", 1) || gvl_trace_stop(g)) bad = 3;
+    if (bad) fprintf(stderr, "fork_while_writing: child check %d failed\n", bad);
+    execl(bad ? "/bin/false" : "/bin/true", bad ? "false" : "true", (char *)NULL);
+    _exit(127);
+  }
+  unblock(&b);                       /* EOF once both copies are closed */
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 0);
+  struct stat sb;
+  CHECK_OK(stat(mine, &sb));
+  CHECK_GT(sb.st_size, 56);
+}
+
+typedef struct {
+  int rc;
+  atomic_int done;
+  char path[600];
+} call_t;
+
+static void *late_stop(void *arg) {
+  call_t *c = arg;
+  c->rc = gvl_trace_stop(g);
+  atomic_store(&c->done, 1);
+  return NULL;
+}
+
+static void *late_start(void *arg) {
+  call_t *c = arg;
+  c->rc = gvl_trace_start(g, c->path, NULL);
+  atomic_store(&c->done, 1);
+  return NULL;
+}
+
+/* A stop and a start from other threads while a stop writes: both wait
+ * for the write (the file is complete when either returns). */
+static void calls_while_writing(void) {
+  blocked_t b;
+  pthread_t th;
+  call_t c = {0};
+  block_a_stop(&b, "stop2");
+  tgvl_spawn(&th, late_stop, &c);
+  tgvl_sleep_us(50000);
+  CHECK_EQ(atomic_load(&c.done), 0);       /* still waiting for the write */
+  unblock(&b);
+  tgvl_join(th);
+  CHECK_EQ(c.rc, ESRCH);
+
+  memset(&c, 0, sizeof c);
+  snprintf(c.path, sizeof c.path, "%s/after.gvlt", dir);
+  block_a_stop(&b, "start2");
+  tgvl_spawn(&th, late_start, &c);
+  tgvl_sleep_us(50000);
+  CHECK_EQ(atomic_load(&c.done), 0);
+  CHECK_EQ(gvl_trace_active(g), 0);
+  unblock(&b);
+  tgvl_join(th);
+  CHECK_OK(c.rc);                          /* not EALREADY */
+  CHECK_EQ(gvl_trace_active(g), 1);
+  CHECK_OK(gvl_trace_instant(g, "race", "after", 0));
+  CHECK_OK(gvl_trace_stop(g));
+}
+
+/* ---- exit() during a self-stop's write (a child process) ----------------- */
+
+static void *fill_up(void *arg) {
+  for (int i = 0; i <= FILL; i++) (void)gvl_trace_instant(arg, "race", "full", (uint64_t)i);
+  return NULL;
+}
+
+/* The child: a STOP_FULL trace into the FIFO, filled by a second thread,
+ * which then writes it; main exits as soon as the trace has stopped, and
+ * says so on stdout first. */
+static int exit_child(const char *fifo) {
+  gvl_trace_config_t c = {FILL, 0, GVL_TRACE_STOP_FULL};
+  pthread_t th;
+  gvl_t *x = gvl_create(NULL);
+  if (!x || gvl_trace_start(x, fifo, &c)) return 1;
+  if (pthread_create(&th, NULL, fill_up, x) || pthread_detach(th)) return 2;
+  while (gvl_trace_active(x)) tgvl_sleep_us(1000);
+  if (write(1, "x", 1) != 1) return 3;
+  exit(0);
+}
+
+static const char *self_path;
+
+static void exit_while_writing(void) {
+  blocked_t b;
+  int out[2], st;
+  char c;
+  pid_t pid;
+  posix_spawn_file_actions_t fa;
+  open_fifo(&b, "exit");
+  CHECK_OK(pipe(out));
+  CHECK_OK(posix_spawn_file_actions_init(&fa));
+  CHECK_OK(posix_spawn_file_actions_adddup2(&fa, out[1], 1));
+  CHECK_OK(posix_spawn_file_actions_addclose(&fa, out[0]));
+  char *const argv[] = {(char *)self_path, "--exit-child", b.fifo, NULL};
+  CHECK_OK(posix_spawn(&pid, self_path, &fa, NULL, argv, environ));
+  posix_spawn_file_actions_destroy(&fa);
+  close(out[1]);
+  CHECK_EQ(read(out[0], &c, 1), 1);      /* the child is in exit() now */
+  close(out[0]);
+  tgvl_sleep_us(100000);                 /* time for an exit that does not wait */
+  size_t len;
+  unsigned char *p = slurp(b.rfd, &len);
+  CHECK_EQ(check_raw(p, len), FILL);
+  free(p);
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 0);
+  close(b.rfd);
+  (void)unlink(b.fifo);
+}
+
+/* ---- runs that follow each other ----------------------------------------- */
+
+static atomic_int quit;
+
+static void *recorder(void *arg) {
+  (void)arg;
+  while (!atomic_load(&quit)) (void)gvl_trace_instant(g, "race", "r", 0);
+  return NULL;
+}
+
+static void start_recorders(pthread_t *th, int n) {
+  atomic_store(&quit, 0);
+  for (int i = 0; i < n; i++) tgvl_spawn(&th[i], recorder, NULL);
+}
+
+static void stop_recorders(pthread_t *th, int n) {
+  atomic_store(&quit, 1);
+  for (int i = 0; i < n; i++) tgvl_join(th[i]);
+}
+
+/* A STOP_FULL run (one event a buffer: every recorder fills it at once)
+ * followed by a plain run: only gvl_trace_stop() stops the plain one. */
+static void self_stop_stays_in_its_run(int runs) {
+  char full[600], plain[600];
+  gvl_trace_config_t cf = {1, 0, GVL_TRACE_STOP_FULL}, cp = {0, 0, 0};
+  pthread_t th[4];
+  snprintf(full, sizeof full, "%s/selfstop-full.gvlt", dir);
+  snprintf(plain, sizeof plain, "%s/selfstop-plain.gvlt", dir);
+  start_recorders(th, 4);
+  for (int k = 0; k < runs; k++) {
+    CHECK_OK(gvl_trace_start(g, full, &cf));
+    int rc = gvl_trace_stop(g);               /* ESRCH if it stopped itself */
+    CHECK(rc == 0 || rc == ESRCH);
+    CHECK_OK(gvl_trace_start(g, plain, &cp));
+    CHECK_OK(gvl_trace_stop(g));
+  }
+  stop_recorders(th, 4);
+}
+
+/* max_threads 1, taken by the first thread to record: the others are
+ * past it and count lost events all along.  After each stop the counters must not move
+ * and must match the file's. */
+static void counters_after_stop(int runs) {
+  char path[600];
+  gvl_trace_config_t c = {4, 1, 0};
+  pthread_t th[4];
+  snprintf(path, sizeof path, "%s/nobuf.gvlt", dir);
+  start_recorders(th, 4);
+  for (int k = 0; k < runs; k++) {
+    gvl_trace_stats_t a, b;
+    CHECK_OK(gvl_trace_start(g, path, &c));
+    CHECK_OK(gvl_trace_instant(g, "race", "mine", 0));
+    CHECK_OK(gvl_trace_stop(g));
+    CHECK_OK(gvl_trace_stats(g, &a));
+    sched_yield();
+    CHECK_OK(gvl_trace_stats(g, &b));
+    CHECK_EQ(a.lost, b.lost);
+    FILE *f = fopen(path, "rb");
+    unsigned char h[56 + 48];
+    CHECK(f != NULL);
+    CHECK_EQ(fread(h, 1, sizeof h, f), sizeof h);   /* header, one thread */
+    fclose(f);
+    uint64_t lost_nobuf, offered;
+    memcpy(&lost_nobuf, h + 40, 8);
+    memcpy(&offered, h + 56, 8);
+    uint32_t kept = u32_at(h + 64);
+    CHECK_EQ(u32_at(h + 52), 1);                    /* threads */
+    CHECK_EQ(a.threads, 1);
+    CHECK_EQ(a.recorded, kept);
+    CHECK_EQ(a.lost, lost_nobuf + offered - kept);
+  }
+  stop_recorders(th, 4);
+}
+
+static void *one_event(void *arg) {
+  CHECK_OK(gvl_trace_instant(arg, "race", "once", 0));
+  return NULL;
+}
+
+/* New threads in every run (4 a run, max_threads 4): the headers of a
+ * run's ended threads serve the next run's, so the heap stays flat. */
+static void headers_reused(void) {
+  char path[600];
+  gvl_trace_config_t c = {1, 4, 0};
+  gvl_trace_stats_t st;
+  size_t before = 0;
+  gvl_t *x = gvl_create(NULL);
+  CHECK(x != NULL);
+  snprintf(path, sizeof path, "%s/churn.gvlt", dir);
+  for (int run = 0; run < 400; run++) {
+    if (run == 20) before = mallinfo2().uordblks;
+    CHECK_OK(gvl_trace_start(x, path, &c));
+    for (int i = 0; i < 4; i++) {
+      pthread_t th;
+      tgvl_spawn(&th, one_event, x);
+      tgvl_join(th);
+    }
+    CHECK_OK(gvl_trace_stats(x, &st));
+    CHECK_EQ(st.threads, 4);
+    CHECK_EQ(st.recorded, 4);
+    CHECK_OK(gvl_trace_stop(x));
+  }
+  size_t after = mallinfo2().uordblks;
+  /* 380 runs of 4 new threads each kept ~70 KB of headers before. */
+  CHECK_LT(after, before + 8192);
+  CHECK_OK(gvl_destroy(x));
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "--exit-child")) return exit_child(argv[2]);
+  ttrace_env_t e = ttrace_args(argc, argv);
+  self_path = argv[0];
+  snprintf(dir, sizeof dir, "%s", e.dir);
+  tgvl_watchdog(300);
+  /* The stress rounds: more with TTRACE_RACE_RUNS (to watch a race fail). */
+  const char *env = getenv("TTRACE_RACE_RUNS");
+  int runs = env ? atoi(env) : 1500 / tgvl_slow();
+  g = gvl_create(NULL);
+  CHECK(g != NULL);
+  fork_while_writing();
+  calls_while_writing();
+  exit_while_writing();
+  self_stop_stays_in_its_run(runs);
+  counters_after_stop(runs);
+  CHECK_OK(gvl_destroy(g));
+  headers_reused();
+  return 0;
+}
