@@ -112,7 +112,7 @@
  *   ESRCH    gvl_trace_stop() with no trace running
  *   ENOMEM   allocation failure
  *   EIO      (or the errno of the failed call) writing the file failed
- *   any errno of fopen() for a path that cannot be opened
+ *   any errno of open() for a path that cannot be opened
  */
 #ifndef GVL_TRACE_H
 #define GVL_TRACE_H

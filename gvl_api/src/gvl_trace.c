@@ -31,7 +31,7 @@
  * child a descriptor to close, with no FILE lock the writer might hold and
  * no buffered bytes that the child's close would add to the parent's file.
  * A stop waits for a write of the same session in progress elsewhere
- * (s->written), so that the file is complete when any stop, start, destroy
+ * (s->settled), so that the file is complete when any stop, start, destroy
  * or exit() returns.
  *
  * Process-wide state (unavoidable): the registry of sessions, so that a
@@ -85,7 +85,9 @@ typedef struct {
   int tid;                   /* owner's kernel thread id                  */
   char name[NAME_MAX_];      /* s->mu                                     */
   rec_t *ev;                 /* cap entries; set up/freed under s->mu
-                                while no recorder can be busy             */
+                                while no recorder that can pass the
+                                checks of rec_begin is busy (one whose run
+                                is over may count itself in and out)      */
   uint32_t cap;
   /* Owner only: the counters seen at its last acquisition, to tell a
    * yield or a preemption from a plain release. */
@@ -102,13 +104,18 @@ typedef struct session {
   _Atomic uint64_t lost_nobuf; /* events of threads past max_threads     */
   _Atomic unsigned nobuf_busy; /* such threads counting one now           */
   int stopping;              /* the file is being written; mu             */
-  pthread_cond_t written;    /* stopping went back to 0; with mu          */
-  atomic_int full_stop;      /* GVL_TRACE_STOP_FULL: a stop was claimed   */
+  int starting;              /* a start opens its file, mu not held; mu   */
+  pthread_cond_t settled;    /* stopping or starting went back to 0; mu   */
+  _Atomic uint64_t full_stop; /* GVL_TRACE_STOP_FULL: the run whose
+                                self-stop was claimed                     */
   int fd;                    /* the open file, or -1; mu                  */
-  uint32_t cap, max_threads; /* of the current run; mu                    */
-  unsigned flags;            /* mu                                        */
-  tbuf_t **bufs;             /* every buffer header; mu                   */
-  uint32_t nbufs, abufs;     /* mu                                        */
+  /* Written under mu by a start; read by recorders while busy in a live
+   * run, and by the stop's writer, with no start possible meanwhile. */
+  uint32_t cap, max_threads;
+  unsigned flags;
+  tbuf_t **bufs;             /* every buffer header; mu (the writer reads
+                                it while stopping: no start meanwhile)   */
+  uint32_t nbufs, abufs;     /* mu, likewise                              */
   uint64_t t0, t_end;        /* start and stop of the run; written by
                                 start/stop under mu, read by recorders
                                 only while busy in that run             */
@@ -160,15 +167,15 @@ static void fork_child(void) {
     atomic_store(&s->on, 0);
     if (s->g) atomic_store(&s->g->trace, NULL);
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->written, NULL);
+    pthread_cond_init(&s->settled, NULL);
     s->stopping = 0;
+    s->starting = 0;   /* the starting thread's open, if any, is not ours */
     if (s->fd >= 0) (void)close(s->fd);
     s->fd = -1;
+    /* Threads counted in are not in the child; the counters stay as they
+     * were at the fork (the run has stopped there, for the child). */
     atomic_store(&s->nobuf_busy, 0);
-    for (uint32_t i = 0; i < s->nbufs; i++) {
-      atomic_store(&s->bufs[i]->busy, 0);
-      atomic_store(&s->bufs[i]->run, 0);
-    }
+    for (uint32_t i = 0; i < s->nbufs; i++) atomic_store(&s->bufs[i]->busy, 0);
   }
   pthread_mutex_init(&reg_mu, NULL);
 }
@@ -189,7 +196,7 @@ static session_t *session_get(gvl_t *g, bool create) {
     if (pthread_mutex_init(&s->mu, NULL)) {
       free(s);
       s = NULL;
-    } else if (pthread_cond_init(&s->written, NULL)) {
+    } else if (pthread_cond_init(&s->settled, NULL)) {
       pthread_mutex_destroy(&s->mu);
       free(s);
       s = NULL;
@@ -334,9 +341,12 @@ static rec_t *rec_begin(session_t *s, tbuf_t **bp, uint64_t ns) {
     atomic_store_explicit(&b->n, n + 1, memory_order_relaxed); /* lost */
     atomic_fetch_sub_explicit(&b->busy, 1, memory_order_release);
     /* The first thread to fill its buffer writes the file (outside busy,
-     * or the stop would wait for itself); of this run only, should a stop
-     * and a new start get in first. */
-    if ((flags & GVL_TRACE_STOP_FULL) && !atomic_exchange(&s->full_stop, 1))
+     * or the stop would wait for itself).  The claim names the run: a late
+     * claim of a run that a stop and a new start have passed neither stops
+     * the new run nor takes its claim away (a second claim of it then
+     * finds it stopped already). */
+    if ((flags & GVL_TRACE_STOP_FULL) &&
+        atomic_exchange(&s->full_stop, run) != run)
       (void)stop_session(s, run);
     return NULL;
   }
@@ -478,22 +488,27 @@ static int grow_bufs(session_t *s, uint32_t max_threads) {
   return 0;
 }
 
-static int start_locked(session_t *s, const char *path,
-                        const gvl_trace_config_t *c) {
-  uint32_t maxt = c->max_threads ? c->max_threads : DEF_THREADS;
-  int rc;
-  while (s->stopping) pthread_cond_wait(&s->written, &s->mu);
+/* s->mu held: wait until no other start or stop is under way, then claim
+ * the start (starting), or EALREADY. */
+static int start_claim(session_t *s) {
+  while (s->stopping || s->starting) pthread_cond_wait(&s->settled, &s->mu);
   if (atomic_load(&s->on)) return EALREADY;
+  s->starting = 1;
+  return 0;
+}
+
+/* s->mu held, the start claimed: begin the run into fd. */
+static int start_locked(session_t *s, int fd, const gvl_trace_config_t *c) {
+  uint32_t maxt = c->max_threads ? c->max_threads : DEF_THREADS;
   /* A run takes a spare header before it adds one (buf_for_run), so the
    * array never needs more than the largest max_threads. */
-  if ((rc = grow_bufs(s, maxt))) return rc;
-  s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (s->fd < 0) return errno ? errno : EIO;
+  int rc = grow_bufs(s, maxt);
+  if (rc) return rc;
+  s->fd = fd;
   s->cap = c->events_per_thread ? c->events_per_thread : DEF_EVENTS;
   s->max_threads = maxt;
   s->flags = c->flags;
   atomic_store(&s->lost_nobuf, 0);
-  atomic_store(&s->full_stop, 0);
   s->t0 = gvl__now();
   atomic_store(&s->run, atomic_fetch_add(&next_run, 1));
   atomic_store(&s->on, 1);
@@ -509,8 +524,20 @@ int gvl_trace_start(gvl_t *g, const char *path, const gvl_trace_config_t *cfg) {
   if (!g || !path || !*path || check_cfg(c)) return EINVAL;
   if (!(s = session_get(g, true))) return ENOMEM;
   pthread_mutex_lock(&s->mu);
-  rc = start_locked(s, path, c);
+  rc = start_claim(s);
   pthread_mutex_unlock(&s->mu);
+  if (rc) return rc;
+  /* Opened without s->mu: open() can block (a FIFO waits for its reader,
+   * which may be a process that another thread is about to fork, and
+   * fork_prepare takes s->mu). */
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  int err = errno ? errno : EIO;
+  pthread_mutex_lock(&s->mu);
+  rc = fd < 0 ? err : start_locked(s, fd, c);
+  s->starting = 0;
+  pthread_cond_broadcast(&s->settled);
+  pthread_mutex_unlock(&s->mu);
+  if (rc && fd >= 0) (void)close(fd);
   return rc;
 }
 
@@ -536,7 +563,7 @@ static int stop_session(session_t *s, uint64_t run) {
   int rc = 0;
   pthread_mutex_lock(&s->mu);
   if (!atomic_load(&s->on) || (run && atomic_load(&s->run) != run)) {
-    while (!run && s->stopping) pthread_cond_wait(&s->written, &s->mu);
+    while (!run && s->stopping) pthread_cond_wait(&s->settled, &s->mu);
     pthread_mutex_unlock(&s->mu);
     return ESRCH;
   }
@@ -551,14 +578,15 @@ static int stop_session(session_t *s, uint64_t run) {
    * for stopping to clear: the buffers are ours to read. */
   rc = write_trace(s, fd);
   pthread_mutex_lock(&s->mu);
-  if (close(fd) && !rc) rc = errno ? errno : EIO;
+  /* EINTR: Linux has closed the descriptor all the same. */
+  if (close(fd) && errno != EINTR && !rc) rc = errno ? errno : EIO;
   s->fd = -1;
   for (uint32_t i = 0; i < s->nbufs; i++) {
     free(s->bufs[i]->ev);
     s->bufs[i]->ev = NULL;
   }
   s->stopping = 0;
-  pthread_cond_broadcast(&s->written);
+  pthread_cond_broadcast(&s->settled);
   pthread_mutex_unlock(&s->mu);
   return rc;
 }
@@ -689,22 +717,23 @@ void gvl__trace_env(gvl_t *g) {
             strerror(rc));
 }
 
+/* The trace is stopped (and written) while the session is still in the
+ * registry, where exit() finds it and waits for that write. */
 void gvl__trace_fini(gvl_t *g) {
   session_t *s, **pp;
-  pthread_once(&reg_once, reg_init);
-  pthread_mutex_lock(&reg_mu);
-  for (pp = &reg_head; (s = *pp) && s->g != g; pp = &s->next) {
-  }
-  if (s) *pp = s->next;
-  pthread_mutex_unlock(&reg_mu);
-  if (!s) return;
+  if (!(s = session_get(g, false))) return;
   (void)stop_session(s, 0);
+  pthread_mutex_lock(&reg_mu);
+  for (pp = &reg_head; *pp && *pp != s; pp = &(*pp)->next) {
+  }
+  if (*pp) *pp = s->next;
+  pthread_mutex_unlock(&reg_mu);
   for (uint32_t i = 0; i < s->nbufs; i++) {
     free(s->bufs[i]->ev);
     free(s->bufs[i]);
   }
   free(s->bufs);
-  pthread_cond_destroy(&s->written);
+  pthread_cond_destroy(&s->settled);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }

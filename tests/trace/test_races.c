@@ -3,15 +3,18 @@
  * test_races.c -- the tracer against other threads, fork() and exit() in
  * the middle of a stop's write, and against runs that follow each other:
  *
- *   - a fork() while a stop writes adds nothing to the parent's file and
+ *   - a fork() while a stop writes adds nothing to the parent's file,
+ *     shows the child the stopped trace's counters as they were, and
  *     leaves the child free to trace on its own;
+ *   - a fork() while another thread's start waits in open() goes through;
  *   - gvl_trace_stop() and gvl_trace_start() called while another thread's
  *     stop writes wait for that write: the stop then says ESRCH, the start
  *     starts (neither says EALREADY of a trace that gvl_trace_active()
  *     calls stopped);
- *   - exit() while a GVL_TRACE_STOP_FULL self-stop writes on another thread
- *     leaves a complete file;
- *   - a STOP_FULL run's self-stop never stops a later run;
+ *   - exit() while a GVL_TRACE_STOP_FULL self-stop or a gvl_destroy()
+ *     writes on another thread leaves a complete file;
+ *   - a STOP_FULL run's self-stop never stops a later run, nor keeps a
+ *     later STOP_FULL run from stopping itself;
  *   - the counters of a stopped trace stay as the file has them, also with
  *     threads past max_threads recording all along;
  *   - threads that come and go over many runs do not grow the tracer's
@@ -24,8 +27,10 @@
 
 #include <fcntl.h>
 #include <malloc.h>
+#include <stdbool.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #define FILL 20000           /* records of a blocked trace: ~800 KB */
 
@@ -142,12 +147,16 @@ static void unblock(blocked_t *b) {
 }
 
 /* A fork() while a stop writes: the child closes its copy of the file
- * without adding a byte to it (stdio would flush its buffered part), and
- * may trace on its own; the parent's file is whole. */
+ * without adding a byte to it (stdio would flush its buffered part), sees
+ * the stopped trace's counters as they are, and may trace on its own; the
+ * parent's file is whole. */
 static void fork_while_writing(void) {
   blocked_t b;
   char mine[600];
+  gvl_trace_stats_t before, child;
   block_a_stop(&b, "fork");
+  CHECK_OK(gvl_trace_stats(g, &before));
+  CHECK_EQ(before.recorded, FILL);
   snprintf(mine, sizeof mine, "%s/fork-child.gvlt", dir);
   pid_t pid = fork();
   CHECK(pid >= 0);
@@ -157,6 +166,9 @@ static void fork_while_writing(void) {
     int bad = 0;
     tgvl_watchdog(60);
     if (gvl_trace_active(g) || gvl_trace_stop(g) != ESRCH) bad = 1;
+    else if (gvl_trace_stats(g, &child) || child.recorded != before.recorded ||
+             child.lost != before.lost || child.threads != before.threads)
+      bad = 4;
     else if (gvl_trace_start(g, mine, NULL)) bad = 2;
     else if (gvl_trace_instant(g, "race", "child", 1) || gvl_trace_stop(g)) bad = 3;
     if (bad) fprintf(stderr, "fork_while_writing: child check %d failed\n", bad);
@@ -222,46 +234,106 @@ static void calls_while_writing(void) {
   CHECK_OK(gvl_trace_stop(g));
 }
 
-/* ---- exit() during a self-stop's write (a child process) ----------------- */
+/* A fork() while another thread's gvl_trace_start() waits in open() for a
+ * FIFO's reader: the fork must not wait for the start (the reader could be
+ * the child it makes). */
+typedef struct {
+  const char *path;
+  atomic_int tid;
+  int rc;
+} opener_t;
+
+static void *opener(void *arg) {
+  opener_t *o = arg;
+  atomic_store(&o->tid, (int)syscall(SYS_gettid));
+  o->rc = gvl_trace_start(g, o->path, NULL);
+  return NULL;
+}
+
+static void fork_during_open(void) {
+  blocked_t b;
+  opener_t o = {b.fifo, 0, -1};
+  pthread_t th;
+  int st;
+  snprintf(b.fifo, sizeof b.fifo, "%s/open.fifo", dir);
+  (void)unlink(b.fifo);
+  CHECK_OK(mkfifo(b.fifo, 0600));
+  tgvl_spawn(&th, opener, &o);
+  while (!atomic_load(&o.tid)) sched_yield();
+  while (tgvl_thread_state(atomic_load(&o.tid)) != 'S') tgvl_sleep_us(1000);
+  tgvl_sleep_us(20000);                  /* asleep in open(), most likely */
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    execl("/bin/true", "true", (char *)NULL);
+    _exit(127);
+  }
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  b.rfd = open(b.fifo, O_RDONLY | O_NONBLOCK);   /* lets the start through */
+  CHECK(b.rfd >= 0);
+  tgvl_join(th);
+  CHECK_OK(o.rc);
+  CHECK_OK(gvl_trace_instant(g, "race", "opened", 0));
+  CHECK_OK(gvl_trace_stop(g));
+  size_t len;
+  unsigned char *p = slurp(b.rfd, &len);
+  CHECK_EQ(check_raw(p, len), 1);
+  free(p);
+  close(b.rfd);
+  (void)unlink(b.fifo);
+}
+
+/* ---- exit() during another thread's write (a child process) ------------- */
 
 static void *fill_up(void *arg) {
   for (int i = 0; i <= FILL; i++) (void)gvl_trace_instant(arg, "race", "full", (uint64_t)i);
   return NULL;
 }
 
-/* The child: a STOP_FULL trace into the FIFO, filled by a second thread,
- * which then writes it; main exits as soon as the trace has stopped, and
- * says so on stdout first. */
-static int exit_child(const char *fifo) {
-  gvl_trace_config_t c = {FILL, 0, GVL_TRACE_STOP_FULL};
+static void *fill_and_destroy(void *arg) {
+  for (int i = 0; i < FILL; i++) (void)gvl_trace_instant(arg, "race", "d", (uint64_t)i);
+  (void)gvl_destroy(arg);
+  return NULL;
+}
+
+/* The child: a trace into the FIFO that a second thread fills and then
+ * writes: by a GVL_TRACE_STOP_FULL self-stop ("full") or by gvl_destroy
+ * ("destroy").  Main exits when told to on stdin: by then the parent has
+ * seen the write blocked on the full pipe. */
+static int exit_child(const char *mode, const char *fifo) {
+  bool full = !strcmp(mode, "full");
+  gvl_trace_config_t c = {FILL, 0, full ? GVL_TRACE_STOP_FULL : 0};
   pthread_t th;
+  char go;
   gvl_t *x = gvl_create(NULL);
   if (!x || gvl_trace_start(x, fifo, &c)) return 1;
-  if (pthread_create(&th, NULL, fill_up, x) || pthread_detach(th)) return 2;
-  while (gvl_trace_active(x)) tgvl_sleep_us(1000);
-  if (write(1, "x", 1) != 1) return 3;
+  if (pthread_create(&th, NULL, full ? fill_up : fill_and_destroy, x) ||
+      pthread_detach(th))
+    return 2;
+  if (read(0, &go, 1) != 1) return 3;
   exit(0);
 }
 
 static const char *self_path;
 
-static void exit_while_writing(void) {
+static void exit_while_writing(const char *mode) {
   blocked_t b;
-  int out[2], st;
-  char c;
+  int in[2], st;
   pid_t pid;
   posix_spawn_file_actions_t fa;
-  open_fifo(&b, "exit");
-  CHECK_OK(pipe(out));
+  open_fifo(&b, mode);
+  CHECK_OK(pipe(in));
   CHECK_OK(posix_spawn_file_actions_init(&fa));
-  CHECK_OK(posix_spawn_file_actions_adddup2(&fa, out[1], 1));
-  CHECK_OK(posix_spawn_file_actions_addclose(&fa, out[0]));
-  char *const argv[] = {(char *)self_path, "--exit-child", b.fifo, NULL};
+  CHECK_OK(posix_spawn_file_actions_adddup2(&fa, in[0], 0));
+  CHECK_OK(posix_spawn_file_actions_addclose(&fa, in[1]));
+  char *const argv[] = {(char *)self_path, "--exit-child", (char *)mode, b.fifo, NULL};
   CHECK_OK(posix_spawn(&pid, self_path, &fa, NULL, argv, environ));
   posix_spawn_file_actions_destroy(&fa);
-  close(out[1]);
-  CHECK_EQ(read(out[0], &c, 1), 1);      /* the child is in exit() now */
-  close(out[0]);
+  close(in[0]);
+  wait_full(b.rfd);                      /* the child's writer is blocked */
+  CHECK_EQ(write(in[1], "x", 1), 1);     /* now exit() */
+  close(in[1]);
   tgvl_sleep_us(100000);                 /* time for an exit that does not wait */
   size_t len;
   unsigned char *p = slurp(b.rfd, &len);
@@ -295,7 +367,9 @@ static void stop_recorders(pthread_t *th, int n) {
 }
 
 /* A STOP_FULL run (one event a buffer: every recorder fills it at once)
- * followed by a plain run: only gvl_trace_stop() stops the plain one. */
+ * followed by a plain run: only gvl_trace_stop() stops the plain one; and
+ * by another STOP_FULL run, which must still stop itself (a late claim of
+ * the first must not take the second's). */
 static void self_stop_stays_in_its_run(int runs) {
   char full[600], plain[600];
   gvl_trace_config_t cf = {1, 0, GVL_TRACE_STOP_FULL}, cp = {0, 0, 0};
@@ -307,8 +381,14 @@ static void self_stop_stays_in_its_run(int runs) {
     CHECK_OK(gvl_trace_start(g, full, &cf));
     int rc = gvl_trace_stop(g);               /* ESRCH if it stopped itself */
     CHECK(rc == 0 || rc == ESRCH);
-    CHECK_OK(gvl_trace_start(g, plain, &cp));
-    CHECK_OK(gvl_trace_stop(g));
+    if (k % 2) {
+      CHECK_OK(gvl_trace_start(g, plain, &cp));
+      CHECK_OK(gvl_trace_stop(g));
+    } else {
+      CHECK_OK(gvl_trace_start(g, full, &cf));
+      while (gvl_trace_active(g)) sched_yield();   /* the watchdog bounds it */
+      CHECK_EQ(gvl_trace_stop(g), ESRCH);
+    }
   }
   stop_recorders(th, 4);
 }
@@ -383,7 +463,7 @@ static void headers_reused(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc == 3 && !strcmp(argv[1], "--exit-child")) return exit_child(argv[2]);
+  if (argc == 4 && !strcmp(argv[1], "--exit-child")) return exit_child(argv[2], argv[3]);
   ttrace_env_t e = ttrace_args(argc, argv);
   self_path = argv[0];
   snprintf(dir, sizeof dir, "%s", e.dir);
@@ -395,7 +475,9 @@ int main(int argc, char **argv) {
   CHECK(g != NULL);
   fork_while_writing();
   calls_while_writing();
-  exit_while_writing();
+  exit_while_writing("full");
+  exit_while_writing("destroy");
+  fork_during_open();
   self_stop_stays_in_its_run(runs);
   counters_after_stop(runs);
   CHECK_OK(gvl_destroy(g));
