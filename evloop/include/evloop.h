@@ -36,7 +36,10 @@
  *   EVL_ESTOPPED  evl_stop was requested: new registrations are refused
  *   ENOMEM     allocation failure (never a crash in evloop; libuv 1.44
  *              itself abort()s if it cannot grow its fd table inside
- *              uv_loop_init / uv_poll_start / uv_signal_init)
+ *              uv_loop_init / uv_poll_start / uv_signal_init, if it cannot
+ *              start its thread pool at the process's first evl_work or
+ *              evl_read_file, or if the process's first evl_start cannot
+ *              open libuv's signal pipe with one or two descriptors left)
  *   anything else: the errno of the failing system call
  * evl_strerror() says what a code means here, evl_err_name() its name.
  *
@@ -44,6 +47,11 @@
  *   [any]          any thread, attached to the GVL or not, holding it or not
  *   [loop thread]  only the loop thread (including inside its callbacks)
  *   [GVL held]     the caller holds the GVL through the given handle
+ *
+ * fork(): the loops of the parent belong to the parent.  A child has no
+ * loop thread for them and must not call anything on them (a registration
+ * would never run, evl_stop and evl_destroy would wait for ever); it may
+ * start loops of its own.
  *
  * Errors in host callbacks: evl_cb returns void, so a callback fails by
  * calling evl_fail(l, err, what) before returning.  After the callback
@@ -287,7 +295,11 @@ EVL_EXPORT int evl_post_flags(evl_t *l, evl_cb cb, void *arg, unsigned flags,
 /* [any] Cancel a registration: its callback gets one last call with
  * ECANCELED (after any call of it that is running now returns), also when
  * the registration had ended otherwise (a one-shot timer that fired, a
- * watch that failed) and that last call had not been made yet.  EVL_ENOREG if
+ * watch that failed) and that last call had not been made yet.  A cancel
+ * made with the GVL held, of a callback that runs with it, is exact: no
+ * call with status 0 starts after it.  Otherwise a call with status 0 that
+ * the loop thread had taken for dispatch as the cancel came may still
+ * start after it returns (the last call is ECANCELED all the same).  EVL_ENOREG if
  * the id is unknown or has already had its last call (or was cancelled);
  * EBUSY for work whose function has started (its completion still runs with
  * status 0).  For an fd watch, close the fd only after the last call. */
@@ -321,8 +333,11 @@ EVL_EXPORT int evl_timer(evl_t *l, uint64_t timeout_ms, uint64_t repeat_ms,
 /* [any] Watch fd (level-triggered) for events (EVL_READABLE | EVL_WRITABLE).
  * cb gets 0 and the ready events each time the fd is ready and the previous
  * call has returned (events that arrive meanwhile are merged).  The watch
- * ends with ECANCELED or with the error the kernel reported.  One watch per
- * fd per loop.  libuv switches the fd to non-blocking mode (O_NONBLOCK stays
+ * ends with ECANCELED or with the error the kernel reported: for an error
+ * condition on the fd, the socket's pending error (SO_ERROR: ECONNREFUSED
+ * for a refused connect), EPIPE for a pipe whose reader has gone, else
+ * EIO; EVL_ENOTPOLL for a file that epoll refuses (/dev/null).  One watch
+ * per fd per loop.  libuv switches the fd to non-blocking mode (O_NONBLOCK stays
  * set after the watch ends), so reads and writes in the callback may return
  * EAGAIN.  EINVAL (fd < 0, bad events), EBADF (fd not open), EVL_ENOTPOLL
  * (a regular file or directory: epoll cannot watch it), EEXIST,
@@ -334,8 +349,15 @@ EVL_EXPORT int evl_fd_watch(evl_t *l, int fd, unsigned events, unsigned flags,
 
 /* [any] Watch a signal (libuv's handler is installed process-wide; several
  * watches may share a signal).  cb gets 0 per delivery (deliveries that
- * arrive before dispatch are merged) and ends with ECANCELED.  EINVAL (not in
- * 1.._NSIG-1, or SIGKILL/SIGSTOP), EVL_ESTOPPED, ENOMEM. */
+ * arrive before dispatch are merged) and ends with ECANCELED.  As every
+ * registration, the watch is started by the loop thread after this call
+ * returns: a signal that arrives before then meets the disposition it had
+ * (the default kills the process); a host that must not miss one blocks it
+ * (pthread_sigmask) or ignores it first.  libuv's handler stays installed
+ * after the last watch of a signal ends, and in a fork()ed child, where
+ * deliveries reach the parent's watches: a child that wants the default
+ * resets it (signal(sig, SIG_DFL)).  EINVAL (not in 1.._NSIG-1, or
+ * SIGKILL/SIGSTOP), EVL_ESTOPPED, ENOMEM. */
 EVL_EXPORT int evl_signal_watch(evl_t *l, int signum, unsigned flags,
                                 evl_cb cb, void *arg, evl_id_t *id_out);
 

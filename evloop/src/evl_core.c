@@ -442,8 +442,14 @@ int evl_stop(evl_t *l) {
   if (evl__tls_work == l) return 0;
   pthread_mutex_lock(&l->mu);
   wait = l->run_state == EVL__RS_RUNNING;
+  l->stop_waiters += wait;
   pthread_mutex_unlock(&l->mu);
-  if (wait) evl__wait_finished(l);
+  if (!wait) return 0;
+  evl__wait_finished(l);
+  /* The last touch of l: evl_destroy waits for it before it frees l. */
+  pthread_mutex_lock(&l->mu);
+  if (--l->stop_waiters == 0) pthread_cond_broadcast(&l->cv);
+  pthread_mutex_unlock(&l->mu);
   return 0;
 }
 
@@ -465,6 +471,10 @@ int evl_destroy(evl_t *l) {
   }
   evl_stop(l);
   if (l->has_thread) pthread_join(l->thread, NULL);
+  /* Other threads' evl_stop calls may still be on their way out. */
+  pthread_mutex_lock(&l->mu);
+  while (l->stop_waiters) pthread_cond_wait(&l->cv, &l->mu);
+  pthread_mutex_unlock(&l->mu);
   evl__free(l);
   return 0;
 }

@@ -198,6 +198,9 @@ int evl__dispatch(evl_t *l) {
     if (l->frame == NULL && !l->closed && atomic_load(&l->stopping)) break;
     int need = !(it->flags & EVL_F_NOGVL), status, final;
     if ((err = evl__gvl_for(l, need, &held, &t0)) != 0) break;
+    /* Again with the GVL: the stop may have come from its holder while
+     * this thread waited for it. */
+    if (l->frame == NULL && !l->closed && atomic_load(&l->stopping)) break;
     evl__dq_pop(l);
     if (!evl__take(l, it, &status, &final)) continue;
     evl__invoke(l, it, status, final);

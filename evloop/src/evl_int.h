@@ -129,7 +129,7 @@ struct evl_s {
   void *on_ready_arg;
 
   pthread_mutex_t mu;
-  pthread_cond_t cv;       /* run_state changes                          */
+  pthread_cond_t cv;       /* run_state or stop_waiters changes          */
   evl__item_t **map;       /* mu: id -> item, chained, power-of-2 size   */
   size_t map_size;         /* mu                                         */
   size_t map_count;        /* mu                                         */
@@ -142,6 +142,7 @@ struct evl_s {
   int closed;              /* mu: shutdown began, registrations refused  */
   int async_closed;        /* mu: no more uv_async_send                  */
   int run_state;           /* mu: EVL__RS_*                              */
+  int stop_waiters;        /* mu: threads inside evl_stop's wait         */
   int attached;            /* mu: the loop thread came from evl_attach   */
   int start_done;          /* mu: loop thread finished its start-up      */
   int start_err;           /* mu                                         */

@@ -8,7 +8,10 @@
  * uv_run has returned.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "evl_int.h"
 #include "gvl_trace.h"
@@ -86,10 +89,24 @@ static void evl__watch_failed(evl__item_t *it, int uverr) {
   evl__dq_push(l, it, 1, -uverr, 0);
 }
 
+/* libuv reports an error condition on the fd (POLLERR) as UV_EBADF,
+ * although the fd is open: say what the kernel would say to the next call
+ * on it instead, the socket's pending error (a refused connect), EPIPE for
+ * a pipe whose other end is gone, else EIO. */
+static int evl__pollerr(int fd) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  struct stat st;
+  if (fcntl(fd, F_GETFD) == -1) return UV_EBADF;
+  if (!getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) && err) return -err;
+  if (!fstat(fd, &st) && S_ISFIFO(st.st_mode)) return -EPIPE;
+  return -EIO;
+}
+
 static void evl__poll_cb(uv_poll_t *h, int status, int events) {
   evl__item_t *it = h->data;
   if (status < 0) {
-    evl__watch_failed(it, status);
+    evl__watch_failed(it, status == UV_EBADF ? evl__pollerr(it->fd) : status);
     return;
   }
   evl__ready(it);
@@ -149,11 +166,13 @@ static void evl__after_work_cb(uv_work_t *req, int status) {
  * coarse clock where the kernel ticks at 1 kHz) lags the precise one, so
  * that it never fires before the call's time + timeout_ms. */
 static uint64_t evl__timer_left(evl_t *l, const evl__item_t *it) {
-  uint64_t now = uv_hrtime(), now_ms = now / 1000000u, loop_ms = uv_now(&l->loop);
-  uint64_t lag = now_ms > loop_ms ? now_ms - loop_ms : 0;
+  uint64_t loop_ms = uv_now(&l->loop);
   if (it->timeout_ms > (UINT64_MAX - it->call_ns) / 1000000u - 1) return it->timeout_ms;
-  uint64_t due = it->call_ns + it->timeout_ms * 1000000u;
-  return due > now ? (due - now + 999999u) / 1000000u + lag : 0;
+  /* libuv runs the timer once its loop time (whole ms of a clock that
+   * never runs ahead of CLOCK_MONOTONIC, and may lag it by a coarse tick)
+   * reaches loop_ms + the result: the due time rounded up to a whole ms. */
+  uint64_t due_ms = (it->call_ns + it->timeout_ms * 1000000u + 999999u) / 1000000u;
+  return due_ms > loop_ms ? due_ms - loop_ms : 0;
 }
 
 static int evl__start_handle(evl_t *l, evl__item_t *it) {
@@ -219,7 +238,8 @@ void evl__start_on_loop(evl_t *l, evl__item_t *it) {
   r = evl__start_handle(l, it);
   if (r < 0) {
     if (it->kind == EVL__FD) {
-      evl__watch_failed(it, r);
+      /* epoll refuses what it cannot watch (/dev/null, ...) with EPERM. */
+      evl__watch_failed(it, r == UV_EPERM ? -EVL_ENOTPOLL : r);
     } else {
       evl__close(it);
       evl__dq_push(l, it, 1, -r, 0);

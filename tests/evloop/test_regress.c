@@ -14,8 +14,20 @@
  *  - A registration whose failure is queued but not yet delivered, then
  *    cancelled (evl_cancel returns 0), gets ECANCELED as its last call.
  *  - A timer counts from its evl_timer call: one whose time has passed
- *    before the loop thread armed it fires without waiting it again. */
+ *    before the loop thread armed it fires without waiting it again, and
+ *    none fires before its time, wherever in a millisecond the call falls.
+ *  - A stop asked by the GVL's holder while the loop thread waits for the
+ *    GVL runs none of the queued posts.
+ *  - evl_destroy beside threads waiting in evl_stop frees nothing they
+ *    still read.
+ *  - An fd watch ended by an error condition reports the fd's real error
+ *    (EPIPE, ECONNREFUSED), and /dev/null EVL_ENOTPOLL, not EBADF. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "evl_test.h"
@@ -250,8 +262,166 @@ static void test_timer_from_call(gvl_t *g) {
   CHECK_EQ(evl_destroy(l), 0);
 }
 
+/* A stop requested by the GVL's holder while the loop thread waits for the
+ * GVL to run queued posts: none of them runs with status 0 (the pass
+ * checks the stop again once it has the GVL). */
+static atomic_int gvl_waiters, posts_ok, posts_cancelled, stop_asked;
+
+static void count_ready(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
+  (void)arg;
+  (void)t;
+  (void)now;
+  if (ev == GVL_EV_READY) atomic_fetch_add(&gvl_waiters, 1);
+}
+
+static void post_after_stop(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  if (status == 0 && atomic_load(&stop_asked)) atomic_fetch_add(&posts_ok, 1);
+  if (status == ECANCELED) atomic_fetch_add(&posts_cancelled, 1);
+}
+
+static void test_stop_by_holder(void) {
+  gvl_config_t gc = {0};
+  gc.hook = count_ready;
+  gvl_t *g = gvl_create(&gc);
+  CHECK(g != NULL);
+  evl_t *l = t_loop(g);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  CHECK_EQ(gvl_acquire(me), 0);
+  for (int i = 0; i < 10; i++) CHECK_EQ(evl_post(l, post_after_stop, NULL, NULL), 0);
+  t_wait_ge(&gvl_waiters, 1);          /* the loop thread queued for the GVL */
+  atomic_store(&stop_asked, 1);
+  CHECK_EQ(evl_stop(l), 0);            /* gives the GVL up while it waits */
+  CHECK_EQ(atomic_load(&posts_ok), 0);
+  CHECK_EQ(atomic_load(&posts_cancelled), 10);
+  CHECK_EQ(gvl_release(me), 0);
+  CHECK_EQ(gvl_thread_detach(me), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(gvl_destroy(g), 0);
+}
+
+/* One-shot timers never run before timeout_ms have passed since their
+ * evl_timer call, wherever in a millisecond the call falls. */
+#define EARLY_N 300
+static uint64_t early_t0[EARLY_N], early_at[EARLY_N];
+static atomic_int early_done;
+
+static void early_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  CHECK_EQ(status, 0);
+  early_at[(uintptr_t)arg] = gvl_now_ns();
+  atomic_fetch_add(&early_done, 1);
+}
+
+static void test_timers_never_early(gvl_t *g) {
+  evl_t *l = t_loop(g);
+  for (uintptr_t i = 0; i < EARLY_N; i++) {
+    uint64_t until = gvl_now_ns() + (i * 7919u) % 1000u * 1000u;  /* 0-1 ms */
+    while (gvl_now_ns() < until) {
+    }
+    early_t0[i] = gvl_now_ns();
+    CHECK_EQ(evl_timer(l, 1 + i % 3, 0, 0, early_cb, (void *)i, NULL), 0);
+  }
+  t_wait_ge(&early_done, EARLY_N);
+  for (uintptr_t i = 0; i < EARLY_N; i++)
+    CHECK(early_at[i] - early_t0[i] >= (1 + i % 3) * 1000000u);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
+/* evl_destroy while other threads wait in evl_stop: destroy frees the loop
+ * only once they are out (ASan saw them read it after the free). */
+static evl_t *shared_loop;
+static atomic_int stoppers_in;
+
+static void slow_post(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  (void)status;
+  t_sleep_ms(30);
+}
+
+static void *stopper(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&stoppers_in, 1);
+  CHECK_EQ(evl_stop(shared_loop), 0);
+  return NULL;
+}
+
+static void test_destroy_beside_stops(gvl_t *g) {
+  for (int round = 0; round < 10; round++) {
+    pthread_t th[4];
+    shared_loop = t_loop(g);
+    atomic_store(&stoppers_in, 0);
+    CHECK_EQ(evl_post(shared_loop, slow_post, NULL, NULL), 0);
+    t_sleep_ms(5);
+    for (int i = 0; i < 4; i++) CHECK_EQ(pthread_create(&th[i], NULL, stopper, NULL), 0);
+    t_wait_ge(&stoppers_in, 4);
+    t_sleep_ms(2);
+    CHECK_EQ(evl_destroy(shared_loop), 0);
+    for (int i = 0; i < 4; i++) CHECK_EQ(pthread_join(th[i], NULL), 0);
+  }
+}
+
+/* An fd watch that ends on an error condition says what the fd's next
+ * call would: EPIPE for a pipe without a reader, the socket's error for a
+ * refused connect; a file epoll refuses is EVL_ENOTPOLL.  (libuv says
+ * EBADF for all of these, though the fd is open.) */
+static atomic_int fd_last;
+
+static void fd_end(evl_t *l, void *arg, int status, unsigned events) {
+  (void)l;
+  (void)arg;
+  (void)events;
+  if (status != 0) atomic_store(&fd_last, status);
+}
+
+static int watch_until_end(gvl_t *g, int fd) {
+  evl_t *l = t_loop(g);
+  atomic_store(&fd_last, 0);
+  CHECK_EQ(evl_fd_watch(l, fd, EVL_WRITABLE, 0, fd_end, NULL, NULL), 0);
+  while (atomic_load(&fd_last) == 0) t_sleep_ms(1);
+  CHECK_EQ(evl_destroy(l), 0);
+  return atomic_load(&fd_last);
+}
+
+static void test_fd_errors(gvl_t *g) {
+  int p[2];
+  CHECK_EQ(pipe(p), 0);
+  CHECK_EQ(close(p[0]), 0);
+  CHECK_EQ(watch_until_end(g, p[1]), EPIPE);
+  CHECK_EQ(close(p[1]), 0);
+
+  struct sockaddr_in sa;
+  socklen_t len = sizeof sa;
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(s >= 0);
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK_EQ(bind(s, (struct sockaddr *)&sa, sizeof sa), 0);   /* a free port */
+  CHECK_EQ(getsockname(s, (struct sockaddr *)&sa, &len), 0);
+  CHECK_EQ(close(s), 0);                                      /* now closed */
+  s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  CHECK(s >= 0);
+  CHECK(connect(s, (struct sockaddr *)&sa, sizeof sa) == 0 || errno == EINPROGRESS ||
+        errno == ECONNREFUSED);
+  if (errno != ECONNREFUSED) CHECK_EQ(watch_until_end(g, s), ECONNREFUSED);
+  CHECK_EQ(close(s), 0);
+
+  int dn = open("/dev/null", O_WRONLY);
+  CHECK(dn >= 0);
+  CHECK_EQ(watch_until_end(g, dn), EVL_ENOTPOLL);
+  CHECK_EQ(close(dn), 0);
+}
+
 int main(void) {
+  test_stop_by_holder();
   gvl_t *g = t_gvl();
+  test_timers_never_early(g);
+  test_destroy_beside_stops(g);
+  test_fd_errors(g);
   test_not_early(g);
   test_due_during_dispatch(g);
   test_step_timeout(g);
