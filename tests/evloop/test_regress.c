@@ -21,7 +21,9 @@
  *  - evl_destroy beside threads waiting in evl_stop frees nothing they
  *    still read.
  *  - An fd watch ended by an error condition reports the fd's real error
- *    (EPIPE, ECONNREFUSED), and /dev/null EVL_ENOTPOLL, not EBADF. */
+ *    (EPIPE, ECONNREFUSED), and /dev/null EVL_ENOTPOLL, not EBADF.
+ *  - A cancel made with the GVL held starts no status-0 call of a
+ *    callback that runs with the GVL. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -416,12 +418,54 @@ static void test_fd_errors(gvl_t *g) {
   CHECK_EQ(close(dn), 0);
 }
 
+/* evl_cancel with the GVL held, of a watch whose callback runs with the
+ * GVL: no call with status 0 starts after the cancel returns.  The watch
+ * is always ready (unread data), so ticks come back to back. */
+static atomic_int ticks_after_cancel, exact_last;
+static int cancelled_flag;          /* written and read with the GVL held */
+
+static void exact_cb(evl_t *l, void *arg, int status, unsigned events) {
+  (void)l;
+  (void)arg;
+  (void)events;
+  if (status == 0 && cancelled_flag) atomic_fetch_add(&ticks_after_cancel, 1);
+  if (status != 0) atomic_fetch_add(&exact_last, 1);
+}
+
+static void test_cancel_exact_with_gvl(gvl_t *g) {
+  evl_t *l = t_loop(g);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  int p[2];
+  CHECK(me != NULL);
+  CHECK_EQ(pipe(p), 0);
+  CHECK_EQ(write(p[1], "x", 1), 1);
+  for (int round = 0; round < 200; round++) {
+    evl_id_t id;
+    CHECK_EQ(evl_fd_watch(l, p[0], EVL_READABLE, 0, exact_cb, NULL, &id), 0);
+    t_sleep_ms(round % 3);
+    CHECK_EQ(gvl_acquire(me), 0);
+    CHECK_EQ(evl_cancel(l, id), 0);
+    cancelled_flag = 1;
+    CHECK_EQ(gvl_release(me), 0);
+    t_wait_ge(&exact_last, round + 1);
+    CHECK_EQ(gvl_acquire(me), 0);
+    cancelled_flag = 0;
+    CHECK_EQ(gvl_release(me), 0);
+  }
+  CHECK_EQ(atomic_load(&ticks_after_cancel), 0);
+  CHECK_EQ(gvl_thread_detach(me), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(close(p[0]), 0);
+  CHECK_EQ(close(p[1]), 0);
+}
+
 int main(void) {
   test_stop_by_holder();
   gvl_t *g = t_gvl();
   test_timers_never_early(g);
   test_destroy_beside_stops(g);
   test_fd_errors(g);
+  test_cancel_exact_with_gvl(g);
   test_not_early(g);
   test_due_during_dispatch(g);
   test_step_timeout(g);
