@@ -23,6 +23,7 @@
  * A stop is held in the middle of its write by a FIFO that the test reads
  * only when it is ready: the writer blocks with the pipe full.
  */
+#include "gvl_trace_file.h"
 #include "ttrace.h"
 
 #include <fcntl.h>
@@ -67,16 +68,18 @@ static uint32_t u32_at(const unsigned char *p) {
  * Returns the number of records. */
 static uint64_t check_raw(const unsigned char *p, size_t len) {
   uint64_t recs = 0;
-  size_t at = 56;
-  CHECK_GE(len, 60);
-  CHECK(!memcmp(p, "GVLTRACE", 8));
-  uint32_t nthreads = u32_at(p + 52);
-  CHECK_LE(nthreads, 4096);
-  for (uint32_t i = 0; i < nthreads; i++) {
-    CHECK_LE(at + 48, len);
-    uint32_t kept = u32_at(p + at + 8);
-    at += 48 + (size_t)kept * 40;
-    recs += kept;
+  size_t at = sizeof(gvl__tf_head_t);
+  gvl__tf_head_t h;
+  CHECK_GE(len, at + 4);
+  memcpy(&h, p, sizeof h);
+  CHECK(!memcmp(h.magic, GVL__TF_MAGIC, sizeof h.magic));
+  CHECK_LE(h.nthreads, GVL__TF_MAX_THREADS);
+  for (uint32_t i = 0; i < h.nthreads; i++) {
+    gvl__tf_thread_t th;
+    CHECK_LE(at + sizeof th, len);
+    memcpy(&th, p + at, sizeof th);
+    at += sizeof th + (size_t)th.kept * sizeof(gvl__tf_rec_t);
+    recs += th.kept;
     CHECK_LE(at, len);
   }
   CHECK_LE(at + 4, len);
@@ -412,18 +415,16 @@ static void counters_after_stop(int runs) {
     CHECK_OK(gvl_trace_stats(g, &b));
     CHECK_EQ(a.lost, b.lost);
     FILE *f = fopen(path, "rb");
-    unsigned char h[56 + 48];
+    gvl__tf_head_t h;
+    gvl__tf_thread_t one;
     CHECK(f != NULL);
-    CHECK_EQ(fread(h, 1, sizeof h, f), sizeof h);   /* header, one thread */
+    CHECK_EQ(fread(&h, 1, sizeof h, f), sizeof h);
+    CHECK_EQ(fread(&one, 1, sizeof one, f), sizeof one);   /* the one thread */
     fclose(f);
-    uint64_t lost_nobuf, offered;
-    memcpy(&lost_nobuf, h + 40, 8);
-    memcpy(&offered, h + 56, 8);
-    uint32_t kept = u32_at(h + 64);
-    CHECK_EQ(u32_at(h + 52), 1);                    /* threads */
+    CHECK_EQ(h.nthreads, 1);
     CHECK_EQ(a.threads, 1);
-    CHECK_EQ(a.recorded, kept);
-    CHECK_EQ(a.lost, lost_nobuf + offered - kept);
+    CHECK_EQ(a.recorded, one.kept);
+    CHECK_EQ(a.lost, h.lost_nobuf + one.offered - one.kept);
   }
   stop_recorders(th, 4);
 }
