@@ -413,6 +413,13 @@ static void run_winners(int destroy_main) {
     w[i].stop = &stop;
     flt_spawn(&th[i], winner_main, &w[i]);
   }
+  /* Each winner's first call meets its windows whole: nothing destroys
+   * .wN.b before that call but the winner's own `after`.  Without this
+   * wait a late-starting winner could lose every race on a loaded machine
+   * (a queued `after` of its own destroys each re-made button), and the
+   * ok > 0 check below would depend on scheduling. */
+  for (i = 0; i < 4; i++)
+    while (atomic_load(&w[i].calls) == 0) flt_sleep_us(1000);
   for (round = 0; round < rounds; round++) {
     char script[64];
     int r;
