@@ -15,12 +15,13 @@
  *
  * Descriptor traps handled here:
  *  - uv_poll_init() refuses a descriptor already watched by the same loop
- *    (the host may watch it too): we always poll a dup() of Tcl's fd.
- *  - That dup must be gone when Tcl_DeleteFileHandler returns: Tcl closes
+ *    (the host may watch it too): then we poll a dup() of Tcl's fd, else
+ *    the fd itself (a fileevent costs no descriptor, as under tclsh).
+ *  - The poll must be gone when Tcl_DeleteFileHandler returns: Tcl closes
  *    its fd right after, and a surviving dup would keep a pipe's write end
  *    (the reader never sees EOF) or a listening socket open.  uv_close()
  *    takes the fd out of the epoll set and libuv's fd table at once (only
- *    the close callback is deferred), so the dup is closed right there.
+ *    the close callback is deferred), so a dup is closed right there.
  *  - uv_poll_init() sets O_NONBLOCK on the open file description (shared by
  *    the dup): we restore the flags, since Tcl channels own blocking mode.
  *  - Regular files (and other descriptors epoll refuses) are always ready,
@@ -58,7 +59,7 @@ typedef struct fh_s {
   int ready;              /* readiness seen, not yet serviced             */
   int queued;             /* its Tcl event is queued                      */
   int always;             /* not pollable: always ready (regular file)    */
-  struct pollbox_s *pb;   /* the uv_poll on our dup, NULL if always       */
+  struct pollbox_s *pb;   /* its uv_poll, NULL if always ready            */
   Tcl_FileProc *proc;
   ClientData cd;
   ntf_t *n;
@@ -69,7 +70,8 @@ typedef struct fh_s {
  * descriptor does not (see pollbox_close). */
 typedef struct pollbox_s {
   uv_poll_t h;            /* h.data: the fh_t, NULL once deleted          */
-  int pfd;                /* our dup of the fd, closed by pollbox_close   */
+  int pfd;                /* the polled fd: Tcl's own, or our dup         */
+  int own;                /* pfd is our dup, closed by pollbox_close      */
   int active;             /* uv_poll_start'ed                             */
 } pollbox_t;
 
@@ -221,29 +223,34 @@ static int fh_event_proc(Tcl_Event *ev, int flags) {
   return 1;
 }
 
-/* Poll a dup of fd, at evl__fd_low() or above where the limit allows (never
- * a standard number, which Tcl takes for its std channels when they were
- * closed, nor one the script's next file would get under tclsh), keeping
- * the file's status flags as Tcl left them.
- * Returns NULL when the descriptor cannot be polled (always ready). */
+/* Poll fd itself, as Tcl's own notifier does, so that a fileevent costs no
+ * descriptor; a dup of it only when the host watches fd on this loop too
+ * (uv_poll_init: EEXIST), at evl__fd_low() or above where the limit allows
+ * (never a standard number, which Tcl takes for its std channels when they
+ * were closed, nor one the script's next file would get under tclsh).  The
+ * file's status flags are kept as Tcl left them.
+ * Returns NULL when the descriptor cannot be polled (always ready, as
+ * select() says of a regular file). */
 static pollbox_t *pollbox_open(ntf_t *n, int fd) {
-  int fl = fcntl(fd, F_GETFL);
-  int pfd = fl < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, evl__fd_low());
-  if (pfd < 0 && fl >= 0) pfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-  if (pfd < 0) return NULL;
+  int fl = fcntl(fd, F_GETFL), pfd = fd, own = 0;
+  if (fl < 0) return NULL;
   pollbox_t *pb = calloc(1, sizeof(*pb));
-  if (pb == NULL) {
-    close(pfd);
-    return NULL;
+  if (pb == NULL) return NULL;
+  int rc = uv_poll_init(n->loop, &pb->h, fd);
+  if (rc == UV_EEXIST) {
+    pfd = fcntl(fd, F_DUPFD_CLOEXEC, evl__fd_low());
+    if (pfd < 0) pfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    own = pfd >= 0;
+    rc = own ? uv_poll_init(n->loop, &pb->h, pfd) : UV_EMFILE;
   }
-  int rc = uv_poll_init(n->loop, &pb->h, pfd);
   (void)fcntl(fd, F_SETFL, fl);
   if (rc != 0) {
     free(pb);
-    close(pfd);
+    if (own) close(pfd);
     return NULL;
   }
   pb->pfd = pfd;
+  pb->own = own;
   return pb;
 }
 
@@ -262,7 +269,7 @@ static void pollbox_close(pollbox_t *pb) {
   pb->h.data = NULL;
   tls_closing++;
   uv_close((uv_handle_t *)&pb->h, pollbox_close_cb);
-  close(pb->pfd);
+  if (pb->own) close(pb->pfd);
   pb->pfd = -1;
 }
 
@@ -479,7 +486,7 @@ static ClientData ntf_init(void) {
 /* Tcl_FinalizeNotifier: called with Tcl's notifier list lock held, so it
  * must not call back into Tcl's notifier.  In evloop mode the loop belongs
  * to the evloop, which runs the close callbacks of our handles later (they
- * only free memory: the dup descriptors are closed already). */
+ * only free memory: any dup descriptors are closed already). */
 static void ntf_finalize(ClientData cd) {
   ntf_t *n = (ntf_t *)cd;
   if (!is_ours(n)) return;
