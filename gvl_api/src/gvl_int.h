@@ -219,6 +219,8 @@ struct gvl_thread_s {
   void (*ubf)(void *);
   void *ubf_arg;
   bool in_region;
+  unsigned posts;               /* interrupts posted, under ilock by the
+                                   poster (gvl_thread_interrupt)            */
 
   /* gvl_mutex/gvl_cond wait node; guarded by the GVL. */
   gvl_thread_t *mnext, *mprev;

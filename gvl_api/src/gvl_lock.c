@@ -670,7 +670,11 @@ static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired,
   now = *nowp = gvl__now();
   charge_hold(g, t, now);
   *fired = true;
-  return gvl__pol_pick(g, now, !t->boosted);
+  w = gvl__pol_pick(g, now, !t->boosted);
+  /* The cap may have changed meanwhile (gvl_set_boost_cap is [any]) and
+   * now hold the waiter back: nothing handed over, nothing counted. */
+  if (!w) gvl__ctr_add(t, ctr, (uint64_t)-1);
+  return w;
 }
 
 /* Hand the GVL to the best waiter and queue behind it, at no higher a
@@ -756,7 +760,8 @@ void gvl__enqueue_other(gvl_t *g, gvl_thread_t *t, int prio) {
   if (!(atomic_fetch_or_explicit(&g->word, GVL__CONTENDED,
                                  memory_order_relaxed) & GVL__CONTENDED))
     gvl__pol_hold_start(g, gvl__now());
-  (void)enqueue(g, t, prio, gvl__now(), &wk);
+  gvl_thread_t *target = enqueue(g, t, prio, gvl__now(), &wk);
   pthread_mutex_unlock(&g->mu);
   wakes_run(&wk);
+  if (target) gvl__hook(g, target, GVL_EV_PREEMPT_REQ);
 }

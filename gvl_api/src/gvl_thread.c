@@ -259,6 +259,7 @@ int gvl_thread_interrupt(gvl_thread_t *t) {
   if (!t || !t->g) return EINVAL;
   gvl__set_ints(t, GVL__INT_HOST);
   pthread_mutex_lock(&t->ilock);
+  t->posts++;
   if (t->in_region && t->ubf) t->ubf(t->ubf_arg);
   pthread_mutex_unlock(&t->ilock);
   return 0;
@@ -323,13 +324,16 @@ void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *), void *arg,
  * any, stays with its waiter: the call's acquire is not the region's end
  * (gvl.h: only that takes it back).  An interrupt posted during the call
  * and still pending as the region resumes goes to its ubf, as it would
- * have during the region (one pending before the call had its ubf run). */
+ * have during the region: unless it is the very one that was pending
+ * before the call, whose ubf ran then (posts tells them apart: the call
+ * may have consumed that one and a new one come since). */
 typedef struct {
   void (*ubf)(void *);
   void *ubf_arg;
   int region_prio;
   bool region_ia;
   bool host;          /* an interrupt was pending already: its ubf ran */
+  unsigned posts;     /* t->posts then */
 } region_saved_t;
 
 static void region_suspend(gvl_thread_t *t, region_saved_t *sv) {
@@ -337,6 +341,7 @@ static void region_suspend(gvl_thread_t *t, region_saved_t *sv) {
   sv->ubf = t->ubf;
   sv->ubf_arg = t->ubf_arg;
   sv->host = __atomic_load_n(&t->head.ints, __ATOMIC_ACQUIRE) & GVL__INT_HOST;
+  sv->posts = t->posts;
   t->in_region = false;
   t->ubf = NULL;
   pthread_mutex_unlock(&t->ilock);
@@ -352,7 +357,7 @@ static void region_resume(gvl_thread_t *t, const region_saved_t *sv) {
   t->in_region = true;
   t->ubf = sv->ubf;
   t->ubf_arg = sv->ubf_arg;
-  if (!sv->host && t->ubf &&
+  if ((!sv->host || t->posts != sv->posts) && t->ubf &&
       (__atomic_load_n(&t->head.ints, __ATOMIC_ACQUIRE) & GVL__INT_HOST))
     t->ubf(t->ubf_arg);
   pthread_mutex_unlock(&t->ilock);

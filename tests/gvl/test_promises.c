@@ -33,6 +33,13 @@
  *   hook_order        the old holder's SUSPENDED comes before the new
  *                     holder's RESUMED, at every yield
  *   settings          durations above GVL_MAX_NS are refused with EINVAL
+ *   preempt_req_hook  a gvl_mutex_unlock / gvl_cond_signal that queues a
+ *                     waiter above the holder fires GVL_EV_PREEMPT_REQ
+ *   region_resume_ubf an interrupt posted during a gvl_call_with inside a
+ *                     region reaches the region's ubf at resume, also after
+ *                     the call consumed the one pending before it
+ *   yield_count       a yield that the cap, lowered during its SUSPENDED
+ *                     hook, leaves with the GVL counts no yield
  *
  * Everything asserted is an order, a count or a state; durations are only
  * used to decide how long a loop runs, except cap_bound, which checks the
@@ -41,6 +48,7 @@
  */
 #include "tgvl.h"
 
+#include <stdbool.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
@@ -885,12 +893,210 @@ static void onecpu_pass_bound(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- preempt_req_hook ----------------------------------------------------
+ * A gvl_mutex_unlock or gvl_cond_signal that queues a waiter above the
+ * holder asks the holder to give the GVL up: GVL_EV_PREEMPT_REQ fires on
+ * the requesting thread for it, as the holder's preempt_reqs counts it.
+ * The slice is long, so nothing but the waiter's blocking call lets the
+ * GVL go once it holds it. */
+static gvl_mutex_t pr_m;
+static gvl_cond_t pr_c;
+static gvl_thread_t *_Atomic pr_holder;
+static atomic_uint pr_events, pr_in;
+
+static void pr_hook(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
+  (void)arg;
+  (void)now;
+  if (ev == GVL_EV_PREEMPT_REQ && t == atomic_load(&pr_holder))
+    atomic_fetch_add(&pr_events, 1);
+}
+
+static void *pr_waiter(void *arg) {
+  bool cond = arg != NULL;
+  gvl_thread_t *w = gvl_thread_attach(g, 5);
+  CHECK(w);
+  CHECK_OK(gvl_acquire(w));
+  if (cond) CHECK_OK(gvl_mutex_lock(w, &pr_m));
+  atomic_store(&pr_in, 1);
+  if (cond) CHECK_OK(gvl_cond_wait(w, &pr_c, &pr_m));  /* lets the GVL go */
+  else CHECK_OK(gvl_mutex_lock(w, &pr_m));             /* the same */
+  CHECK_OK(gvl_mutex_unlock(w, &pr_m));
+  CHECK_OK(gvl_release(w));
+  CHECK_OK(gvl_thread_detach(w));
+  return NULL;
+}
+
+static void preempt_req_run(gvl_thread_t *h, bool cond) {
+  pthread_t th;
+  atomic_store(&pr_in, 0);
+  if (!cond) {                       /* h owns the mutex, not the GVL */
+    CHECK_OK(gvl_acquire(h));
+    CHECK_OK(gvl_mutex_lock(h, &pr_m));
+    CHECK_OK(gvl_release(h));
+  }
+  tgvl_spawn(&th, pr_waiter, cond ? (void *)1 : NULL);
+  tgvl_wait_ge(&pr_in, 1);
+  CHECK_OK(gvl_acquire(h));          /* the waiter now blocks in m or c */
+  gvl_stats_t s0 = tgvl_tstats(h);
+  unsigned e0 = atomic_load(&pr_events);
+  if (cond) CHECK_OK(gvl_cond_signal(h, &pr_c));
+  else CHECK_OK(gvl_mutex_unlock(h, &pr_m));
+  gvl_stats_t s1 = tgvl_tstats(h);
+  CHECK_EQ(s1.preempt_reqs - s0.preempt_reqs, 1);
+  CHECK_EQ(atomic_load(&pr_events) - e0, 1);
+  CHECK_OK(gvl_check_ints(h));       /* hands over to the waiter */
+  CHECK_OK(gvl_release(h));
+  tgvl_join(th);
+}
+
+static void preempt_req_hook(void) {
+  gvl_config_t cfg = {0};
+  cfg.hook = pr_hook;
+  cfg.slice_ns = GVL_MAX_NS;
+  CHECK(g = gvl_create(&cfg));
+  CHECK_OK(gvl_mutex_init(&pr_m));
+  CHECK_OK(gvl_cond_init(&pr_c));
+  gvl_thread_t *h = gvl_thread_attach(g, 0);
+  CHECK(h);
+  atomic_store(&pr_holder, h);
+  preempt_req_run(h, false);
+  preempt_req_run(h, true);
+  CHECK_OK(gvl_thread_detach(h));
+  CHECK_OK(gvl_cond_destroy(&pr_c));
+  CHECK_OK(gvl_mutex_destroy(&pr_m));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* ---- region_resume_ubf ---------------------------------------------------
+ * A gvl_call_with inside a blocking region: an interrupt posted during the
+ * call and still pending when the region resumes goes to its ubf, even
+ * when the interrupt pending before the call (whose ubf ran then) was
+ * consumed by the call's safe point. */
+static gvl_thread_t *rr_t;
+static int rr_ubf_calls;
+
+static void rr_ubf(void *arg) {
+  (void)arg;
+  rr_ubf_calls++;
+}
+
+static void *rr_inner(void *arg) {
+  (void)arg;
+  CHECK_EQ(gvl_check_ints(rr_t), EINTR);  /* the first one, consumed */
+  CHECK_OK(gvl_thread_interrupt(rr_t));   /* a second one: only posted */
+  CHECK_EQ(rr_ubf_calls, 1);
+  return NULL;
+}
+
+static void *rr_fn(void *arg) {
+  (void)arg;
+  CHECK_OK(gvl_thread_interrupt(rr_t));   /* in the region: ubf runs */
+  CHECK_EQ(rr_ubf_calls, 1);
+  gvl_call_with(g, 0, rr_inner, NULL);
+  CHECK_EQ(rr_ubf_calls, 2);              /* the second one, at resume */
+  return NULL;
+}
+
+static void region_resume_ubf(void) {
+  CHECK(g = gvl_create(NULL));
+  CHECK(rr_t = gvl_thread_attach(g, 0));
+  CHECK_OK(gvl_acquire(rr_t));
+  gvl_call_without(rr_t, rr_fn, NULL, rr_ubf, NULL);
+  CHECK_EQ(rr_ubf_calls, 2);
+  CHECK_EQ(gvl_check_ints(rr_t), EINTR);  /* and it is still pending */
+  CHECK_OK(gvl_release(rr_t));
+  CHECK_OK(gvl_thread_detach(rr_t));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* ---- yield_count ---------------------------------------------------------
+ * yields counts gvl_yield calls that handed over.  With a hook, a yield
+ * picks its waiter, fires SUSPENDED without the GVL's lock and picks
+ * again; a cap lowered meanwhile (gvl_set_boost_cap is [any]) can hold the
+ * only waiter, a boosted one, back, and then the yield hands nothing over
+ * and counts nothing. */
+static gvl_thread_t *_Atomic yc_h, *_Atomic yc_b;
+static atomic_uint yc_ready, yc_arm, yc_in_hook, yc_cap_done, yc_go, yc_done;
+
+static void yc_hook(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
+  (void)arg;
+  (void)now;
+  if (ev == GVL_EV_READY && t == atomic_load(&yc_b))
+    atomic_store(&yc_ready, 1);
+  if (ev == GVL_EV_SUSPENDED && t == atomic_load(&yc_h) &&
+      atomic_exchange(&yc_arm, 0)) {
+    atomic_store(&yc_in_hook, 1);
+    tgvl_wait_ge(&yc_cap_done, 1);   /* another thread lowers the cap */
+  }
+}
+
+static void *yc_booster(void *arg) {
+  (void)arg;
+  gvl_thread_t *b = gvl_thread_attach(g, 0);
+  CHECK(b);
+  /* A 300 ms boosted hold: 30% of the 1 s window, under the 50% cap. */
+  CHECK_OK(gvl_acquire_prio(b, 10));
+  uint64_t end = gvl_now_ns() + 300000000u;
+  while (gvl_now_ns() < end) {
+  }
+  CHECK_OK(gvl_release(b));
+  atomic_store(&yc_b, b);
+  tgvl_wait_ge(&yc_go, 1);
+  CHECK_OK(gvl_acquire_prio(b, 10));  /* queues at 10 behind the holder */
+  CHECK_OK(gvl_release(b));
+  tgvl_wait_ge(&yc_done, 1);
+  CHECK_OK(gvl_thread_detach(b));
+  return NULL;
+}
+
+static void *yc_capper(void *arg) {
+  (void)arg;
+  tgvl_wait_ge(&yc_in_hook, 1);
+  CHECK_OK(gvl_set_boost_cap(g, 10));  /* 30% of the window > 10% */
+  atomic_store(&yc_cap_done, 1);
+  return NULL;
+}
+
+static void yield_count(void) {
+  gvl_config_t cfg = {0};
+  cfg.boost_cap_pct = 50;
+  cfg.cap_window_ns = 1000000000u;
+  cfg.slice_ns = GVL_MAX_NS;          /* the holder stays within its slice */
+  cfg.hook = yc_hook;
+  CHECK(g = gvl_create(&cfg));
+  gvl_thread_t *h = gvl_thread_attach(g, 0);
+  CHECK(h);
+  atomic_store(&yc_h, h);
+  pthread_t bt, ct;
+  tgvl_spawn(&bt, yc_booster, NULL);
+  tgvl_spawn(&ct, yc_capper, NULL);
+  while (!atomic_load(&yc_b)) tgvl_sleep_us(1000);
+  CHECK_OK(gvl_acquire(h));
+  atomic_store(&yc_go, 1);
+  tgvl_wait_ge(&yc_ready, 1);         /* the booster waits, not refused */
+  gvl_stats_t h0 = tgvl_tstats(h), b0 = tgvl_tstats(atomic_load(&yc_b));
+  atomic_store(&yc_arm, 1);
+  CHECK_OK(gvl_yield(h));
+  gvl_stats_t h1 = tgvl_tstats(h), b1 = tgvl_tstats(atomic_load(&yc_b));
+  CHECK_EQ(b1.acquires - b0.acquires, 0);   /* held back: kept the GVL */
+  CHECK_EQ(h1.contended - h0.contended, 0);
+  CHECK_EQ(h1.yields - h0.yields, 0);
+  CHECK_OK(gvl_release(h));
+  atomic_store(&yc_done, 1);
+  tgvl_join(bt);
+  tgvl_join(ct);
+  CHECK_OK(gvl_thread_detach(h));
+  CHECK_OK(gvl_destroy(g));
+}
+
 static const tgvl_case_t cases[] = {
   {"fork_interactive", fork_interactive}, {"fifo_after_ia", fifo_after_ia},
   {"cap_charge", cap_charge},             {"cap_bound", cap_bound},
   {"cpu_not_ia", cpu_not_ia},             {"prio_at_safepoint", prio_at_safepoint},
   {"hook_order", hook_order},             {"settings", settings},
   {"cap_slice", cap_slice},              {"cap_wake", cap_wake},
+  {"preempt_req_hook", preempt_req_hook}, {"region_resume_ubf", region_resume_ubf},
+  {"yield_count", yield_count},
   /* last: these pin the process */
   {"onecpu_nospin", onecpu_nospin},       {"onecpu_pass", onecpu_pass},
   {"onecpu_pass_bound", onecpu_pass_bound},
