@@ -6,6 +6,7 @@
  * Run as `tkb_test_core CASE`; each case is its own ctest.
  */
 #include <fcntl.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1221,7 +1222,161 @@ static void t_on_error_stop(void) {
   fx_stop(&f);                       /* evl_destroy waits for the loop */
 }
 
+/* ---- interrupts, ping, calls racing tkb_destroy ---------------------------- */
+
+/* On the loop thread (a host command, GVL held) with an interrupt pending,
+ * tkb_eval, tkb_run and tkb_command_create still run, once each; the
+ * interrupt stays pending for the host's next safe point. */
+static int li_ran;
+static void li_fn(tkb_t *tk, Tcl_Interp *ip, void *arg) {
+  (void)tk;
+  (void)ip;
+  (void)arg;
+  li_ran++;
+}
+static int li_noop(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                   tkb_result_t *res) {
+  (void)tk, (void)arg, (void)argc, (void)argv, (void)res;
+  return 0;
+}
+static int li_cmd(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                  tkb_result_t *res) {
+  (void)arg, (void)argc, (void)argv, (void)res;
+  gvl_thread_t *t = evl_gvl_thread(tkb_evl(tk));
+  CHECK(t != NULL && gvl_thread_holds(t));
+  CHECK_RC(gvl_thread_interrupt(t), 0);
+  CHECK_RC(tkb_eval(tk, "incr ::ran", NULL), 0);
+  CHECK_RC(tkb_run(tk, li_fn, NULL), 0);
+  CHECK_RC(tkb_command_create(tk, "li_noop", li_noop, NULL), 0);
+  CHECK_RC(gvl_check_ints(t), EINTR);   /* still pending, once */
+  CHECK_RC(gvl_check_ints(t), 0);
+  return 0;
+}
+static void t_loop_interrupt(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  CHECK_RC(tkb_eval(f.tk, "set ::ran 0", NULL), 0);
+  CHECK_RC(tkb_command_create(f.tk, "li_cmd", li_cmd, NULL), 0);
+  char *r = fx_eval(f.tk, "li_cmd; li_noop; set ::ran");
+  CHECK(strcmp(r, "1") == 0);
+  free(r);
+  CHECK(li_ran == 1);
+  fx_stop(&f);
+}
+
+/* tkb_stats from a thread holding the GVL with an interrupt pending: the
+ * wait for the loop thread is interrupted, and it says so (EINTR), with the
+ * other fields filled; the interrupt is not lost silently. */
+static void t_stats_interrupt(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  gvl_thread_t *t = gvl_thread_attach(f.g, 0);
+  CHECK(t != NULL);
+  CHECK_RC(gvl_acquire(t), 0);
+  tkb_stats_t a, b;
+  CHECK_RC(tkb_stats(f.tk, &a), 0);
+  CHECK_RC(tkb_eval(f.tk, "set x 1", NULL), 0);
+  CHECK_RC(gvl_thread_interrupt(t), 0);
+  int rc = tkb_stats(f.tk, &b);
+  CHECK(rc == EINTR || gvl_check_ints(t) == EINTR);
+  CHECK(b.evals == a.evals + 1);
+  CHECK_RC(gvl_release(t), 0);
+  CHECK_RC(gvl_thread_detach(t), 0);
+  fx_stop(&f);
+}
+
+/* gvloop::ping is boosted whatever the bridge's priority; -noboost is not. */
+static uint64_t boosts_of(gvl_t *g) {
+  gvl_stats_t s;
+  CHECK_RC(gvl_stats(g, &s), 0);
+  return s.boosts;
+}
+static void t_ping_boost(void) {
+  int prios[2] = {TKB_PRIO_NORMAL, TKB_PRIO_BOOST};
+  for (int i = 0; i < 2; i++) {
+    fx_t f;
+    tkb_config_t tc;
+    memset(&tc, 0, sizeof tc);
+    tc.no_tk = 1;
+    tc.prio = prios[i];
+    fx_start_cfg(&f, &tc);
+    uint64_t b0 = boosts_of(f.g);
+    CHECK_RC(tkb_eval(f.tk, "gvloop::ping", NULL), 0);
+    uint64_t b1 = boosts_of(f.g);
+    CHECK_RC(tkb_eval(f.tk, "gvloop::ping -noboost", NULL), 0);
+    uint64_t b2 = boosts_of(f.g);
+    CHECK(b1 - b0 == 1);
+    CHECK(b2 - b1 == 0);
+    fx_stop(&f);
+  }
+}
+
+/* tkb_stop and tkb_stats on other threads while tkb_destroy drops the
+ * caller's reference: the memory outlives them (ASan and valgrind see a
+ * use after free otherwise); each returns 0, EINTR or EINVAL. */
+static tkb_t *_Atomic dr_cur;
+static atomic_int dr_go, dr_quit, dr_mode;
+static void *dr_caller(void *arg) {
+  (void)arg;
+  while (!atomic_load(&dr_quit)) {
+    if (!atomic_load(&dr_go)) {
+      sched_yield();
+      continue;
+    }
+    tkb_t *tk = atomic_load(&dr_cur);
+    if (tk == NULL) continue;
+    int rc;
+    if (atomic_load(&dr_mode) == 0) {
+      rc = tkb_stop(tk);
+    } else {
+      tkb_stats_t s;
+      rc = tkb_stats(tk, &s);
+    }
+    CHECK(rc == 0 || rc == EINVAL);
+    while (atomic_load(&dr_go) && !atomic_load(&dr_quit)) sched_yield();
+  }
+  return NULL;
+}
+static void t_destroy_race(void) {
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  evl_config_t ec;
+  memset(&ec, 0, sizeof ec);
+  CHECK_RC(tkb_evl_config(&ec), 0);
+  evl_t *l = evl_start(g, &ec);
+  CHECK(l != NULL);
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, dr_caller, NULL) == 0);
+  for (int i = 0; i < 200; i++) {
+    tkb_config_t tc;
+    memset(&tc, 0, sizeof tc);
+    tc.no_tk = 1;
+    tkb_t *tk;
+    CHECK_RC(tkb_start(l, &tc, &tk), 0);
+    atomic_store(&dr_mode, i & 1);
+    atomic_store(&dr_cur, tk);
+    atomic_store(&dr_go, 1);
+    for (volatile int k = 0; k < (i % 50) * 100; k++) {
+    }
+    CHECK_RC(tkb_destroy(tk), 0);
+    atomic_store(&dr_cur, NULL);
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+    atomic_store(&dr_go, 0);
+    ts.tv_nsec = 500000;
+    nanosleep(&ts, NULL);
+  }
+  atomic_store(&dr_quit, 1);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  CHECK_RC(evl_destroy(l), 0);
+  CHECK_RC(gvl_destroy(g), 0);
+}
+
 static const tcase_t cases[] = {
+    {"loop_interrupt", t_loop_interrupt},
+    {"stats_interrupt", t_stats_interrupt},
+    {"ping_boost", t_ping_boost},
+    {"destroy_race", t_destroy_race},
     {"run_stop_interp", t_run_stop_interp},
     {"on_error_stop", t_on_error_stop},
     {"self_delete", t_self_delete},

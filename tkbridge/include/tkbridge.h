@@ -183,7 +183,8 @@ TKB_EXPORT const char *tkb_errmsg(void);
  * loop thread it tears down at once (running scripts unwind first) without
  * waiting for calls still on their way.  Idempotent until tkb_destroy;
  * EINVAL after it.  If the caller holds the GVL it is released while it
- * waits, also when an interrupt is pending (which stays pending). */
+ * waits, also when an interrupt is pending (which stays pending).  A
+ * tkb_destroy by another thread while it waits frees nothing it uses. */
 TKB_EXPORT int tkb_stop(tkb_t *tk);
 
 /* [any, not from inside one of tk's own callbacks] tkb_stop, then release
@@ -227,7 +228,10 @@ TKB_EXPORT evl_t *tkb_evl(tkb_t *tk);
 
 /* [any] Read the counters.  From another thread the notifier fields are
  * fetched with a tkb_run (so the call waits for the loop thread, releasing
- * the GVL); after stop they hold the values at teardown. */
+ * the GVL); after stop they hold the values at teardown.  EINTR: that wait
+ * was interrupted; every field is filled, the notifier's from the last
+ * fetch.  EINVAL after tkb_destroy.  A tkb_destroy by another thread
+ * meanwhile frees nothing this call still uses. */
 TKB_EXPORT int tkb_stats(tkb_t *tk, tkb_stats_t *out);
 
 /* [any] Install the libuv notifier for the whole process now.  tkb_start

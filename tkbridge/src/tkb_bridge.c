@@ -79,6 +79,28 @@ static int live_check(tkb_t *tk, int mark) {
   return ok;
 }
 
+/* A reference for a call that may wait (tkb_stop, tkb_stats) while
+ * another thread's tkb_destroy drops the caller's: 0 if tk is not a live
+ * bridge not yet destroyed.  Under live_mu, so tk cannot be freed between
+ * the check and the count (tk_free unlinks it under live_mu first, and a
+ * count already at 0 means that free is under way). */
+static int live_ref(tkb_t *tk) {
+  int ok = 0;
+  pthread_mutex_lock(&live_mu);
+  for (tkb_t *p = live_head; p; p = p->live_next) {
+    if (p == tk) {
+      int n = atomic_load(&tk->refs);
+      while (!p->destroyed && n > 0 &&
+             !atomic_compare_exchange_weak(&tk->refs, &n, n + 1)) {
+      }
+      ok = !p->destroyed && n > 0;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&live_mu);
+  return ok;
+}
+
 static void set_errmsg(const char *msg) {
   snprintf(tls_errmsg, sizeof tls_errmsg, "%s", msg ? msg : "");
 }
@@ -491,8 +513,10 @@ static int stop(tkb_t *tk) {
 }
 
 int tkb_stop(tkb_t *tk) {
-  if (tk == NULL || !live_check(tk, 0)) return EINVAL;
-  return stop(tk);
+  if (tk == NULL || !live_ref(tk)) return EINVAL;
+  int rc = stop(tk);
+  tkb__unref(tk);
+  return rc;
 }
 
 int tkb_destroy(tkb_t *tk) {
@@ -522,7 +546,8 @@ static void snapshot_ntf(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
 }
 
 int tkb_stats(tkb_t *tk, tkb_stats_t *out) {
-  if (tk == NULL || out == NULL) return EINVAL;
+  if (tk == NULL || out == NULL || !live_ref(tk)) return EINVAL;
+  int rc = 0;
   memset(out, 0, sizeof(*out));
   out->evals = atomic_load(&tk->evals);
   out->evals_remote = atomic_load(&tk->evals_remote);
@@ -533,9 +558,11 @@ int tkb_stats(tkb_t *tk, tkb_stats_t *out) {
   out->bg_errors = atomic_load(&tk->bg_errors);
   out->cancelled = atomic_load(&tk->cancelled);
   /* Fresh while the bridge runs; once stopped, the teardown's. */
-  if (!evl_in_loop_thread(tk->l))
-    (void)tkb_run(tk, snapshot_ntf, NULL); /* fails once stopped */
-  else if (tkb__state(tk) != TKB_ST_STOPPED)
+  if (!evl_in_loop_thread(tk->l)) {
+    /* Fails with ECANCELED once stopped; EINTR: interrupted while it
+     * waited, and the fields may be a snapshot older than the call. */
+    if (tkb_run(tk, snapshot_ntf, NULL) == EINTR) rc = EINTR;
+  } else if (tkb__state(tk) != TKB_ST_STOPPED)
     snapshot_ntf(tk, NULL, NULL);
   tkb__ntf_stats_t ns;
   pthread_mutex_lock(&tk->mu);
@@ -545,7 +572,8 @@ int tkb_stats(tkb_t *tk, tkb_stats_t *out) {
   out->ntf_blocking = ns.blocking;
   out->ntf_file_events = ns.file_events;
   out->ntf_alerts = ns.alerts;
-  return 0;
+  tkb__unref(tk);
+  return rc;
 }
 
 int tkb_notifier_install(void) {

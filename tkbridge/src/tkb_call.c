@@ -196,20 +196,19 @@ static void *exec_tramp(void *arg) {
 
 /* [loop thread] Run c now.  A caller holding the GVL (a host callback) gives
  * it up meanwhile: Tcl code never runs holding the GVL, and nested host
- * commands take it again with the boost.  A pending interrupt refuses the
- * call (EINTR), except a stop, which runs anyway; the interrupt, which
- * gvl_call_without took, is posted again for the caller's next safe point. */
+ * commands take it again with the boost.  Nothing waits here, so a pending
+ * interrupt does not stop the call (tkbridge.h: the call still runs): it
+ * is taken by gvl_call_without, which then does not run fn, and posted
+ * again once the call is over, for the caller's next safe point. */
 static void exec_direct(tkb__call_t *c) {
   gvl_thread_t *t = evl_gvl_thread(c->tk->l);
   int intr = 0;
   if (t == NULL || !gvl_thread_holds(t)) {
     exec_call(c);
   } else {
-    void *ran;
-    while ((ran = gvl_call_without(t, exec_tramp, c, NULL, NULL)) == NULL &&
-           errno == EINTR && c->kind == TKB_CALL_STOP)
+    while (gvl_call_without(t, exec_tramp, c, NULL, NULL) == NULL &&
+           errno == EINTR)
       intr = 1;
-    if (ran == NULL) tkb__call_finish(c, EINTR, NULL); /* not run */
     if (intr) gvl_thread_interrupt(t);
   }
   tkb__ntf_note_tcl_ran();

@@ -125,11 +125,14 @@ int tkb__cmd_delete(tkb_t *tk, const char *name) {
 
 /* ---- gvloop::ping, gvloop::stats, the bgerror hook ------------------------------ */
 
-/* The shared implementation (tkb_tclcmd.c), at the bridge's priority. */
+/* The shared implementation (tkb_tclcmd.c): boosted, as tkbridge.h and
+ * gvloop(n) say, or at the bridge's priority where that is higher. */
 static int ping_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
   tkb_t *tk = cd;
   uint64_t acq = 0;
-  int code = tkb__ping_cmd(ip, objc, objv, tk->l, tk->prio, &tk->pings, &acq);
+  int code = tkb__ping_cmd(ip, objc, objv, tk->l,
+                           tk->prio > GVL_PRIO_BOOST ? tk->prio : GVL_PRIO_BOOST,
+                           &tk->pings, &acq);
   if (acq) atomic_fetch_add(&tk->gvl_acquires, acq);
   return code;
 }
