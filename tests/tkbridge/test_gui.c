@@ -277,6 +277,31 @@ static void t_no_display(void) {
   CHECK_RC(gvl_destroy(g), 0);
 }
 
+/* cfg.argv with Tk options: Tk_Init parses them as wish does (they act and
+ * leave $argv, the rest stays), and a -display there leaves DISPLAY in the
+ * process environment as it was, as cfg.display does. */
+static void t_argv_tk_options(void) {
+  const char *env = getenv("DISPLAY");
+  CHECK(env != NULL);
+  char *before = strdup(env);
+  char other[256];
+  /* The same server, spelt differently, so that Tk's rewrite would show. */
+  snprintf(other, sizeof other, "%s%s", env[0] == ':' ? "unix" : "", env);
+  char *argv[] = {"-display", other, "-name", "other", "--", "file.txt"};
+  tkb_config_t tc;
+  memset(&tc, 0, sizeof tc);
+  tc.argc = 6;
+  tc.argv = argv;
+  tc.app_name = "mine";
+  fx_t f;
+  fx_start_cfg(&f, &tc);
+  fx_expect(f.tk, "list $argc $argv [tk appname]",
+            "1 file.txt other");
+  CHECK(strcmp(getenv("DISPLAY"), before) == 0);
+  fx_stop(&f);
+  free(before);
+}
+
 /* A <Destroy> binding that calls a host command which stops the bridge,
  * fired by the teardown itself (interp deletion destroys the windows). */
 static atomic_int destroy_calls;
@@ -401,6 +426,7 @@ static const tcase_t cases[] = {
     {"repaint_hog", t_repaint_hog},
     {"x11_burst", t_x11_burst},
     {"no_display", t_no_display},
+    {"argv_tk_options", t_argv_tk_options},
     {"destroy_binding_stop", t_destroy_binding_stop},
     {"x_external", t_x_external},
     {NULL, NULL}};

@@ -124,12 +124,18 @@ typedef void (*tkb_error_cb)(tkb_t *tk, const char *msg, void *arg);
 typedef void (*tkb_fn)(tkb_t *tk, struct Tcl_Interp *interp, void *arg);
 
 typedef struct {
-  int         argc;        /* $argc / $argv of the interp (may be 0)        */
+  int         argc;        /* $argc / $argv of the interp (may be 0).  With
+                              Tk, Tk_Init parses them as wish does: the Tk
+                              options before a "--" (-display, -name,
+                              -geometry, -sync, -use, -visual, -colormap)
+                              act and leave $argv, which keeps the rest  */
   char *const *argv;
   const char *argv0;       /* $argv0; NULL: "tkbridge"                      */
-  const char *app_name;    /* Tk application name; NULL: from argv0         */
+  const char *app_name;    /* Tk application name; NULL: from argv0.  A
+                              -name in argv overrides it                   */
   const char *display;     /* X display; NULL: $DISPLAY.  Given to Tk as
-                              -display; DISPLAY in the process environment
+                              -display (a -display in argv overrides it);
+                              either way DISPLAY in the process environment
                               is left as it was (Tk would set it)          */
   int         no_tk;       /* 1: Tcl only (no Tk package loaded)            */
   int         prio;        /* GVL priority of host callbacks, 0..GVL_PRIO_MAX:
@@ -179,7 +185,11 @@ TKB_EXPORT const char *tkb_errmsg(void);
  * point complete with ECANCELED; later calls fail with ECANCELED.  From
  * another thread it waits until the teardown is done and every call accepted
  * before has completed (so no tkb_done_cb runs after it returns; a
- * tkb_cmd_cb that stopped tk itself may still be finishing); from the
+ * tkb_cmd_cb or on_error callback the teardown happened inside may still
+ * be finishing: one that stopped tk itself, or C code of one that runs
+ * Tcl's event loop itself, e.g. Tcl_DoOneEvent in a tkb_run, since a stop
+ * that waited for it could wait for ever on a callback that waits for the
+ * stopping thread); from the
  * loop thread it tears down at once (running scripts unwind first) without
  * waiting for calls still on their way.  Idempotent until tkb_destroy;
  * EINVAL after it.  If the caller holds the GVL it is released while it

@@ -181,7 +181,8 @@ static void set_var(Tcl_Interp *ip, const char *name, Tcl_Obj *v) {
 }
 
 /* $argv for Tk_Init: our -display / -name first, then the user's words,
- * which Tk parses as wish does (and removes the options it knows). */
+ * which Tk parses as wish does (and removes the options it knows; a later
+ * -display or -name wins, as it would in wish). */
 static void set_argv(tkb_t *tk, Tcl_Interp *ip, int for_tk) {
   Tcl_Obj *l = Tcl_NewListObj(0, NULL);
   if (for_tk && tk->cfg.display) {
@@ -216,7 +217,7 @@ static int init_tk(tkb_t *tk, Tcl_Interp *ip, char **msg) {
   set_argv(tk, ip, 1);
   int ok = Tk_Init(ip) == TCL_OK;
   if (!ok) *msg = tkb__strdup(Tcl_GetStringResult(ip));
-  if (!ok || tk->cfg.display != NULL) restore_display(ip, before);
+  restore_display(ip, before);   /* a -display in argv counts as well */
   free(before);
   if (!ok) return ENOTSUP;
   Tcl_StaticPackage(ip, "Tk", Tk_Init, Tk_SafeInit);
