@@ -1311,6 +1311,30 @@ static void t_ping_boost(void) {
   }
 }
 
+/* tkb_start by a thread holding the GVL with an interrupt pending: it
+ * still returns the bridge (an EINTR would leave one running out of
+ * reach), and the interrupt stays pending. */
+static void t_start_interrupt(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  gvl_thread_t *t = gvl_thread_attach(f.g, 0);
+  CHECK(t != NULL);
+  CHECK_RC(gvl_acquire(t), 0);
+  CHECK_RC(gvl_thread_interrupt(t), 0);
+  tkb_config_t tc;
+  memset(&tc, 0, sizeof tc);
+  tc.no_tk = 1;
+  tkb_t *tk2 = NULL;
+  CHECK_RC(tkb_start(f.l, &tc, &tk2), 0);
+  CHECK(tk2 != NULL);
+  CHECK_RC(gvl_check_ints(t), EINTR);
+  CHECK_RC(gvl_release(t), 0);
+  fx_expect(tk2, "expr {6 * 7}", "42");
+  CHECK_RC(tkb_destroy(tk2), 0);
+  CHECK_RC(gvl_thread_detach(t), 0);
+  fx_stop(&f);
+}
+
 /* tkb_stop and tkb_stats on other threads while tkb_destroy drops the
  * caller's reference: the memory outlives them (ASan and valgrind see a
  * use after free otherwise); each returns 0, EINTR or EINVAL. */
@@ -1377,6 +1401,7 @@ static const tcase_t cases[] = {
     {"stats_interrupt", t_stats_interrupt},
     {"ping_boost", t_ping_boost},
     {"destroy_race", t_destroy_race},
+    {"start_interrupt", t_start_interrupt},
     {"run_stop_interp", t_run_stop_interp},
     {"on_error_stop", t_on_error_stop},
     {"self_delete", t_self_delete},

@@ -172,7 +172,8 @@ TKB_EXPORT int tkb_evl_config(evl_config_t *ec);
  * the bridge.  EPERM: l not set up with tkb_evl_config; ENOTSUP: Tk_Init
  * failed (no display); TKB_ETCL: Tcl_Init failed; ECANCELED: l is
  * stopping.  On failure tkb_errmsg() tells why in words (Tcl's or Tk's own
- * message when they failed). */
+ * message when they failed).  An interrupt (gvl_thread_interrupt) does not
+ * end the wait: it stays pending, and the call returns the bridge. */
 TKB_EXPORT int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out);
 
 /* [any] The message of the calling thread's last tkb_start: "" after a

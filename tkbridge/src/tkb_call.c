@@ -275,9 +275,33 @@ static void wait_ubf(void *arg) {
   pthread_mutex_unlock(&c->mu);
 }
 
+static void *wait_done_fn(void *arg) {
+  tkb__call_t *c = arg;
+  pthread_mutex_lock(&c->mu);
+  while (!c->finished) pthread_cond_wait(&c->cv, &c->mu);
+  pthread_mutex_unlock(&c->mu);
+  return c;
+}
+
+/* A start is waited for to the end, interrupt or not: an EINTR would leave
+ * the caller without the handle of a bridge that comes up all the same.
+ * The interrupt stays pending (re-posted if gvl_call_without took it). */
+static int start_wait(tkb__call_t *c, gvl_thread_t *self) {
+  if (gvl_call_without(self, wait_done_fn, c, NULL, NULL) == NULL) {
+    int intr = errno == EINTR;
+    gvl_release(self);
+    wait_done_fn(c);
+    gvl_acquire(self);
+    if (intr) gvl_thread_interrupt(self);
+  }
+  return c->status;
+}
+
 /* Wait for a remote sync call, releasing the GVL if this thread holds it. */
 static int call_wait(tkb__call_t *c) {
   gvl_thread_t *self = gvl_thread_self(evl_gvl(c->tk->l));
+  if (self != NULL && gvl_thread_holds(self) && c->kind == TKB_CALL_START)
+    return start_wait(c, self);
   if (self != NULL && gvl_thread_holds(self)) {
     if (gvl_call_without(self, wait_fn, c, wait_ubf, c) == NULL) wait_ubf(c);
   } else {
