@@ -395,6 +395,7 @@ void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *), void *arg) {
   ret = fn(arg);
   saved = errno;
   (void)gvl__release(t, GVL__HOT_BOOST);
+  t->ia_t0 = 0;   /* a release ends the stretch, as gvl_release's does */
   t->call_depth--;
   if (in_region) region_resume(t, &sv);
   atomic_fetch_sub_explicit(&g->in_call, 1, memory_order_release);

@@ -38,6 +38,8 @@
  *   region_resume_ubf an interrupt posted during a gvl_call_with inside a
  *                     region reaches the region's ubf at resume, also after
  *                     the call consumed the one pending before it
+ *   ia_call_with      back to back gvl_call_with calls, each making one short
+ *                     blocking call, are never promoted as interactive
  *   yield_count       a yield that the cap, lowered during its SUSPENDED
  *                     hook, leaves with the GVL counts no yield
  *
@@ -1009,6 +1011,33 @@ static void region_resume_ubf(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- ia_call_with ---------------------------------------------------------
+ * The first gvl_call_without after an acquire is not promoted, also when
+ * the acquire is a gvl_call_with's: its release ends the stretch, so back
+ * to back calls of a foreign thread (each a gvl_call_with whose fn makes
+ * one short blocking call) are never promoted.  Within one call, a second
+ * short call is (the policy works there). */
+static void *ia_noop(void *arg) { return arg; }
+
+static void *ia_one_call(void *arg) {
+  gvl_thread_t *t = gvl_thread_self(g);
+  CHECK(t != NULL);
+  gvl_call_without(t, ia_noop, NULL, NULL, NULL);
+  if (arg) gvl_call_without(t, ia_noop, NULL, NULL, NULL);
+  return NULL;
+}
+
+static void ia_call_with(void) {
+  gvl_config_t cfg = {0};
+  cfg.slice_ns = GVL_MAX_NS;          /* every stretch here is short */
+  CHECK(g = gvl_create(&cfg));
+  for (int i = 0; i < 20; i++) gvl_call_with(g, 0, ia_one_call, NULL);
+  CHECK_EQ(tgvl_stats(g).interactive, 0);
+  gvl_call_with(g, 0, ia_one_call, (void *)1);
+  CHECK_EQ(tgvl_stats(g).interactive, 1);
+  CHECK_OK(gvl_destroy(g));
+}
+
 /* ---- yield_count ---------------------------------------------------------
  * yields counts gvl_yield calls that handed over.  With a hook, a yield
  * picks its waiter, fires SUSPENDED without the GVL's lock and picks
@@ -1096,7 +1125,7 @@ static const tgvl_case_t cases[] = {
   {"hook_order", hook_order},             {"settings", settings},
   {"cap_slice", cap_slice},              {"cap_wake", cap_wake},
   {"preempt_req_hook", preempt_req_hook}, {"region_resume_ubf", region_resume_ubf},
-  {"yield_count", yield_count},
+  {"yield_count", yield_count},            {"ia_call_with", ia_call_with},
   /* last: these pin the process */
   {"onecpu_nospin", onecpu_nospin},       {"onecpu_pass", onecpu_pass},
   {"onecpu_pass_bound", onecpu_pass_bound},
