@@ -34,7 +34,9 @@
  *     tkb_config_t tc = {.prio = TKB_PRIO_BOOST};
  *     tkb_start(l, &tc, &tk);           // interp + Tk on the loop thread
  *     ... tkb_eval(tk, "button .b -text hi; pack .b", NULL) ...
- *     tkb_destroy(tk);                  // or evl_stop(l): tears down too
+ *     tkb_destroy(tk);                  // evl_stop(l) tears down too, but
+ *     evl_destroy(l);                   // tk's memory goes with tkb_destroy,
+ *                                       // which must come before this
  *
  * Return values: 0 or a positive error code: an errno value, TKB_ETCL
  * when a Tcl script raised an error (the message is the result), TKB_ENOCMD,
@@ -200,6 +202,8 @@ TKB_EXPORT int tkb_stop(tkb_t *tk);
 
 /* [any, not from inside one of tk's own callbacks] tkb_stop, then release
  * the caller's reference; memory goes when the last pending call ends.
+ * Before evl_destroy of tk's evloop (also when evl_stop tore tk down): it
+ * uses the evloop, which evl_destroy frees.
  * tk must not be used afterwards; a second tkb_destroy (or a tkb_stop) of
  * it returns EINVAL, as does a pointer tkb_start never returned.  (A
  * bridge started later may get the same address: the check cannot tell
