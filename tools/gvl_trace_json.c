@@ -443,8 +443,9 @@ static void emit_early_hold(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
   uint64_t from = w->t->h.t0_ns, end = r->ns, n = rec_count(w, b);
   const char *why = why_name(r->why);
   char args[96];
-  /* Without the counters of an acquisition seen earlier, a yield or a
-   * preemption looks like a release; the READY right after tells. */
+  /* libgvl 0.1.0 told a yield or a preemption from a release by counters
+   * seen at an earlier acquisition, so in its files a first hold's looks
+   * like a release; the READY right after tells. */
   while (++i < n && (rec_at(w, b, i)->kind == GVL_EV_PREEMPT_REQ ||
                      rec_at(w, b, i)->kind >= GVL__TK_BEGIN)) {
   }

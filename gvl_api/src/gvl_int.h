@@ -237,6 +237,10 @@ struct gvl_thread_s {
   bool foreign;                 /* cached by gvl_call_with; g->mu          */
   _Atomic bool orphan;          /* its GVL was destroyed; free on sight    */
   int call_depth;               /* gvl_call_with nesting; t only           */
+  int handing;                  /* C_YIELDS or C_PREEMPTIONS while t's
+                                   SUSPENDED hook of a yield or safe point
+                                   runs, else 0; t only (the tracer reads
+                                   it on t's thread)                       */
 
   /* Written by t itself (C_PREEMPT_REQS lives in preempt_reqs), except
    * C_BOOSTS_REFUSED, which gvl__enqueue_other may add for t. */

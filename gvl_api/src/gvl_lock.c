@@ -663,18 +663,18 @@ static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired,
   gvl_thread_t *w = gvl__pol_pick(g, now, !t->boosted);
   *fired = false;
   if (!w || !hooked(g)) return w;
-  gvl__ctr_add(t, ctr, 1);      /* before SUSPENDED: the tracer reads it */
+  t->handing = ctr;             /* the tracer's reason for SUSPENDED */
   pthread_mutex_unlock(&g->mu);
   gvl__hook(g, t, GVL_EV_SUSPENDED);
+  t->handing = 0;
   pthread_mutex_lock(&g->mu);
   now = *nowp = gvl__now();
   charge_hold(g, t, now);
   *fired = true;
-  w = gvl__pol_pick(g, now, !t->boosted);
   /* The cap may have changed meanwhile (gvl_set_boost_cap is [any]) and
-   * now hold the waiter back: nothing handed over, nothing counted. */
-  if (!w) gvl__ctr_add(t, ctr, (uint64_t)-1);
-  return w;
+   * now hold the waiter back: then nothing is handed over, and the caller
+   * counts nothing. */
+  return gvl__pol_pick(g, now, !t->boosted);
 }
 
 /* Hand the GVL to the best waiter and queue behind it, at no higher a
@@ -704,7 +704,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
    * waiter, a spin would only take a CPU that others need. */
   atomic_store_explicit(&t->spin_hint, w->qprio > mine && g->qhead == t,
                         memory_order_relaxed);
-  if (!fired) gvl__ctr_add(t, ctr, 1);
+  gvl__ctr_add(t, ctr, 1);
   pthread_mutex_unlock(&g->mu);
   wakes_run(&wk);
   if (lent) unlend(t);

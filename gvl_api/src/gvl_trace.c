@@ -89,10 +89,6 @@ typedef struct {
                                 checks of rec_begin is busy (one whose run
                                 is over may count itself in and out)      */
   uint32_t cap;
-  /* Owner only: the counters seen at its last acquisition, to tell a
-   * yield or a preemption from a plain release. */
-  const void *handle;
-  uint64_t snap_yields, snap_preempts;
 } tbuf_t;
 
 typedef struct session {
@@ -262,7 +258,6 @@ static tbuf_t *buf_for_run(session_t *s, uint64_t run) {
   b->cap = s->cap;
   b->tid = (int)syscall(SYS_gettid);
   default_name(b->name);
-  b->handle = NULL;
   atomic_store(&b->n, 0);
   atomic_store(&b->run, run);
   return b;
@@ -363,30 +358,20 @@ static void rec_commit(tbuf_t *b) {
 }
 
 /* Why t is giving the GVL up.  Runs on t's own thread, which is the only
- * writer of in_region and of its yield/preemption counters at this point,
- * so the plain reads are safe. */
-static uint8_t suspend_reason(tbuf_t *b, gvl_thread_t *t) {
-  uint64_t y = atomic_load_explicit(&t->ctr[C_YIELDS], memory_order_relaxed);
-  uint64_t p = atomic_load_explicit(&t->ctr[C_PREEMPTIONS], memory_order_relaxed);
-  uint8_t why = GVL__TW_RELEASE;
-  if (t->in_region)
-    why = GVL__TW_BLOCK;
-  else if (atomic_load_explicit(&t->cstate, memory_order_relaxed) == GVL__CW_WAITING)
-    why = GVL__TW_COND;
-  else if (b->handle == t && p > b->snap_preempts)
-    why = GVL__TW_PREEMPT;
-  else if (b->handle == t && y > b->snap_yields)
-    why = GVL__TW_YIELD;
-  b->handle = t;
-  b->snap_yields = y;
-  b->snap_preempts = p;
-  return why;
+ * writer of in_region and handing at this point, so the plain reads are
+ * safe. */
+static uint8_t suspend_reason(gvl_thread_t *t) {
+  if (t->in_region) return GVL__TW_BLOCK;
+  if (atomic_load_explicit(&t->cstate, memory_order_relaxed) == GVL__CW_WAITING)
+    return GVL__TW_COND;
+  if (t->handing == C_PREEMPTIONS) return GVL__TW_PREEMPT;
+  if (t->handing == C_YIELDS) return GVL__TW_YIELD;
+  return GVL__TW_RELEASE;
 }
 
 /* Which CPU a thread waits and holds on shows whether a waiter spins on
  * the CPU its holder needs (sched_getcpu is a vDSO/rseq read on Linux). */
-static void fill_gvl_event(rec_t *r, tbuf_t *b, gvl_thread_t *t,
-                           gvl_event_t ev) {
+static void fill_gvl_event(rec_t *r, gvl_thread_t *t, gvl_event_t ev) {
   r->p = t;
   r->cpu = ev == GVL_EV_PREEMPT_REQ ? -1 : (int16_t)sched_getcpu();
   switch (ev) {
@@ -397,13 +382,9 @@ static void fill_gvl_event(rec_t *r, tbuf_t *b, gvl_thread_t *t,
   case GVL_EV_RESUMED:
     r->prio = (int16_t)atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
     r->req = (int16_t)t->req_prio;
-    b->handle = t;
-    b->snap_yields = atomic_load_explicit(&t->ctr[C_YIELDS], memory_order_relaxed);
-    b->snap_preempts =
-        atomic_load_explicit(&t->ctr[C_PREEMPTIONS], memory_order_relaxed);
     break;
   case GVL_EV_SUSPENDED:
-    r->why = suspend_reason(b, t);
+    r->why = suspend_reason(t);
     break;
   default:                   /* PREEMPT_REQ: t is only an identity here */
     break;
@@ -417,7 +398,7 @@ void gvl__trace_event(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
   if (!s || !(r = rec_begin(s, &b, now))) return;
   r->ns = now;
   r->kind = (uint8_t)ev;
-  fill_gvl_event(r, b, t, ev);
+  fill_gvl_event(r, t, ev);
   rec_commit(b);
 }
 

@@ -128,7 +128,7 @@ static void mid_hold_case(const ttrace_env_t *e) {
   CHECK_OK(gvl_trace_stop(g));
   CHECK_OK(gvl_thread_detach(t));
   TTRACE_CHECK(e, path, "--holders", "G,H,G", "--arg", "hold@G:held_before_trace=True",
-               "--reason", "G:1:yield or preempted", "--reason", "G:2:release",
+               "--reason", "G:1:preempted", "--reason", "G:2:release",
                "--handoff", "H:G");
 }
 
