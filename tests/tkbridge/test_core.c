@@ -234,7 +234,9 @@ static void shared_fn(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
   Tcl_CreateFileHandler(s->t.rfd, TCL_READABLE, shared_tcl_proc, s);
 }
 
-static void t_shared_fd(void) {
+/* The host and a Tcl file handler watch one fd on the loop, in either
+ * order: both are called. */
+static void shared_fd(int tcl_first) {
   fx_t f;
   int p[2];
   CHECK(pipe(p) == 0);
@@ -245,8 +247,9 @@ static void t_shared_fd(void) {
   pthread_mutex_init(&s.mu, NULL);
   pthread_cond_init(&s.cv, NULL);
   fx_start(&f, 1);
+  if (tcl_first) CHECK_RC(tkb_run(f.tk, shared_fn, &s), 0);
   CHECK_RC(evl_fd_watch(f.l, p[0], EVL_READABLE, 0, shared_host_cb, &s, &s.id), 0);
-  CHECK_RC(tkb_run(f.tk, shared_fn, &s), 0);
+  if (!tcl_first) CHECK_RC(tkb_run(f.tk, shared_fn, &s), 0);
   CHECK(write(p[1], "x", 1) == 1);
   pthread_mutex_lock(&s.mu);
   while (!s.tcl_seen) pthread_cond_wait(&s.cv, &s.mu);
@@ -256,6 +259,9 @@ static void t_shared_fd(void) {
   close(p[0]);
   close(p[1]);
 }
+
+static void t_shared_fd(void) { shared_fd(0); }
+static void t_shared_fd_tcl_first(void) { shared_fd(1); }
 
 /* Zero block time (what Tk asks for while Xlib holds queued events) must
  * make the wait a poll; were it ignored, this test would hang. */
@@ -1416,6 +1422,7 @@ static const tcase_t cases[] = {
     {"deleted_handler", t_deleted_handler},
     {"blocking_mode", t_blocking_mode},
     {"shared_fd", t_shared_fd},
+    {"shared_fd_tcl_first", t_shared_fd_tcl_first},
     {"zero_block_time", t_zero_block_time},
     {"vwait_in_cb", t_vwait_in_cb},
     {"errors", t_errors},

@@ -15,8 +15,9 @@
  *
  * Descriptor traps handled here:
  *  - uv_poll_init() refuses a descriptor already watched by the same loop
- *    (the host may watch it too): then we poll a dup() of Tcl's fd, else
- *    the fd itself (a fileevent costs no descriptor, as under tclsh).
+ *    (the host may watch it too), and a second uv_poll on a number whose
+ *    first is stopped silently takes its place: we poll a dup() of Tcl's
+ *    fd, or at the open-file limit the fd itself (see pollbox_open).
  *  - The poll must be gone when Tcl_DeleteFileHandler returns: Tcl closes
  *    its fd right after, and a surviving dup would keep a pipe's write end
  *    (the reader never sees EOF) or a listening socket open.  uv_close()
@@ -223,26 +224,30 @@ static int fh_event_proc(Tcl_Event *ev, int flags) {
   return 1;
 }
 
-/* Poll fd itself, as Tcl's own notifier does, so that a fileevent costs no
- * descriptor; a dup of it only when the host watches fd on this loop too
- * (uv_poll_init: EEXIST), at evl__fd_low() or above where the limit allows
- * (never a standard number, which Tcl takes for its std channels when they
- * were closed, nor one the script's next file would get under tclsh).  The
- * file's status flags are kept as Tcl left them.
+/* Poll a dup of fd, at evl__fd_low() or above where the limit allows (never
+ * a standard number, which Tcl takes for its std channels when they were
+ * closed, nor one the script's next file would get under tclsh): the host
+ * may watch fd itself on this loop, which has room for one uv_poll per
+ * descriptor, and a watch on the same number, started or stopped, would
+ * take the other's events.  At the open-file limit, where no dup can be
+ * had, fd itself, as Tcl's own notifier polls it (that fails with EEXIST
+ * only if the host watches it too).  The file's status flags are kept as
+ * Tcl left them.
  * Returns NULL when the descriptor cannot be polled (always ready, as
  * select() says of a regular file). */
 static pollbox_t *pollbox_open(ntf_t *n, int fd) {
-  int fl = fcntl(fd, F_GETFL), pfd = fd, own = 0;
+  int fl = fcntl(fd, F_GETFL);
   if (fl < 0) return NULL;
+  int pfd = fcntl(fd, F_DUPFD_CLOEXEC, evl__fd_low());
+  if (pfd < 0) pfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  int own = pfd >= 0;
+  if (!own) pfd = fd;
   pollbox_t *pb = calloc(1, sizeof(*pb));
-  if (pb == NULL) return NULL;
-  int rc = uv_poll_init(n->loop, &pb->h, fd);
-  if (rc == UV_EEXIST) {
-    pfd = fcntl(fd, F_DUPFD_CLOEXEC, evl__fd_low());
-    if (pfd < 0) pfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    own = pfd >= 0;
-    rc = own ? uv_poll_init(n->loop, &pb->h, pfd) : UV_EMFILE;
+  if (pb == NULL) {
+    if (own) close(pfd);
+    return NULL;
   }
+  int rc = uv_poll_init(n->loop, &pb->h, pfd);
   (void)fcntl(fd, F_SETFL, fl);
   if (rc != 0) {
     free(pb);

@@ -2,8 +2,9 @@
 # A fileevent made when the process is at its open-file limit (no
 # descriptor left): as under stock tclsh, an empty
 # pipe is not readable, and its handler runs once data comes.  (The
-# notifier polls the channel's own descriptor; it used to need a dup, and
-# without one called the channel always ready: a busy loop.)
+# notifier polls a dup of a channel's descriptor; where none can be had it
+# polls the descriptor itself, and does not call the channel always ready,
+# which would be a busy loop.)
 after 1 {set ::warm 1}; vwait ::warm   ;# stock tclsh starts its notifier thread here
 lassign [chan pipe] r w
 set fs {}
