@@ -60,6 +60,48 @@ close $r
 close $w
 poll_until {[dict get [gvloop::stats] evl_live] == 0} "the closed channels' watches ended"
 
+# 7. A watch's script that fails (here before it reads) ends the watch and
+#    reaches the background error handler once, as a fileevent handler's
+#    does (it ran again at once for ever, and the handler never ran).
+set ::calls 0
+set ::bg {}
+interp bgerror {} {apply {{msg opts} {lappend ::bg $msg}}}
+lassign [chan pipe] r w
+chan configure $r -blocking 0
+gvloop::readable $r {incr ::calls; error "boom $::calls"}
+puts -nonewline $w data
+flush $w
+poll_until {[llength $::bg] >= 1} "the failing watch's background error"
+after 50 {set ::settled 1}
+wait_for ::settled "a pause after the error"
+check {$::calls == 1 && $::bg eq {{boom 1}}} "failing watch: $::calls calls, errors $::bg"
+interp bgerror {} bgerror
+close $r
+close $w
+
+# 8. A watched socket reset by its peer: the script runs, as fileevent's
+#    does, and its read finds the error (the watch ended without a call).
+set s [socket -server {apply {{c a p} {set ::sc $c}}} -myaddr 127.0.0.1 0]
+set port [lindex [chan configure $s -sockname] 2]
+set c [socket 127.0.0.1 $port]
+wait_for ::sc "the server's accept"
+puts -nonewline $c "unread"
+flush $c
+after 50 {set ::sent 1}
+wait_for ::sent "the data to reach the server"
+close $::sc                   ;# data left unread: the kernel resets
+chan configure $c -blocking 0
+gvloop::readable $c {set ::reset_rc [catch {read $::c}]; close $::c}
+wait_for ::reset_rc "the reset socket's script"
+close $s
+
+# 9. A descriptor epoll cannot watch (/dev/null): the script runs once and
+#    reads the end of file, as fileevent's does (it never ran).
+set dn [open /dev/null r]
+gvloop::readable $dn {set ::dn_eof [list [read $::dn] [eof $::dn]]; close $::dn}
+wait_for ::dn_eof "the /dev/null watch's script"
+check {$::dn_eof eq {{} 1}} "/dev/null: $::dn_eof"
+
 # 5. The message of a wrong number of arguments, as Tcl's own commands.
 catch {gvloop::stats x} msg
 check {$msg eq {wrong # args: should be "gvloop::stats"}} "stats message: $msg"

@@ -285,10 +285,18 @@ static void reg_fire(gvt_reg_t *r) {
   Tcl_Preserve(ip);
   Tcl_IncrRefCount(script);
   /* As after and fileevent: any code but TCL_OK goes to the background
-   * error handler as it is (break, continue and return included). */
+   * error handler as it is (break, continue and return included), and, as
+   * a fileevent handler is deleted then, a watch ends first (else a script
+   * that fails before it reads would run again at once, for ever, and the
+   * handler, which runs when the loop is idle, would never run). */
   if (!Tcl_InterpDeleted(ip) &&
       (code = Tcl_EvalObjEx(ip, script, TCL_EVAL_GLOBAL)) != TCL_OK) {
-    if (once) Tcl_AddErrorInfo(ip, "\n    (\"gvloop::timer\" script)");
+    if (once) {
+      Tcl_AddErrorInfo(ip, "\n    (\"gvloop::timer\" script)");
+    } else {
+      Tcl_AddErrorInfo(ip, "\n    (\"gvloop::readable\" script)");
+      if (r->gi != NULL) reg_cancel(r);
+    }
     Tcl_BackgroundException(ip, code);
   }
   Tcl_DecrRefCount(script);
@@ -316,6 +324,11 @@ static void io_cb(evl_t *l, void *arg, int status, unsigned events) {
     reg_fire(r);
     return;
   }
+  /* An error on the descriptor (a reset connection), or one epoll cannot
+   * watch (/dev/null): select() calls it readable, so a fileevent script
+   * runs and its read finds the error or EOF.  The script runs once for
+   * it, and the watch ends. */
+  if (status != ECANCELED) reg_fire(r);
   reg_free(r);  /* ECANCELED or an error: the last call */
 }
 
