@@ -17,10 +17,13 @@
  *   destroy_main    `destroy .` while evals are pending: no crash, every
  *                   call ends, the bridge shuts down cleanly.
  *   stop_pending    tkb_destroy from one thread while 4 others are blocked
- *                   in tkb_eval of slow scripts (and make no call after).
+ *                   in tkb_eval, queued behind a script held at a gate
+ *                   until the destroy cancels it (and make no call after).
  * GUI cases need a display (run_x.sh starts Xvfb).
  */
 #include <sys/wait.h>
+
+#include <tcl.h>
 
 #include "flt.h"
 #include "tkbridge.h"
@@ -173,6 +176,7 @@ typedef struct {
   atomic_long async_sent, async_done;
   int forever;
   atomic_int *closed;   /* set before tkb_destroy: make no further call */
+  atomic_int in_call;   /* 1 from just before a tkb_eval until it returns */
 } evaler_t;
 
 static int evaler_closed(evaler_t *e) {
@@ -196,7 +200,9 @@ static void *evaler_main(void *arg) {
   evaler_t *e = arg;
   for (;;) {
     if (evaler_closed(e)) break;
+    atomic_store(&e->in_call, 1);
     int r = tkb_eval(e->tk, e->script, NULL);
+    atomic_store(&e->in_call, 0);
     atomic_fetch_add(&e->calls, 1);
     if (r == 0) atomic_fetch_add(&e->ok, 1);
     else if (r == ECANCELED) atomic_fetch_add(&e->cancelled, 1);
@@ -223,6 +229,32 @@ static int exit_cmd(tkb_t *tk, void *arg, int argc, const char *const *argv,
   return 0;
 }
 
+/* `gate`: once armed, holds the loop thread until the bridge's stop has
+ * cancelled the running script (tkb_destroy does that first, with
+ * Tcl_CancelEval), so the
+ * calls queued behind it are still pending when the destroy comes, on a
+ * slow machine too.  A gate never opened fails the case. */
+static atomic_int gate_armed, gate_in;
+
+static int gate_cmd(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                    tkb_result_t *res) {
+  (void)arg;
+  (void)argc;
+  (void)argv;
+  (void)res;
+  if (!atomic_load(&gate_armed)) return 0;
+  atomic_store(&gate_in, 1);
+  Tcl_Interp *ip = tkb_interp(tk);
+  for (long i = 0; Tcl_Canceled(ip, 0) != TCL_ERROR; i++) {
+    CHECK(i < 60000L * flt_slow());
+    flt_sleep_us(1000);
+    /* Tcl_CancelEval from another thread marks an async handler; it
+     * sets the cancel flag when run, as Tcl's own loops do. */
+    if (Tcl_AsyncReady()) (void)Tcl_AsyncInvoke(ip, TCL_OK);
+  }
+  return 0;
+}
+
 static void run_evalers(fx_t *f, const char *script, const char *killer,
                         int use_destroy) {
   evaler_t e[4];
@@ -242,11 +274,18 @@ static void run_evalers(fx_t *f, const char *script, const char *killer,
   if (killer != NULL) {
     CHECK_OK(eval_str(f->tk, killer, NULL, 0));
   } else if (use_destroy) {
-    /* No call starts from here on; one that passed its check just before
-     * has had 50 ms to reach the bridge (each takes 30 ms or more behind
-     * the others), so the destroy finds the evalers' calls pending. */
+    /* The gate holds the loop thread; every evaler then ends up in a
+     * tkb_eval, all but at most one of them queued behind the gate. */
+    atomic_store(&gate_armed, 1);
+    for (long n = 0;; n++) {
+      int in = 0;
+      for (i = 0; i < 4; i++) in += atomic_load(&e[i].in_call);
+      if (atomic_load(&gate_in) && in == 4) break;
+      CHECK(n < 60000L * flt_slow());
+      flt_sleep_us(1000);
+    }
+    /* No call starts from here on (each evaler is inside its call). */
     atomic_store(&closed, 1);
-    flt_sleep_us(50000L * flt_slow());
     CHECK_OK(tkb_destroy(f->tk));
     f->tk = NULL;
   }
@@ -286,7 +325,8 @@ static void case_exit_cmd(void) {
 static void case_stop_pending(void) {
   fx_t f;
   fx_start(&f, 0);
-  run_evalers(&f, "after 30; set y 2", NULL, 1);
+  CHECK_OK(tkb_command_create(f.tk, "gate", gate_cmd, NULL));
+  run_evalers(&f, "after 30; gate; set y 2", NULL, 1);
   fx_stop(&f);
 }
 
