@@ -51,7 +51,8 @@
  * fork(): the loops of the parent belong to the parent.  A child has no
  * loop thread for them and must not call anything on them (a registration
  * would never run, evl_stop and evl_destroy would wait for ever); it may
- * start loops of its own.
+ * start loops of its own, also when it was forked inside a callback or a
+ * work function (its thread is no loop's thread there, and may attach).
  *
  * Errors in host callbacks: evl_cb returns void, so a callback fails by
  * calling evl_fail(l, err, what) before returning.  After the callback
@@ -205,7 +206,10 @@ EVL_EXPORT int evl_run(evl_t *l);
  * Idempotent.  From the moment stop is requested, new registrations return
  * EVL_ESTOPPED and a dispatch pass runs no further callback once the running
  * one returns (a pass nested in a callback's evl_step still runs, so that
- * the wait can end).  After the driver returns, every pending registration
+ * the wait can end).  As with evl_cancel, a callback the loop thread had
+ * taken for dispatch as a stop came from another thread may still start;
+ * one that runs with the GVL does not start after a stop requested with
+ * the GVL held.  After the driver returns, every pending registration
  * gets its last call: queued posts and armed timers get ECANCELED, watches
  * get ECANCELED, work not yet started is not run and gets ECANCELED, work
  * already running is waited for and gets its real status.
@@ -238,8 +242,9 @@ EVL_EXPORT int evl_detach(evl_t *l);
 /* [loop thread] What a host waiting in its own loop needs: *fd_out, the
  * fd that becomes readable when the loop has something to do
  * (uv_backend_fd), and *timeout_ms_out, how long the host may block before
- * calling evl_step(l, 0): -1 for no limit, 0 when callbacks are already
- * waiting for dispatch (the budget ran out) or a stop was requested.
+ * calling evl_step(l, 0), counted from this call: -1 for no limit, 0 when
+ * callbacks are already waiting for dispatch (the budget ran out) or a stop
+ * was requested.
  * EINVAL, EPERM. */
 EVL_EXPORT int evl_backend(evl_t *l, int *fd_out, int *timeout_ms_out);
 
@@ -347,16 +352,21 @@ EVL_EXPORT int evl_fd_watch(evl_t *l, int fd, unsigned events, unsigned flags,
 
 /* ---- signals ----------------------------------------------------------------- */
 
-/* [any] Watch a signal (libuv's handler is installed process-wide; several
- * watches may share a signal).  cb gets 0 per delivery (deliveries that
- * arrive before dispatch are merged) and ends with ECANCELED.  As every
- * registration, the watch is started by the loop thread after this call
- * returns: a signal that arrives before then meets the disposition it had
- * (the default kills the process); a host that must not miss one blocks it
- * (pthread_sigmask) or ignores it first.  libuv's handler stays installed
- * after the last watch of a signal ends, and in a fork()ed child, where
- * deliveries reach the parent's watches: a child that wants the default
- * resets it (signal(sig, SIG_DFL)).  EINVAL (not in 1.._NSIG-1, or
+/* [any] Watch a signal (evloop's handler is installed process-wide;
+ * several watches, in one loop or several, may share a signal).  cb gets 0
+ * per delivery and ends with ECANCELED.  Deliveries that arrive before
+ * dispatch are merged, however many: none is lost while the loop thread is
+ * busy or waits for the GVL.  As every registration, the watch is started
+ * by the loop thread after this call returns: a signal that arrives before
+ * then meets the disposition it had (the default kills the process); a host
+ * that must not miss one blocks it (pthread_sigmask) or ignores it first.
+ * The first watch of a signal saves the disposition it replaces and the
+ * last one to end puts it back (a sigaction the host made in between is
+ * undone).  A fork()ed child starts with those saved dispositions, and its
+ * signals do not reach the parent's watches.  A signal watched here must
+ * not also be watched with libuv's uv_signal_t (each would install its own
+ * handler).  At most 1024 signal watches are open at once in a process;
+ * one started beyond that ends with ENOSPC.  EINVAL (not in 1.._NSIG-1, or
  * SIGKILL/SIGSTOP), EVL_ESTOPPED, ENOMEM. */
 EVL_EXPORT int evl_signal_watch(evl_t *l, int signum, unsigned flags,
                                 evl_cb cb, void *arg, evl_id_t *id_out);

@@ -121,9 +121,23 @@ static void evl__uv_fini(evl_t *l) {
 
 /* ---- the loop thread ------------------------------------------------------- */
 
+/* A fork()ed child has no loop thread for the parent's loops (evloop.h):
+ * the forking thread, perhaps inside a callback or a work function, is
+ * not one there, and may attach a loop of the child's own. */
+static void evl__atfork_child(void) {
+  evl__tls_loop = NULL;
+  evl__tls_work = NULL;
+}
+
+static void evl__atfork_init(void) {
+  (void)pthread_atfork(NULL, NULL, evl__atfork_child);
+}
+
 /* Make the calling thread the loop thread: use its GVL handle if it has
  * one (no_thread mode on an interpreter thread), else attach. */
 static int evl__enter(evl_t *l) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, evl__atfork_init);
   l->gt = gvl_thread_self(l->g);
   l->own_gt = 0;
   if (l->gt == NULL) {
@@ -399,10 +413,15 @@ int evl_backend(evl_t *l, int *fd_out, int *timeout_ms_out) {
   if (l == NULL || fd_out == NULL || timeout_ms_out == NULL) return EINVAL;
   if (evl__tls_loop != l) return EPERM;
   *fd_out = uv_backend_fd(&l->loop);
-  if (l->dq_head != NULL || atomic_load(&l->stopping))
+  if (l->dq_head != NULL || atomic_load(&l->stopping)) {
     *timeout_ms_out = 0;
-  else
+  } else {
+    /* libuv counts from its cached time, taken before the last step's
+     * callbacks ran: after a long one the timeout would be that much too
+     * long, and a due timer that much late. */
+    uv_update_time(&l->loop);
     *timeout_ms_out = uv_backend_timeout(&l->loop);
+  }
   return 0;
 }
 

@@ -79,7 +79,10 @@ struct evl__item {
   uint64_t repeat_ms;
   int fd;                  /* FD; immutable                              */
   unsigned want;           /* FD: EVL_READABLE | EVL_WRITABLE            */
-  int signum;              /* SIGNAL                                     */
+  int signum;              /* SIGNAL; immutable                          */
+  int sig_slot;            /* SIGNAL, loop: its slot in evl_signal.c's
+                              table while the watch is on, else -1       */
+  unsigned sig_gen;        /* SIGNAL, loop: that table's generation      */
   evl_work_fn work_fn;     /* WORK                                       */
   char *path;              /* READ: owned copy                           */
   size_t limit;            /* READ                                       */
@@ -91,7 +94,7 @@ struct evl__item {
     uv_handle_t handle;
     uv_timer_t timer;
     uv_poll_t poll;
-    uv_signal_t sig;
+    uv_async_t async;      /* SIGNAL: sent by evl_signal.c's handler */
   } h;                     /* loop                                       */
   uv_work_t work;          /* loop (and libuv's pool)                    */
 };
@@ -192,6 +195,12 @@ void evl__drain(evl_t *l);
 void evl__start_on_loop(evl_t *l, evl__item_t *it);
 void evl__cancel_on_loop(evl_t *l, evl__item_t *it);
 void evl__dq_push(evl_t *l, evl__item_t *it, int final, int status, int fixed);
+
+/* evl_signal.c: the process-wide handler and its table of watches; signals
+ * are the one state evloop cannot keep per loop.  Loop thread only. */
+#define EVL__SIG_SLOTS 1024     /* signal watches open at once, all loops */
+int evl__sig_add(evl__item_t *it, uv_async_t *a);
+void evl__sig_remove(evl__item_t *it);
 
 /* evl_dispatch.c */
 int evl__dispatch(evl_t *l);

@@ -145,6 +145,7 @@ evl__item_t *evl__item_new(evl_t *l, int kind, unsigned flags, void *arg) {
   it->arg = arg;
   it->refs = 1;          /* the delivery of the last call */
   it->fd = -1;
+  it->sig_slot = -1;
   return it;
 }
 

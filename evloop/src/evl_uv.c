@@ -64,6 +64,7 @@ static void evl__handle_closed(uv_handle_t *h) {
 static void evl__close(evl__item_t *it) {
   if (it->uv_state != EVL__UV_ACTIVE) return;
   it->uv_state = EVL__UV_DONE;
+  if (it->kind == EVL__SIGNAL) evl__sig_remove(it);
   uv_close(&it->h.handle, evl__handle_closed);
 }
 
@@ -115,9 +116,8 @@ static void evl__poll_cb(uv_poll_t *h, int status, int events) {
   evl__dq_push(it->l, it, 0, 0, 0);
 }
 
-static void evl__signal_cb(uv_signal_t *h, int signum) {
+static void evl__signal_cb(uv_async_t *h) {
   evl__item_t *it = h->data;
-  (void)signum;
   evl__ready(it);
   evl__dq_push(it->l, it, 0, 0, 0);
 }
@@ -201,13 +201,13 @@ static int evl__start_handle(evl_t *l, evl__item_t *it) {
                          ((it->want & EVL_WRITABLE) ? UV_WRITABLE : 0),
                          evl__poll_cb);
   case EVL__SIGNAL:
-    r = uv_signal_init(&l->loop, &it->h.sig);
+    r = uv_async_init(&l->loop, &it->h.async, evl__signal_cb);
     if (r < 0) return r;
     it->h.handle.data = it;
     it->uv_state = EVL__UV_ACTIVE;
     it->refs++;
     l->uv_pending++;
-    return uv_signal_start(&it->h.sig, evl__signal_cb, it->signum);
+    return evl__sig_add(it, &it->h.async);
   default:
     it->work.data = it;
     r = uv_queue_work(&l->loop, &it->work, evl__work_cb, evl__after_work_cb);

@@ -3,9 +3,11 @@
  * or GLib would): evl_attach, evl_backend, evl_step(l, 0), evl_detach.
  * Posts from another thread, a timer, a stop requested by another thread
  * (which waits for evl_detach), pending registrations cancelled at detach,
- * and the thread rules. */
+ * the thread rules, evl_backend's timeout after a slow callback, and a
+ * child forked in a callback attaching a loop of its own. */
 #include <poll.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "evl_test.h"
@@ -176,8 +178,89 @@ static void test_attach_second(gvl_t *g) {
   CHECK_EQ(evl_destroy(t), 0);
 }
 
+/* evl_backend's timeout counts from when it is called: after a callback
+ * that ran 80 ms, a 100 ms timer made before it is due in 20 ms or less,
+ * whatever the machine's speed (the bound is from clock reads around the
+ * calls, +2 ms for libuv's rounding to milliseconds). */
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void slow_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  if (status == 0) t_sleep_ms(80);
+}
+
+static void test_backend_after_slow_cb(gvl_t *g) {
+  evl_config_t cfg = {0};
+  atomic_int fired = 0;
+  int fd, timeout;
+  cfg.no_thread = 1;
+  evl_t *l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_attach(l), 0);
+  CHECK_EQ(evl_step(l, 0), 0);
+  CHECK_EQ(evl_timer(l, 100, 0, 0, t_count_ok, &fired, NULL), 0);
+  uint64_t due = mono_ms() + 100 + 2;
+  CHECK_EQ(evl_post(l, slow_cb, NULL, NULL), 0);
+  CHECK_EQ(evl_step(l, 0), 0);       /* starts the timer, runs slow_cb */
+  if (atomic_load(&fired) == 0) {
+    uint64_t now = mono_ms();
+    CHECK_EQ(evl_backend(l, &fd, &timeout), 0);
+    CHECK(timeout >= 0);
+    CHECK((uint64_t)timeout <= (due > now ? due - now : 0));
+  }
+  while (atomic_load(&fired) == 0) host_iteration(l);
+  CHECK_EQ(evl_detach(l), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
+/* A child forked inside a callback of an attached loop is not that loop's
+ * thread (it has none), and may attach a loop of its own. */
+static void fork_cb(evl_t *l, void *arg, int status) {
+  int *st = arg;
+  if (status != 0) return;
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    evl_config_t cfg = {0};
+    cfg.no_thread = 1;
+    if (evl_in_loop_thread(l)) _exit(2);
+    gvl_t *g2 = gvl_create(NULL);
+    if (g2 == NULL) _exit(3);
+    evl_t *l2 = evl_start(g2, &cfg);
+    if (l2 == NULL) _exit(4);
+    if (evl_attach(l2) != 0) _exit(5);
+    if (evl_detach(l2) != 0) _exit(6);
+    if (evl_destroy(l2) != 0) _exit(7);
+    _exit(0);
+  }
+  CHECK_EQ(waitpid(pid, st, 0), pid);
+}
+
+static void test_fork_in_cb(gvl_t *g) {
+  evl_config_t cfg = {0};
+  int st = -1;
+  cfg.no_thread = 1;
+  evl_t *l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_attach(l), 0);
+  CHECK_EQ(evl_post(l, fork_cb, &st, NULL), 0);
+  while (st == -1) host_iteration(l);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 0);
+  CHECK_EQ(evl_in_loop_thread(l), 1);   /* the parent's is unchanged */
+  CHECK_EQ(evl_detach(l), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
 int main(void) {
   gvl_t *g = t_gvl();
+  test_backend_after_slow_cb(g);
+  test_fork_in_cb(g);
   test_thread_mode(g);
   test_host_loop(g);
   test_destroy_attached(g);

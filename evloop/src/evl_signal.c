@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Signal watches: evloop's own handler, process-wide.
+ *
+ * libuv's signal handles are not used, for two reasons.  Its handler
+ * writes one message per watch per delivery into a pipe of the loop, and
+ * drops the write when the pipe is full: while the loop thread was busy
+ * (a long callback, a wait for the GVL) a signal that came after ~4096
+ * others, or after ~64 with 64 watches of one signal, was lost.  And
+ * closing the last handle of a signal set it to SIG_DFL, whatever the host
+ * had chosen.
+ *
+ * Here each watch has a uv_async_t in a slot of one table; the handler
+ * calls uv_async_send (async-signal-safe) on every slot of its signal.
+ * Sends merge, so a watch's pending call cannot be lost however many
+ * signals come.  The first watch of a signal saves the disposition it
+ * replaces; the last one puts it back.  A fork()ed child starts with those
+ * saved dispositions and an empty table: the parent's watches are not its.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+
+#include "evl_int.h"
+
+typedef struct {
+  atomic_int signum;          /* 0: free; set before async, cleared after */
+  _Atomic(uv_async_t *) async;
+  atomic_int busy;            /* handlers between their two loads of it  */
+} evl__sig_slot_t;
+
+static evl__sig_slot_t slots[EVL__SIG_SLOTS];
+static atomic_int hiwater;            /* every used slot is below it */
+
+/* Written under sig_mu only. */
+static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char used[EVL__SIG_SLOTS];
+static int watches[NSIG];             /* open watches per signal */
+static struct sigaction saved[NSIG];  /* before the first of them */
+static unsigned gen = 1;              /* a child's table is a new one */
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* Any thread, any time: only lock-free atomics and uv_async_send.  busy
+ * keeps evl__sig_remove from returning while a send to the slot's handle
+ * may still happen; signum is checked again after async is read, since the
+ * slot may have been freed and taken for another signal in between (add
+ * sets signum first, remove clears async first). */
+static void on_signal(int sig) {
+  int saved_errno = errno;
+  int n = atomic_load(&hiwater);
+  for (int i = 0; i < n; i++) {
+    evl__sig_slot_t *s = &slots[i];
+    if (atomic_load(&s->signum) != sig) continue;
+    atomic_fetch_add(&s->busy, 1);
+    uv_async_t *a = atomic_load(&s->async);
+    if (a != NULL && atomic_load(&s->signum) == sig) (void)uv_async_send(a);
+    atomic_fetch_sub(&s->busy, 1);
+  }
+  errno = saved_errno;
+}
+
+static void atfork_prepare(void) { pthread_mutex_lock(&sig_mu); }
+static void atfork_parent(void) { pthread_mutex_unlock(&sig_mu); }
+
+/* The child: no loop thread serves the parent's watches here. */
+static void atfork_child(void) {
+  for (int sig = 1; sig < NSIG; sig++) {
+    if (watches[sig] > 0) (void)sigaction(sig, &saved[sig], NULL);
+    watches[sig] = 0;
+  }
+  for (int i = 0; i < EVL__SIG_SLOTS; i++) {
+    atomic_store(&slots[i].async, NULL);
+    atomic_store(&slots[i].signum, 0);
+    atomic_store(&slots[i].busy, 0);
+    used[i] = 0;
+  }
+  atomic_store(&hiwater, 0);
+  gen++;
+  pthread_mutex_unlock(&sig_mu);
+}
+
+static void atfork_init(void) {
+  (void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* [loop thread] Start its watch: its async handle is initialised. */
+int evl__sig_add(evl__item_t *it, uv_async_t *a) {
+  int sig = it->signum, i, r = 0;
+  pthread_once(&atfork_once, atfork_init);
+  pthread_mutex_lock(&sig_mu);
+  for (i = 0; i < EVL__SIG_SLOTS && used[i]; i++) {
+  }
+  if (i == EVL__SIG_SLOTS) {
+    pthread_mutex_unlock(&sig_mu);
+    return UV_ENOSPC;
+  }
+  if (watches[sig] == 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigfillset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(sig, &sa, &saved[sig]) != 0) r = -errno;
+  }
+  if (r == 0) {
+    watches[sig]++;
+    used[i] = 1;
+    it->sig_slot = i;
+    it->sig_gen = gen;
+    /* Published before a delivery can need it: the handler above is
+     * installed already, and it skips the slot until signum is set. */
+    atomic_store(&slots[i].signum, sig);
+    atomic_store(&slots[i].async, a);
+    if (i >= atomic_load(&hiwater)) atomic_store(&hiwater, i + 1);
+  }
+  pthread_mutex_unlock(&sig_mu);
+  return r;
+}
+
+/* [loop thread] End its watch, before its handle is closed: once this
+ * returns, no handler sends to the handle.  The wait is for handlers that
+ * are in the middle of the few instructions above, which cannot block. */
+void evl__sig_remove(evl__item_t *it) {
+  if (it->sig_slot < 0) return;
+  pthread_mutex_lock(&sig_mu);
+  if (it->sig_gen == gen) {
+    evl__sig_slot_t *s = &slots[it->sig_slot];
+    if (--watches[it->signum] == 0)
+      (void)sigaction(it->signum, &saved[it->signum], NULL);
+    atomic_store(&s->async, NULL);
+    atomic_store(&s->signum, 0);
+    while (atomic_load(&s->busy) != 0) sched_yield();
+    used[it->sig_slot] = 0;
+  }
+  it->sig_slot = -1;
+  pthread_mutex_unlock(&sig_mu);
+}
