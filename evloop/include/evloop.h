@@ -34,9 +34,10 @@
  *   EEXIST     evl_fd_watch: the fd is already watched on this loop
  *   EVL_ENOTPOLL  evl_fd_watch: a regular file or directory
  *   EVL_ESTOPPED  evl_stop was requested: new registrations are refused
+ *   ENOSPC     a signal watch's last call: 1024 were open in the process
  *   ENOMEM     allocation failure (never a crash in evloop; libuv 1.44
  *              itself abort()s if it cannot grow its fd table inside
- *              uv_loop_init / uv_poll_start / uv_signal_init, if it cannot
+ *              uv_loop_init / uv_async_init / uv_poll_start, if it cannot
  *              start its thread pool at the process's first evl_work or
  *              evl_read_file, or if the process's first evl_start cannot
  *              open libuv's signal pipe with one or two descriptors left)
