@@ -37,7 +37,7 @@
  *   ENOSPC     a signal watch's last call: 1024 were open in the process
  *   ENOMEM     allocation failure (never a crash in evloop; libuv 1.44
  *              itself abort()s if it cannot grow its fd table inside
- *              uv_loop_init / uv_async_init / uv_poll_start, if it cannot
+ *              uv_loop_init / uv_poll_start, if it cannot
  *              start its thread pool at the process's first evl_work or
  *              evl_read_file, or if the process's first evl_start cannot
  *              open libuv's signal pipe with one or two descriptors left)
@@ -261,8 +261,8 @@ EVL_EXPORT int evl_destroy(evl_t *l);
 /* [any] 1 once a stop was requested, else 0 (0 for NULL). */
 EVL_EXPORT int evl_stopping(evl_t *l);
 
-/* [any] Make a blocking evl_step return soon (uv_async_send: sends
- * coalesce).  EINVAL, EVL_ESTOPPED once the loop has shut down. */
+/* [any] Make a blocking evl_step return soon (a write to the loop's
+ * eventfd: wake-ups coalesce).  EINVAL, EVL_ESTOPPED once the loop has shut down. */
 EVL_EXPORT int evl_wakeup(evl_t *l);
 
 /* [loop thread] One pass: run uv_run once, blocking at most timeout_ms

@@ -72,8 +72,19 @@ static int evl__configure(evl_t *l, const evl_config_t *cfg) {
 
 /* ---- libuv plumbing -------------------------------------------------------- */
 
-static void evl__async_cb(uv_async_t *h) {
-  evl__drain(h->data);
+/* Read the wake-up first: a send made after it wakes the next poll. */
+static void evl__wake_cb(uv_poll_t *h, int status, int events) {
+  evl_t *l = h->data;
+  (void)status;
+  (void)events;
+  evl__wake_drain(&l->wake);
+  if (atomic_exchange(&l->sig_pending, 0)) evl__signals_ready(l);
+  evl__drain(l);
+}
+
+static void evl__wake_closed(uv_handle_t *h) {
+  evl_t *l = h->data;
+  evl__wake_close(&l->wake);
 }
 
 /* evl_step's timeout.  If it is already due when uv_run starts, libuv 1.44
@@ -88,14 +99,26 @@ static void evl__step_timer_cb(uv_timer_t *h) {
 static int evl__uv_init(evl_t *l) {
   evl__fd_hold_t held;
   evl__std_hold(&held);
+  l->wake.rfd = l->wake.wfd = -1;
   int r = uv_loop_init(&l->loop);
   if (r == 0) {
-    r = uv_async_init(&l->loop, &l->async, evl__async_cb);
-    if (r < 0) uv_loop_close(&l->loop);
+    r = -evl__wake_open(&l->wake);
+    if (r == 0) r = uv_poll_init(&l->loop, &l->wake_poll, l->wake.rfd);
+    if (r == 0) {
+      l->wake_poll.data = l;
+      r = uv_poll_start(&l->wake_poll, UV_READABLE, evl__wake_cb);
+      if (r < 0) {
+        uv_close((uv_handle_t *)&l->wake_poll, NULL);
+        uv_run(&l->loop, UV_RUN_NOWAIT);
+      }
+    }
+    if (r < 0) {
+      evl__wake_close(&l->wake);
+      uv_loop_close(&l->loop);
+    }
   }
   evl__std_release(&held);
   if (r < 0) return -r;
-  l->async.data = l;
   uv_timer_init(&l->loop, &l->step_timer);
   /* The step timer must not keep the loop alive during shutdown. */
   uv_unref((uv_handle_t *)&l->step_timer);
@@ -199,9 +222,9 @@ static void evl__shutdown(evl_t *l) {
   pthread_mutex_unlock(&l->mu);
   evl__drain(l);
   pthread_mutex_lock(&l->mu);
-  l->async_closed = 1;
+  l->wake_closed = 1;
   pthread_mutex_unlock(&l->mu);
-  uv_close((uv_handle_t *)&l->async, NULL);
+  uv_close((uv_handle_t *)&l->wake_poll, evl__wake_closed);
   uv_close((uv_handle_t *)&l->step_timer, NULL);
   /* Count our own handles and requests, not uv_loop_alive: a handle that a
    * layer above left open would keep the loop alive for ever. */
@@ -260,7 +283,7 @@ static void evl__free(evl_t *l) {
 
 /* Close the libuv side of a loop whose thread never ran. */
 static void evl__abort_start(evl_t *l) {
-  uv_close((uv_handle_t *)&l->async, NULL);
+  uv_close((uv_handle_t *)&l->wake_poll, evl__wake_closed);
   uv_close((uv_handle_t *)&l->step_timer, NULL);
   uv_run(&l->loop, UV_RUN_DEFAULT);
   uv_loop_close(&l->loop);
@@ -508,8 +531,8 @@ int evl_wakeup(evl_t *l) {
   int err = 0;
   if (l == NULL) return EINVAL;
   pthread_mutex_lock(&l->mu);
-  if (l->async_closed) err = EVL_ESTOPPED;
-  else uv_async_send(&l->async);
+  if (l->wake_closed) err = EVL_ESTOPPED;
+  else evl__wake_send(&l->wake);
   pthread_mutex_unlock(&l->mu);
   return err;
 }

@@ -5,8 +5,10 @@
  * Locks: one mutex per loop, evl_t.mu.  It guards the id map, the two
  * incoming lists, the fd list and the flags other threads look at; every
  * field below names either "mu" or "loop" (touched only by the loop thread,
- * which needs no lock).  uv_async_send is called only under mu, after
- * checking async_closed, so that no send can race with uv_close(async).
+ * which needs no lock).  Threads wake the loop (evl__wake_send) only under
+ * mu, after checking wake_closed, so that no send can race with the close
+ * of the wake-up; signal handlers, which cannot lock, send only through a
+ * slot of evl_signal.c's table, which the loop empties before it closes.
  */
 #ifndef EVL_INT_H
 #define EVL_INT_H
@@ -35,6 +37,11 @@ enum {
 };
 
 typedef struct evl__item evl__item_t;
+
+/* The loop's wake-up (evl_wake.c): rfd == wfd for an eventfd. */
+typedef struct {
+  int rfd, wfd;
+} evl__wake_t;
 
 /* One registration.  Freed by the loop thread once its last call has been
  * made, its handle is closed and no call of it is on the stack (refs). */
@@ -94,7 +101,6 @@ struct evl__item {
     uv_handle_t handle;
     uv_timer_t timer;
     uv_poll_t poll;
-    uv_async_t async;      /* SIGNAL: sent by evl_signal.c's handler */
   } h;                     /* loop                                       */
   uv_work_t work;          /* loop (and libuv's pool)                    */
 };
@@ -143,7 +149,7 @@ struct evl_s {
   evl__item_t *c_tail;
   evl__item_t *fds;        /* mu: fd watches not yet finished            */
   int closed;              /* mu: shutdown began, registrations refused  */
-  int async_closed;        /* mu: no more uv_async_send                  */
+  int wake_closed;         /* mu: no more evl__wake_send but a handler's */
   int run_state;           /* mu: EVL__RS_*                              */
   int stop_waiters;        /* mu: threads inside evl_stop's wait         */
   int attached;            /* mu: the loop thread came from evl_attach   */
@@ -155,7 +161,10 @@ struct evl_s {
   pthread_t thread;
 
   uv_loop_t loop;          /* loop                                       */
-  uv_async_t async;        /* loop (uv_async_send under mu)              */
+  evl__wake_t wake;        /* fds immutable while open; sent under mu,
+                              or by evl_signal.c's handler               */
+  uv_poll_t wake_poll;     /* loop: polls wake.rfd                       */
+  atomic_int sig_pending;  /* set by the signal handler, taken by loop   */
   uv_timer_t step_timer;   /* loop: evl_step's timeout                   */
   gvl_thread_t *gt;        /* loop: the loop thread's GVL handle         */
   int own_gt;              /* loop: attached by us, detach at the end    */
@@ -195,12 +204,20 @@ void evl__drain(evl_t *l);
 void evl__start_on_loop(evl_t *l, evl__item_t *it);
 void evl__cancel_on_loop(evl_t *l, evl__item_t *it);
 void evl__dq_push(evl_t *l, evl__item_t *it, int final, int status, int fixed);
+void evl__signals_ready(evl_t *l);
 
 /* evl_signal.c: the process-wide handler and its table of watches; signals
  * are the one state evloop cannot keep per loop.  Loop thread only. */
 #define EVL__SIG_SLOTS 1024     /* signal watches open at once, all loops */
-int evl__sig_add(evl__item_t *it, uv_async_t *a);
+int evl__sig_add(evl__item_t *it);
 void evl__sig_remove(evl__item_t *it);
+evl__item_t *evl__sig_next(evl_t *l, int *pos);
+
+/* evl_wake.c: the loop's wake-up */
+int evl__wake_open(evl__wake_t *w);
+void evl__wake_send(const evl__wake_t *w);
+void evl__wake_drain(const evl__wake_t *w);
+void evl__wake_close(evl__wake_t *w);
 
 /* evl_dispatch.c */
 int evl__dispatch(evl_t *l);

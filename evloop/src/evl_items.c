@@ -101,9 +101,9 @@ static int evl__fd_taken(evl_t *l, int fd) {
   return 0;
 }
 
-/* [mu] Wake the loop thread unless the async handle is gone. */
+/* [mu] Wake the loop thread unless its wake-up is closing. */
 void evl__async_send_locked(evl_t *l) {
-  if (!l->async_closed) uv_async_send(&l->async);
+  if (!l->wake_closed) evl__wake_send(&l->wake);
 }
 
 /* [mu] Queue a cancellation for the loop thread. */

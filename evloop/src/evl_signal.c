@@ -10,12 +10,13 @@
  * closing the last handle of a signal set it to SIG_DFL, whatever the host
  * had chosen.
  *
- * Here each watch has a uv_async_t in a slot of one table; the handler
- * calls uv_async_send (async-signal-safe) on every slot of its signal.
- * Sends merge, so a watch's pending call cannot be lost however many
- * signals come.  The first watch of a signal saves the disposition it
- * replaces; the last one puts it back.  A fork()ed child starts with those
- * saved dispositions and an empty table: the parent's watches are not its.
+ * Here each watch has a slot in one table.  The handler marks every slot
+ * of its signal pending, marks the slot's loop, and writes the loop's
+ * wake-up (evl_wake.c), all async-signal-safe and none of it able to
+ * fill up: however many signals come, each watch has one call pending.
+ * The first watch of a signal saves the disposition it replaces; the last
+ * one puts it back.  A fork()ed child starts with those saved dispositions
+ * and an empty table: the parent's watches are not its.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,9 +27,11 @@
 #include "evl_int.h"
 
 typedef struct {
-  atomic_int signum;          /* 0: free; set before async, cleared after */
-  _Atomic(uv_async_t *) async;
+  atomic_int signum;          /* 0: free; set before owner, cleared after */
+  _Atomic(evl_t *) owner;     /* the watch's loop, written by its thread */
+  atomic_int pending;         /* a delivery since the loop last looked   */
   atomic_int busy;            /* handlers between their two loads of it  */
+  evl__item_t *item;          /* owner's loop thread only                */
 } evl__sig_slot_t;
 
 static evl__sig_slot_t slots[EVL__SIG_SLOTS];
@@ -42,11 +45,12 @@ static struct sigaction saved[NSIG];  /* before the first of them */
 static unsigned gen = 1;              /* a child's table is a new one */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
-/* Any thread, any time: only lock-free atomics and uv_async_send.  busy
- * keeps evl__sig_remove from returning while a send to the slot's handle
- * may still happen; signum is checked again after async is read, since the
- * slot may have been freed and taken for another signal in between (add
- * sets signum first, remove clears async first). */
+/* Any thread, any time: only lock-free atomics and write(2).  busy keeps
+ * evl__sig_remove from returning (and the loop from closing its wake-up)
+ * while the handler may still use the slot's loop; signum is checked again
+ * after owner is read, since the slot may have been freed and taken for
+ * another signal in between (add sets signum first, remove clears owner
+ * first). */
 static void on_signal(int sig) {
   int saved_errno = errno;
   int n = atomic_load(&hiwater);
@@ -54,8 +58,12 @@ static void on_signal(int sig) {
     evl__sig_slot_t *s = &slots[i];
     if (atomic_load(&s->signum) != sig) continue;
     atomic_fetch_add(&s->busy, 1);
-    uv_async_t *a = atomic_load(&s->async);
-    if (a != NULL && atomic_load(&s->signum) == sig) (void)uv_async_send(a);
+    evl_t *l = atomic_load(&s->owner);
+    if (l != NULL && atomic_load(&s->signum) == sig) {
+      atomic_store(&s->pending, 1);
+      atomic_store(&l->sig_pending, 1);
+      evl__wake_send(&l->wake);
+    }
     atomic_fetch_sub(&s->busy, 1);
   }
   errno = saved_errno;
@@ -71,7 +79,7 @@ static void atfork_child(void) {
     watches[sig] = 0;
   }
   for (int i = 0; i < EVL__SIG_SLOTS; i++) {
-    atomic_store(&slots[i].async, NULL);
+    atomic_store(&slots[i].owner, NULL);
     atomic_store(&slots[i].signum, 0);
     atomic_store(&slots[i].busy, 0);
     used[i] = 0;
@@ -85,8 +93,16 @@ static void atfork_init(void) {
   (void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
-/* [loop thread] Start its watch: its async handle is initialised. */
-int evl__sig_add(evl__item_t *it, uv_async_t *a) {
+static void slot_clear(evl__sig_slot_t *s) {
+  atomic_store(&s->owner, NULL);
+  atomic_store(&s->signum, 0);
+  while (atomic_load(&s->busy) != 0) sched_yield();
+}
+
+/* [loop thread] Start its watch.  The slot is filled in before the
+ * handler is installed, so that the first delivery after sigaction finds
+ * it (before, the signal meets its old disposition). */
+int evl__sig_add(evl__item_t *it) {
   int sig = it->signum, i, r = 0;
   pthread_once(&atfork_once, atfork_init);
   pthread_mutex_lock(&sig_mu);
@@ -96,6 +112,12 @@ int evl__sig_add(evl__item_t *it, uv_async_t *a) {
     pthread_mutex_unlock(&sig_mu);
     return UV_ENOSPC;
   }
+  evl__sig_slot_t *s = &slots[i];
+  s->item = it;
+  atomic_store(&s->pending, 0);
+  atomic_store(&s->signum, sig);
+  atomic_store(&s->owner, it->l);
+  if (i >= atomic_load(&hiwater)) atomic_store(&hiwater, i + 1);
   if (watches[sig] == 0) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -109,31 +131,37 @@ int evl__sig_add(evl__item_t *it, uv_async_t *a) {
     used[i] = 1;
     it->sig_slot = i;
     it->sig_gen = gen;
-    /* Published before a delivery can need it: the handler above is
-     * installed already, and it skips the slot until signum is set. */
-    atomic_store(&slots[i].signum, sig);
-    atomic_store(&slots[i].async, a);
-    if (i >= atomic_load(&hiwater)) atomic_store(&hiwater, i + 1);
+  } else {
+    slot_clear(s);
   }
   pthread_mutex_unlock(&sig_mu);
   return r;
 }
 
-/* [loop thread] End its watch, before its handle is closed: once this
- * returns, no handler sends to the handle.  The wait is for handlers that
- * are in the middle of the few instructions above, which cannot block. */
+/* [loop thread] End its watch.  Once this returns, no handler looks at
+ * the slot.  The wait is for handlers that are in the middle of the few
+ * instructions above, which cannot block. */
 void evl__sig_remove(evl__item_t *it) {
   if (it->sig_slot < 0) return;
   pthread_mutex_lock(&sig_mu);
   if (it->sig_gen == gen) {
-    evl__sig_slot_t *s = &slots[it->sig_slot];
     if (--watches[it->signum] == 0)
       (void)sigaction(it->signum, &saved[it->signum], NULL);
-    atomic_store(&s->async, NULL);
-    atomic_store(&s->signum, 0);
-    while (atomic_load(&s->busy) != 0) sched_yield();
+    slot_clear(&slots[it->sig_slot]);
     used[it->sig_slot] = 0;
   }
   it->sig_slot = -1;
   pthread_mutex_unlock(&sig_mu);
+}
+
+/* [l's loop thread] The next watch of l whose slot a delivery marked, from
+ * *pos on, or NULL.  No lock: the slots l owns change only on its thread. */
+evl__item_t *evl__sig_next(evl_t *l, int *pos) {
+  int n = atomic_load(&hiwater);
+  for (; *pos < n; (*pos)++) {
+    evl__sig_slot_t *s = &slots[*pos];
+    if (atomic_load(&s->owner) == l && atomic_exchange(&s->pending, 0))
+      return slots[(*pos)++].item;
+  }
+  return NULL;
 }

@@ -64,7 +64,10 @@ static void evl__handle_closed(uv_handle_t *h) {
 static void evl__close(evl__item_t *it) {
   if (it->uv_state != EVL__UV_ACTIVE) return;
   it->uv_state = EVL__UV_DONE;
-  if (it->kind == EVL__SIGNAL) evl__sig_remove(it);
+  if (it->kind == EVL__SIGNAL) {
+    evl__sig_remove(it);        /* no libuv handle: a slot of the table */
+    return;
+  }
   uv_close(&it->h.handle, evl__handle_closed);
 }
 
@@ -116,10 +119,15 @@ static void evl__poll_cb(uv_poll_t *h, int status, int events) {
   evl__dq_push(it->l, it, 0, 0, 0);
 }
 
-static void evl__signal_cb(uv_async_t *h) {
-  evl__item_t *it = h->data;
-  evl__ready(it);
-  evl__dq_push(it->l, it, 0, 0, 0);
+/* The wake-up said a signal came: every watch of this loop whose slot
+ * the handler marked gets a call (merged with one already queued). */
+void evl__signals_ready(evl_t *l) {
+  int pos = 0;
+  evl__item_t *it;
+  while ((it = evl__sig_next(l, &pos)) != NULL) {
+    evl__ready(it);
+    evl__dq_push(l, it, 0, 0, 0);
+  }
 }
 
 /* [pool thread] Run the work function unless cancelled first; the flag
@@ -201,13 +209,8 @@ static int evl__start_handle(evl_t *l, evl__item_t *it) {
                          ((it->want & EVL_WRITABLE) ? UV_WRITABLE : 0),
                          evl__poll_cb);
   case EVL__SIGNAL:
-    r = uv_async_init(&l->loop, &it->h.async, evl__signal_cb);
-    if (r < 0) return r;
-    it->h.handle.data = it;
     it->uv_state = EVL__UV_ACTIVE;
-    it->refs++;
-    l->uv_pending++;
-    return evl__sig_add(it, &it->h.async);
+    return evl__sig_add(it);
   default:
     it->work.data = it;
     r = uv_queue_work(&l->loop, &it->work, evl__work_cb, evl__after_work_cb);

@@ -4,11 +4,17 @@
  * with EVL_SCHED_KEEP; without CAP_SYS_NICE evl_start fails with EPERM; and
  * with GVL_F_LEND a boosted dispatch lends SCHED_FIFO to the GVL's holder
  * until its safe point; libuv's pool threads, started by a real-time loop
- * thread, have normal scheduling.  Exits 77 (skipped) where real-time scheduling is
+ * thread, have normal scheduling; a real-time loop thread on the CPU of the
+ * thread that posts to it or signals it runs each call at once, the waker
+ * never stuck half-way: 6000 rounds, each waiting for its call, end long
+ * before the test's timeout (with libuv's uv_async_send each could stall
+ * until the kernel's real-time throttling let the waker finish).  Exits
+ * 77 (skipped) where real-time scheduling is
  * not permitted at all. */
 #include <linux/capability.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -176,6 +182,45 @@ static void pool_not_rt(gvl_t *g) {
   CHECK_EQ(evl_destroy(l), 0);
 }
 
+static atomic_int wakes;
+static void wake_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  if (status == 0) atomic_fetch_add(&wakes, 1);
+}
+
+/* Everything on one CPU: the loop thread in SCHED_FIFO preempts this
+ * thread the moment a post or a signal wakes it. */
+static void rt_wakes_one_cpu(gvl_t *g) {
+  cpu_set_t one, all;
+  evl_config_t cfg = {0};
+  evl_id_t id;
+  int i;
+  CHECK_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  CPU_ZERO(&one);
+  for (i = 0; i < CPU_SETSIZE && !CPU_ISSET(i, &all); i++) {
+  }
+  CPU_SET(i, &one);
+  CHECK_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  cfg.sched_policy = EVL_SCHED_FIFO;
+  cfg.sched_priority = 10;
+  evl_t *l = evl_start(g, &cfg);   /* inherits the one CPU */
+  CHECK(l != NULL);
+  CHECK(signal(SIGUSR1, SIG_IGN) != SIG_ERR);
+  CHECK_EQ(evl_signal_watch(l, SIGUSR1, 0, wake_cb, NULL, &id), 0);
+  atomic_store(&wakes, 0);
+  for (i = 1; i <= 3000; i++) {
+    CHECK_EQ(evl_post(l, wake_cb, NULL, NULL), 0);
+    t_wait_ge(&wakes, i);
+  }
+  for (; i <= 6000; i++) {
+    CHECK_EQ(kill(getpid(), SIGUSR1), 0);
+    t_wait_ge(&wakes, i);
+  }
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+}
+
 int main(void) {
   struct sched_param sp = {.sched_priority = 2};
   if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0 ||
@@ -192,6 +237,7 @@ int main(void) {
   runs_in(g, EVL_SCHED_KEEP, 0, SCHED_OTHER, 0);
   runs_in(g, EVL_SCHED_FIFO, 1, SCHED_FIFO, 1);
   runs_in(g, EVL_SCHED_RR, 2, SCHED_RR, 2);
+  rt_wakes_one_cpu(g);
   CHECK_EQ(gvl_destroy(g), 0);
   lend_to_holder();
   puts("test_sched ok");
