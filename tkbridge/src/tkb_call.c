@@ -302,14 +302,21 @@ static int call_wait(tkb__call_t *c) {
   gvl_thread_t *self = gvl_thread_self(evl_gvl(c->tk->l));
   if (self != NULL && gvl_thread_holds(self) && c->kind == TKB_CALL_START)
     return start_wait(c, self);
+  int intr = 0;
   if (self != NULL && gvl_thread_holds(self)) {
-    if (gvl_call_without(self, wait_fn, c, wait_ubf, c) == NULL) wait_ubf(c);
+    if (gvl_call_without(self, wait_fn, c, wait_ubf, c) == NULL) {
+      intr = errno == EINTR;
+      wait_ubf(c);
+    }
   } else {
     wait_fn(c);
   }
   pthread_mutex_lock(&c->mu);
   int fin = c->finished;
   pthread_mutex_unlock(&c->mu);
+  /* Finished all the same (the loop thread was quick): the call's result
+   * is returned, and the interrupt the wait took stays pending. */
+  if (fin && intr) gvl_thread_interrupt(self);
   return fin ? c->status : EINTR;
 }
 
