@@ -17,20 +17,30 @@
  *    (gvloop_caml_boost_next): a Tk event preempts a CPU-bound OCaml thread
  *    at its next poll point instead of waiting for its slice.  With the
  *    stock library (no such symbol) it is an ordinary acquire.
- *  - gvltk_wake, from any OCaml thread, queues one Tcl event on the Tk
- *    thread and alerts its notifier; the event runs the OCaml job queue
- *    (Tkthread.async/sync).  No polling timer: an idle app sleeps in Tcl's
- *    notifier.
+ *  - gvltk_wake, from any OCaml thread, writes a byte to a pipe that the
+ *    Tk thread watches with a Tcl file handler; the handler runs the OCaml
+ *    job queue (Tkthread.async/sync).  No polling timer: an idle app sleeps
+ *    in Tcl's notifier.  Not Tcl_ThreadQueueEvent: it finds its thread by
+ *    id in Tcl's list of notifiers, where a GUI thread that ended without
+ *    finalising Tcl stays, and a new one that got its id back lost every
+ *    wake-up to it.
  *
- * Threads: gvltk_install and gvltk_mainloop on the Tk thread (the one that
- * opened Tk), holding the master lock; gvltk_wake on any OCaml thread.
+ * Threads: gvltk_install, gvltk_mainloop and gvltk_uninstall on the Tk
+ * thread (the one that opened Tk), holding the master lock; gvltk_wake on
+ * any OCaml thread.  Tcl keeps event sources and file handlers per thread,
+ * so a later GUI thread (Tk opened again after the last window closed)
+ * installs its own: between two GUI threads nothing watches the pipe, and
+ * the next main_loop's first run_jobs serves what came meanwhile.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  /* RTLD_DEFAULT */
 #endif
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <unistd.h>
 
 #include <tcl.h>
 #include <tk.h>
@@ -44,18 +54,21 @@
 #define GVLTK_BOOST 10  /* GVL_PRIO_BOOST */
 
 CAMLprim value gvltk_install(value unit);
+CAMLprim value gvltk_uninstall(value unit);
 CAMLprim value gvltk_mainloop(value unit);
 CAMLprim value gvltk_wake(value unit);
 CAMLprim value gvltk_boosted(value unit);
 
 /* State of the one Tk thread (labltk has one interpreter per process).
  * Written by the Tk thread under the master lock, except wake_pending. */
-static Tcl_ThreadId tk_thread;      /* set by install; read by wakers  */
-static atomic_int installed;        /* 1 once tk_thread is valid       */
+static int wake_fd[2] = {-1, -1};   /* made by the first install       */
+static atomic_int installed;        /* 1 from install to uninstall     */
 static int in_loop;                 /* gvltk_mainloop is in DoOneEvent */
 static int released;                /* setup proc left the runtime     */
 static void (*boost_next)(int);     /* gvloop's threads library, or NULL */
-static atomic_int wake_pending;     /* a wake-up event is queued        */
+static atomic_int wake_pending;     /* a byte is in the pipe, unread    */
+
+static void gvltk_wake_proc(ClientData cd, int mask);
 
 /* Tcl_DoOneEvent calls this before it waits: leave the runtime, so other
  * OCaml threads run while Tcl sleeps.  Only inside gvltk_mainloop, which
@@ -80,13 +93,35 @@ static void gvltk_check(ClientData cd, int flags) {
   gvltk_enter();
 }
 
+/* Before main_loop's first run_jobs: a job queued before this is run
+ * there, one queued after it wakes this thread. */
 CAMLprim value gvltk_install(value unit) {
   (void)unit;
   if (atomic_load(&installed)) return Val_unit;
   boost_next = (void (*)(int))dlsym(RTLD_DEFAULT, "gvloop_caml_boost_next");
-  tk_thread = Tcl_GetCurrentThread();
+  if (wake_fd[0] < 0) {
+    int p[2];
+    if (pipe(p) != 0) caml_failwith("Tkthread: pipe");
+    for (int i = 0; i < 2; i++) {
+      (void)fcntl(p[i], F_SETFL, fcntl(p[i], F_GETFL) | O_NONBLOCK);
+      (void)fcntl(p[i], F_SETFD, FD_CLOEXEC);
+    }
+    wake_fd[1] = p[1];
+    wake_fd[0] = p[0];
+  }
   Tcl_CreateEventSource(gvltk_setup, gvltk_check, NULL);
+  Tcl_CreateFileHandler(wake_fd[0], TCL_READABLE, gvltk_wake_proc, NULL);
   atomic_store(&installed, 1);
+  return Val_unit;
+}
+
+/* When the loop ends, also by an exception. */
+CAMLprim value gvltk_uninstall(value unit) {
+  (void)unit;
+  if (!atomic_load(&installed)) return Val_unit;
+  atomic_store(&installed, 0);
+  Tcl_DeleteFileHandler(wake_fd[0]);
+  Tcl_DeleteEventSource(gvltk_setup, gvltk_check, NULL);
   return Val_unit;
 }
 
@@ -110,26 +145,29 @@ CAMLprim value gvltk_mainloop(value unit) {
   return Val_unit;
 }
 
-/* [Tk thread, master lock] The queued wake-up: run the OCaml job queue. */
-static int gvltk_wake_proc(Tcl_Event *ev, int flags) {
-  (void)ev; (void)flags;
+/* [Tk thread, master lock] The pipe is readable: empty it, then run the
+ * OCaml job queue (a wake-up after the read writes again). */
+static void gvltk_wake_proc(ClientData cd, int mask) {
+  (void)cd; (void)mask;
   static const value *run_jobs;
+  char buf[64];
+  for (;;) {
+    ssize_t n = read(wake_fd[0], buf, sizeof buf);
+    if (n > 0 || (n < 0 && errno == EINTR)) continue;
+    break;
+  }
   atomic_store(&wake_pending, 0);
   if (run_jobs == NULL) run_jobs = caml_named_value("gvltk_run_jobs");
   if (run_jobs != NULL) caml_callback(*run_jobs, Val_unit);
-  return 1;
 }
 
 /* [any OCaml thread] Make the Tk thread run the job queue soon.  Coalesced:
- * one event is queued until it has run. */
+ * one byte is written until the Tk thread has read it.  Before the first
+ * install there is no pipe, and main_loop runs the queue itself. */
 CAMLprim value gvltk_wake(value unit) {
   (void)unit;
-  if (!atomic_load(&installed)) return Val_unit;  /* run when the loop starts */
-  if (atomic_exchange(&wake_pending, 1)) return Val_unit;
-  Tcl_Event *ev = (Tcl_Event *)Tcl_Alloc(sizeof *ev);
-  ev->proc = gvltk_wake_proc;
-  ev->nextPtr = NULL;
-  Tcl_ThreadQueueEvent(tk_thread, ev, TCL_QUEUE_TAIL);
-  Tcl_ThreadAlert(tk_thread);
+  if (wake_fd[1] < 0 || atomic_exchange(&wake_pending, 1)) return Val_unit;
+  while (write(wake_fd[1], "w", 1) < 0 && errno == EINTR) {
+  }
   return Val_unit;
 }

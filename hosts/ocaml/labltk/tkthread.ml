@@ -2,6 +2,7 @@
 (* Tkthread on gvloop: see tkthread.mli. *)
 
 external install : unit -> unit = "gvltk_install"
+external uninstall : unit -> unit = "gvltk_uninstall"
 external wake : unit -> unit = "gvltk_wake"
 external tk_loop : unit -> unit = "gvltk_mainloop"
 external boosted : unit -> bool = "gvltk_boosted"
@@ -58,7 +59,7 @@ let main_loop () =
   gui_id := Some (Thread.id (Thread.self ()));
   install ();
   run_jobs ();
-  Fun.protect ~finally:(fun () -> gui_id := None) tk_loop
+  Fun.protect ~finally:(fun () -> uninstall (); gui_id := None) tk_loop
 
 let thread_main () =
   ignore (Tk.openTk ());

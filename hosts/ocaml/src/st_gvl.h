@@ -187,6 +187,14 @@ static void st_masterlock_init(st_masterlock *m) {
     gvl_config_t cfg = {0};
     cfg.slice_ns = st_gvl_env_num("GVLOOP_OCAML_SLICE_US", GVL_MAX_NS / 1000u) * 1000u;
     cfg.boost_cap_pct = (unsigned)st_gvl_env_num("GVLOOP_OCAML_BOOST_CAP", 100);
+    /* Aging lifts a waiter one level per age_ns (100 ms by default).  A
+     * compute thread that waits a slice must not reach the level of a
+     * thread back from a blocking call, or a slice of 100 ms and more
+     * would hand the GVL to it first, and the interactive thread would
+     * wait whole slices: ten slices, at least the default. */
+    uint64_t slice = cfg.slice_ns ? cfg.slice_ns : 10000000u;
+    cfg.age_ns = slice > GVL_MAX_NS / 10u ? GVL_MAX_NS : 10u * slice;
+    if (cfg.age_ns < 100000000u) cfg.age_ns = 100000000u;
     cfg.hook = st_gvl_hook;
     st_gvl_global = gvl_create(&cfg);
     if (st_gvl_global == NULL) st_gvl_fatal("gvl_create", errno);

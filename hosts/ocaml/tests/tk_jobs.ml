@@ -60,3 +60,17 @@ let () =
   Tkthread.sync (fun () -> Tk.closeTk ()) ();
   Thread.join gui;
   check "GUI thread ended with the last window" (not (Tkthread.running ()))
+  ;
+  (* Tk again, on a new GUI thread, after the last window closed: each
+     round's jobs reach its own thread (a wake-up for the old one was lost
+     and the next sync hung). *)
+  for round = 1 to 5 do
+    let gui = Tkthread.start () in
+    if Tkthread.sync (fun x -> x + round) 40 <> 40 + round then
+      fail "restart %d: sync" round;
+    if not (Tkthread.sync Tkthread.gui_safe ()) then
+      fail "restart %d: job on the new GUI thread" round;
+    Tkthread.sync (fun () -> Tk.closeTk ()) ();
+    Thread.join gui
+  done;
+  check "Tk restarted on new GUI threads" (not (Tkthread.running ()))
