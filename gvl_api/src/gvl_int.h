@@ -208,6 +208,10 @@ struct gvl_thread_s {
                                    not freed while non-zero; bumped under
                                    g->mu, dropped by the waker without it   */
   bool queued;
+  bool qboost;                  /* its hold will be boosted
+                                   (gvl__boosted of qprio and req_prio, kept
+                                   here so a pick reads only this line);
+                                   written with qprio                      */
   _Atomic bool spin_hint;       /* a quick handoff is expected; written
                                    under g->mu, read by t without it        */
   gvl__park_t park;             /* last: the portable one does not fit     */

@@ -222,6 +222,7 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
   bool ask = owner && owner != t &&
       prio > atomic_load_explicit(&owner->hold_prio, memory_order_relaxed);
   t->qprio = prio;
+  t->qboost = gvl__boosted(prio, t->req_prio);
   t->qtime = now;
   t->queued = true;
   t->qnext = NULL;
@@ -658,7 +659,7 @@ int gvl_release(gvl_thread_t *t) {
 static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired,
                                     uint64_t *nowp) {
   gvl_t *g = t->g;
-  uint64_t now = *nowp = gvl__now();
+  uint64_t now = *nowp;
   charge_hold(g, t, now);
   gvl_thread_t *w = gvl__pol_pick(g, now, !t->boosted);
   *fired = false;
@@ -683,7 +684,7 @@ static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired,
 static int hand_over(gvl_thread_t *t, int ctr) {
   gvl_t *g = t->g;
   bool fired;
-  uint64_t now;
+  uint64_t now = gvl__now();
   pthread_mutex_lock(&g->mu);
   clear_preempt(t);
   gvl_thread_t *w = pick_for_yield(t, ctr, &fired, &now);

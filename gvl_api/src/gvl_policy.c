@@ -80,7 +80,7 @@ gvl_thread_t *gvl__pol_pick(gvl_t *g, uint64_t now, bool strict) {
   int capx = -1;                 /* cap_exceeded, computed on first need */
   for (gvl_thread_t *w = g->qhead; w; w = w->qnext) {
     int64_t p = eff_prio(g, w, now);
-    if (gvl__boosted(w->qprio, w->req_prio)) {
+    if (w->qboost) {
       if (capx < 0) capx = cap_exceeded(g, now);
       if (capx) {
         if (!held || p > hp) held = w, hp = p;
