@@ -88,6 +88,39 @@ bool gvl__park_bump(gvl__park_t *p);
 void gvl__park_kick(gvl__park_t *p);
 void gvl__park_after_fork(gvl__park_t *p);
 
+/* g->mu.  With futexes one 32-bit word (0 free, 1 held, 2 held with
+ * sleepers), so that it shares the first line of gvl_t with the lock word,
+ * the queue's ends, the timer and the slice start, which every handoff
+ * writes under it.  Its critical sections are a few dozen instructions, and
+ * the thread that waits for it is usually the one just handed the GVL: it
+ * spins a moment (bounded) before it sleeps.  Elsewhere a pthread mutex. */
+#ifdef GVL__PARK_FUTEX
+typedef struct { _Atomic uint32_t v; } gvl__mu_t;
+void gvl__mu_lock_slow(gvl__mu_t *m);
+void gvl__mu_wake(gvl__mu_t *m);
+static inline int gvl__mu_init(gvl__mu_t *m) {
+  atomic_init(&m->v, 0);
+  return 0;
+}
+static inline void gvl__mu_fini(gvl__mu_t *m) { (void)m; }
+static inline void gvl__mu_lock(gvl__mu_t *m) {
+  uint32_t e = 0;
+  if (!atomic_compare_exchange_strong_explicit(&m->v, &e, 1,
+          memory_order_acquire, memory_order_relaxed))
+    gvl__mu_lock_slow(m);
+}
+static inline void gvl__mu_unlock(gvl__mu_t *m) {
+  if (atomic_exchange_explicit(&m->v, 0, memory_order_release) == 2)
+    gvl__mu_wake(m);
+}
+#else
+typedef pthread_mutex_t gvl__mu_t;
+int gvl__mu_init(gvl__mu_t *m);
+static inline void gvl__mu_fini(gvl__mu_t *m) { pthread_mutex_destroy(m); }
+static inline void gvl__mu_lock(gvl__mu_t *m) { pthread_mutex_lock(m); }
+static inline void gvl__mu_unlock(gvl__mu_t *m) { pthread_mutex_unlock(m); }
+#endif
+
 /* A thread's kernel scheduling, for GVL_F_LEND (gvl_sched_*.c).  tid is a
  * kernel thread id (gvl__ksched_tid); get and set return 0 or an errno
  * (ENOSYS where one thread cannot read or set another's). */
@@ -269,27 +302,29 @@ typedef struct {
 } gvl__policy_t;
 
 struct gvl_s {
-  /* Written at every handoff: the word, mu and the queue's ends fill
-   * the first line (x86-64 glibc), the timer, the revocable grant and the
-   * slice start the second; the cap's buckets follow. */
+  /* Written at every handoff, all on the first line: the word, mu, the
+   * queue's ends, the timer, the revocable grant and the slice start
+   * (pol.hold_since, pol's first field); the rest of a revocable grant and
+   * the cap's buckets follow. */
   GVL__GROUP
   _Atomic uintptr_t word;       /* 0 free, else owner | GVL__CONTENDED: see
                                    the locking note above                  */
-  pthread_mutex_t mu;
+  gvl__mu_t mu;
+  int hot_kind;                 /* GVL__HOT_REGION or _BOOST: which release
+                                   left g->hot; mu                         */
   gvl_thread_t *qhead, *qtail;  /* waiters in arrival order; mu            */
   gvl_thread_t *timer;          /* the queued waiter timing the slice; mu  */
   uint64_t timer_due;           /* when the timer looks next at the latest
                                    (its last tick's deadline); 0 until it
                                    has ticked since it got the role or was
                                    woken to look again; mu                 */
-  gvl_thread_t *hot, *hot_to;   /* hot released the GVL with a revocable
-                                   grant to hot_to; cleared by every other
+  gvl_thread_t *hot;            /* released the GVL with a revocable grant
+                                   to hot_to; cleared by every other
                                    handoff; mu                             */
+  gvl__policy_t pol;            /* mu                                      */
+  gvl_thread_t *hot_to;         /* mu                                      */
   uint64_t hot_since;           /* hot's slice start, restored if it takes
                                    the grant back; mu                      */
-  int hot_kind;                 /* GVL__HOT_REGION or _BOOST: which release
-                                   left it; mu                             */
-  gvl__policy_t pol;            /* mu                                      */
 
   /* Read on every wait; written only by the setters (validated there). */
   GVL__GROUP
@@ -310,11 +345,11 @@ struct gvl_s {
   gvl_t *rnext, *rprev;         /* registry; registry_mu                   */
 };
 
-/* g->mu.  Its critical sections are a few dozen instructions, and the
- * thread that waits for it is usually the one just handed the GVL: an
- * adaptive mutex spins a moment instead of going to sleep in the kernel.
- * gvl_misc.c */
-int gvl__mu_init(pthread_mutex_t *mu);
+#ifdef GVL__PARK_FUTEX
+_Static_assert(offsetof(struct gvl_s, pol) + sizeof(uint64_t) <= GVL__LINE,
+               "a handoff writes one line of the GVL's");
+#endif
+
 
 /* gvl_lock.c: the mechanism */
 uint64_t gvl__now(void);

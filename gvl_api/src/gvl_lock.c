@@ -172,14 +172,14 @@ static void lend(gvl_t *g, gvl_thread_t *t, gvl_thread_t *owner) {
 /* The lend of a waiter t whose spin did not bring the grant: to whoever
  * owns the GVL now, if t still waits and still outranks it. */
 static void lend_late(gvl_t *g, gvl_thread_t *t) {
-  pthread_mutex_lock(&g->mu);
+  gvl__mu_lock(&g->mu);
   gvl_thread_t *owner =
       gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
   if (!atomic_load_explicit(&t->granted, memory_order_relaxed) && owner &&
       owner != t &&
       t->qprio > atomic_load_explicit(&owner->hold_prio, memory_order_relaxed))
     lend(g, t, owner);
-  pthread_mutex_unlock(&g->mu);
+  gvl__mu_unlock(&g->mu);
 }
 
 /* t gives the GVL up (g->mu held): mark its lend, if any, for unlend. */
@@ -334,10 +334,10 @@ static bool take_back(gvl_t *g, gvl_thread_t *t, gvl_thread_t *w, int prio,
 static uint64_t timer_tick(gvl_t *g, gvl_thread_t *t) {
   gvl_thread_t *target = NULL;
   uint64_t deadline = 0;
-  pthread_mutex_lock(&g->mu);
+  gvl__mu_lock(&g->mu);
   if (g->timer == t && !atomic_load_explicit(&t->granted, memory_order_relaxed))
     deadline = g->timer_due = gvl__pol_tick(g, gvl__now(), &target);
-  pthread_mutex_unlock(&g->mu);
+  gvl__mu_unlock(&g->mu);
   if (target) gvl__hook(g, target, GVL_EV_PREEMPT_REQ);
   return deadline;
 }
@@ -474,7 +474,7 @@ static bool try_take_back(gvl_t *g, gvl_thread_t *t, uint64_t t0) {
   bool ask = take_back(g, t, w, prio, &wk);
   /* A lend to the waiter was meant for the GVL's owner: end it. */
   if (unlend_mark(w)) unlent = w;
-  pthread_mutex_unlock(&g->mu);
+  gvl__mu_unlock(&g->mu);
   wakes_run(&wk);
   if (unlent) unlend(unlent);  /* queued again: it cannot go meanwhile */
   start_free_hold(g, t, prio, false,
@@ -487,7 +487,7 @@ static bool try_take_back(gvl_t *g, gvl_thread_t *t, uint64_t t0) {
 static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
   uint64_t t0 = gvl__now();
   gvl_thread_t *target;
-  pthread_mutex_lock(&g->mu);
+  gvl__mu_lock(&g->mu);
   if (t->hot_release) {
     t->hot_release = GVL__HOT_NONE;
     if (g->hot == t && try_take_back(g, t, t0)) return 0;
@@ -502,7 +502,7 @@ static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
      * alone for a moment, which sent fast-path callers here, to wait for
      * mu; now it names us. */
     atomic_store_explicit(&g->word, (uintptr_t)t, memory_order_release);
-    pthread_mutex_unlock(&g->mu);
+    gvl__mu_unlock(&g->mu);
     start_free_hold(g, t, prio, ia, t0);
     return 0;
   }
@@ -510,7 +510,7 @@ static int acquire_slow(gvl_t *g, gvl_thread_t *t, int prio, bool ia) {
   if (ia) gvl__ctr_add(t, C_INTERACTIVE, 1);
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
   target = enqueue(g, t, prio, t0, NULL);
-  pthread_mutex_unlock(&g->mu);
+  gvl__mu_unlock(&g->mu);
   gvl__hook(g, t, GVL_EV_READY);
   if (target) gvl__hook(g, target, GVL_EV_PREEMPT_REQ);
   gvl__wait_granted(g, t, t0);
@@ -599,10 +599,10 @@ int gvl__release(gvl_thread_t *t, int kind) {
     if (atomic_compare_exchange_strong_explicit(&g->word, &exp, 0,
             memory_order_release, memory_order_relaxed))
       return 0;
-    pthread_mutex_lock(&g->mu);
+    gvl__mu_lock(&g->mu);
     now = gvl__now();
   } else {
-    pthread_mutex_lock(&g->mu);   /* the cap's window is guarded by mu */
+    gvl__mu_lock(&g->mu);   /* the cap's window is guarded by mu */
     now = gvl__now();
     charge_hold(g, t, now);
     atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
@@ -628,7 +628,7 @@ int gvl__release(gvl_thread_t *t, int kind) {
   } else {
     handoff(g, w, now, GVL__GRANTED, &wk);
   }
-  pthread_mutex_unlock(&g->mu);
+  gvl__mu_unlock(&g->mu);
   wakes_run(&wk);
   if (lent) unlend(t);
   return 0;
@@ -665,10 +665,10 @@ static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired,
   *fired = false;
   if (!w || !hooked(g)) return w;
   t->handing = ctr;             /* the tracer's reason for SUSPENDED */
-  pthread_mutex_unlock(&g->mu);
+  gvl__mu_unlock(&g->mu);
   gvl__hook(g, t, GVL_EV_SUSPENDED);
   t->handing = 0;
-  pthread_mutex_lock(&g->mu);
+  gvl__mu_lock(&g->mu);
   now = *nowp = gvl__now();
   charge_hold(g, t, now);
   *fired = true;
@@ -685,11 +685,11 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   gvl_t *g = t->g;
   bool fired;
   uint64_t now = gvl__now();
-  pthread_mutex_lock(&g->mu);
+  gvl__mu_lock(&g->mu);
   clear_preempt(t);
   gvl_thread_t *w = pick_for_yield(t, ctr, &fired, &now);
   if (!w) {                       /* nobody the policy would serve */
-    pthread_mutex_unlock(&g->mu);
+    gvl__mu_unlock(&g->mu);
     if (fired) gvl__hook(g, t, GVL_EV_RESUMED);
     return 0;
   }
@@ -706,7 +706,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   atomic_store_explicit(&t->spin_hint, w->qprio > mine && g->qhead == t,
                         memory_order_relaxed);
   gvl__ctr_add(t, ctr, 1);
-  pthread_mutex_unlock(&g->mu);
+  gvl__mu_unlock(&g->mu);
   wakes_run(&wk);
   if (lent) unlend(t);
   gvl__hook(g, t, GVL_EV_READY);
@@ -757,12 +757,12 @@ void gvl__drop_for_wait(gvl_thread_t *t) {
  * safe point. */
 void gvl__enqueue_other(gvl_t *g, gvl_thread_t *t, int prio) {
   wakes_t wk = {.n = 0};
-  pthread_mutex_lock(&g->mu);
+  gvl__mu_lock(&g->mu);
   if (!(atomic_fetch_or_explicit(&g->word, GVL__CONTENDED,
                                  memory_order_relaxed) & GVL__CONTENDED))
     gvl__pol_hold_start(g, gvl__now());
   gvl_thread_t *target = enqueue(g, t, prio, gvl__now(), &wk);
-  pthread_mutex_unlock(&g->mu);
+  gvl__mu_unlock(&g->mu);
   wakes_run(&wk);
   if (target) gvl__hook(g, target, GVL_EV_PREEMPT_REQ);
 }

@@ -41,7 +41,9 @@ void *gvl__alloc_lines(size_t size) {
   return p;
 }
 
-int gvl__mu_init(pthread_mutex_t *mu) {
+#ifndef GVL__PARK_FUTEX
+/* The portable g->mu: adaptive where glibc has it (gvl_int.h). */
+int gvl__mu_init(gvl__mu_t *mu) {
 #ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
   pthread_mutexattr_t a;
   int rc = pthread_mutexattr_init(&a);
@@ -54,6 +56,7 @@ int gvl__mu_init(pthread_mutex_t *mu) {
   return pthread_mutex_init(mu, NULL);
 #endif
 }
+#endif
 
 gvl_t *gvl_create(const gvl_config_t *cfg) {
   static const gvl_config_t defaults;
@@ -94,12 +97,12 @@ int gvl_set_slice(gvl_t *g, uint64_t slice_ns) {
   if (!g || !slice_ns || slice_ns > GVL__MAX_NS) return EINVAL;
   atomic_store_explicit(&g->slice_ns, slice_ns, memory_order_relaxed);
   /* The timer waiter sleeps until the old deadline: wake it to re-arm. */
-  pthread_mutex_lock(&g->mu);
+  gvl__mu_lock(&g->mu);
   if (g->timer) {
     g->timer_due = 0;
     gvl__park_wake(&g->timer->park);
   }
-  pthread_mutex_unlock(&g->mu);
+  gvl__mu_unlock(&g->mu);
   return 0;
 }
 
@@ -151,10 +154,10 @@ static void ctr_read(gvl_thread_t *t, uint64_t *v) {
 int gvl_stats(gvl_t *g, gvl_stats_t *out) {
   uint64_t v[C__COUNT];
   if (!g || !out) return EINVAL;
-  pthread_mutex_lock(&g->mu);
+  gvl__mu_lock(&g->mu);
   memcpy(v, g->retired, sizeof v);
   for (gvl_thread_t *t = g->threads; t; t = t->gnext) ctr_read(t, v);
-  pthread_mutex_unlock(&g->mu);
+  gvl__mu_unlock(&g->mu);
   to_stats(v, out);
   out->ia_cost_ns = 0;
   return 0;

@@ -130,9 +130,9 @@ static gvl_thread_t *attach(gvl_t *g, int prio, bool foreign) {
   t->self_key = &gvl__self_key;
   t->prio = prio;
   t->foreign = foreign;
-  pthread_mutex_lock(&g->mu);
+  gvl__mu_lock(&g->mu);
   glist_add(g, t);
-  pthread_mutex_unlock(&g->mu);
+  gvl__mu_unlock(&g->mu);
   t->tls_next = tls_head;
   tls_head = t;
   pthread_setspecific(tls_key, t);
@@ -157,10 +157,10 @@ gvl_thread_t *gvl_thread_attach(gvl_t *g, int prio) {
     return NULL;
   }
   if (t) {                  /* adopt the attachment gvl_call_with cached */
-    pthread_mutex_lock(&g->mu);
+    gvl__mu_lock(&g->mu);
     t->foreign = false;
     g->nthreads++;
-    pthread_mutex_unlock(&g->mu);
+    gvl__mu_unlock(&g->mu);
     t->prio = prio;
     return t;
   }
@@ -169,12 +169,12 @@ gvl_thread_t *gvl_thread_attach(gvl_t *g, int prio) {
 
 static void detach(gvl_thread_t *t) {
   gvl_t *g = t->g;
-  pthread_mutex_lock(&g->mu);
+  gvl__mu_lock(&g->mu);
   /* A grant that t took (or a region t left by exiting) can no longer be
    * taken back: forget it before t's memory goes. */
   if (g->hot == t || g->hot_to == t) g->hot = g->hot_to = NULL;
   glist_remove(g, t);
-  pthread_mutex_unlock(&g->mu);
+  gvl__mu_unlock(&g->mu);
   tls_remove(t);
   thread_free(t);
 }
@@ -407,10 +407,10 @@ void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *), void *arg) {
 
 int gvl__destroy(gvl_t *g) {
   pthread_mutex_lock(&registry_mu);
-  pthread_mutex_lock(&g->mu);
+  gvl__mu_lock(&g->mu);
   if (g->nthreads > 0 || atomic_load_explicit(&g->word, memory_order_relaxed) ||
       atomic_load_explicit(&g->in_call, memory_order_acquire)) {
-    pthread_mutex_unlock(&g->mu);
+    gvl__mu_unlock(&g->mu);
     pthread_mutex_unlock(&registry_mu);
     return EBUSY;
   }
@@ -421,12 +421,12 @@ int gvl__destroy(gvl_t *g) {
     next = t->gnext;           /* t may be freed as soon as it is orphaned */
     atomic_store_explicit(&t->orphan, true, memory_order_release);
   }
-  pthread_mutex_unlock(&g->mu);
+  gvl__mu_unlock(&g->mu);
   if (g->rprev) g->rprev->rnext = g->rnext; else registry = g->rnext;
   if (g->rnext) g->rnext->rprev = g->rprev;
   pthread_mutex_unlock(&registry_mu);
   gvl__trace_fini(g);
-  pthread_mutex_destroy(&g->mu);
+  gvl__mu_fini(&g->mu);
   free(g);
   return 0;
 }
@@ -437,11 +437,11 @@ int gvl__destroy(gvl_t *g) {
 
 static void fork_prepare(void) {
   pthread_mutex_lock(&registry_mu);
-  for (gvl_t *g = registry; g; g = g->rnext) pthread_mutex_lock(&g->mu);
+  for (gvl_t *g = registry; g; g = g->rnext) gvl__mu_lock(&g->mu);
 }
 
 static void fork_parent(void) {
-  for (gvl_t *g = registry; g; g = g->rnext) pthread_mutex_unlock(&g->mu);
+  for (gvl_t *g = registry; g; g = g->rnext) gvl__mu_unlock(&g->mu);
   pthread_mutex_unlock(&registry_mu);
 }
 

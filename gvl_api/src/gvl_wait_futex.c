@@ -58,3 +58,25 @@ void gvl__park_kick(gvl__park_t *p) {
 void gvl__park_wake(gvl__park_t *p) {
   if (gvl__park_bump(p)) gvl__park_kick(p);
 }
+
+/* g->mu's slow path (gvl_int.h): spin a moment for a holder that is
+ * running, then sleep with the word at 2, so that the unlock wakes one
+ * sleeper.  The spin is bounded and only reads the word. */
+void gvl__mu_lock_slow(gvl__mu_t *m) {
+  for (int i = 0; i < 100; i++) {
+    uint32_t e = atomic_load_explicit(&m->v, memory_order_relaxed);
+    if (e == 0 && atomic_compare_exchange_weak_explicit(&m->v, &e, 1,
+                      memory_order_acquire, memory_order_relaxed))
+      return;
+    if (e == 2) break;   /* others sleep already: join them */
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  while (atomic_exchange_explicit(&m->v, 2, memory_order_acquire) != 0)
+    syscall(SYS_futex, &m->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+}
+
+void gvl__mu_wake(gvl__mu_t *m) {
+  syscall(SYS_futex, &m->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
