@@ -52,8 +52,11 @@ void gvl__hook_at(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
   gvl_hook_cb cb = atomic_load_explicit(&g->hook, memory_order_acquire);
   void *tr = atomic_load_explicit(&g->trace, memory_order_acquire);
   if (!cb && !tr) return;
+  int saved = errno;  /* a trace's self-stop writes a file; the hook is the
+                         user's: neither changes the caller's errno */
   if (tr) gvl__trace_event(g, t, ev, now);
   if (cb) cb(atomic_load_explicit(&g->hook_arg, memory_order_relaxed), t, ev, now);
+  errno = saved;
 }
 
 void gvl__set_ints(gvl_thread_t *t, uint32_t bit) {

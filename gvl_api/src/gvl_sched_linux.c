@@ -11,6 +11,7 @@
  */
 #include "gvl_int.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -27,11 +28,21 @@ struct gvl__sched_attr {     /* the kernel's struct sched_attr, version 0 */
 
 int gvl__ksched_tid(void) { return (int)syscall(SYS_gettid); }
 
+/* A failed call's errno, which is then put back: no GVL call changes it
+ * (gvl.h). */
+static int call_rc(long r, int saved) {
+  int rc = r != 0 ? errno : 0;
+  errno = saved;
+  return rc;
+}
+
 int gvl__ksched_get(int tid, gvl__ksched_t *s) {
   struct gvl__sched_attr a;
+  int saved = errno, rc;
   memset(&a, 0, sizeof a);
-  if (syscall(SYS_sched_getattr, tid, &a, (unsigned)sizeof a, 0u) != 0)
-    return errno;
+  rc = call_rc(syscall(SYS_sched_getattr, tid, &a, (unsigned)sizeof a, 0u),
+               saved);
+  if (rc) return rc;
   s->policy = (int)a.sched_policy;
   s->nice = a.sched_nice;
   s->rtprio = (int)a.sched_priority;
@@ -47,7 +58,8 @@ int gvl__ksched_set(int tid, const gvl__ksched_t *s) {
   a.sched_flags = s->flags;
   a.sched_nice = s->nice;
   a.sched_priority = (uint32_t)s->rtprio;
-  return syscall(SYS_sched_setattr, tid, &a, 0u) != 0 ? errno : 0;
+  int saved = errno;
+  return call_rc(syscall(SYS_sched_setattr, tid, &a, 0u), saved);
 }
 
 

@@ -302,13 +302,15 @@ int gvl_region_end(gvl_thread_t *t, int prio) {
 
 void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *), void *arg,
                        void (*ubf)(void *), void *ubf_arg) {
+  int saved = errno;            /* fn sees the caller's errno */
   int rc = t && fn ? gvl_region_begin(t, ubf, ubf_arg) : EINVAL;
   if (rc) {
     errno = rc;
     return NULL;
   }
+  errno = saved;
   void *ret = fn(arg);
-  int saved = errno;           /* fn's errno belongs to the caller */
+  saved = errno;               /* fn's errno belongs to the caller */
   (void)gvl_region_end(t, GVL_PRIO_MIN);
   errno = saved;
   return ret;
@@ -371,6 +373,7 @@ void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *), void *arg) {
     errno = EINVAL;
     return NULL;
   }
+  saved = errno;                   /* fn sees the caller's errno */
   pthread_once(&once, init_once);
   t = tls_find(g);
   if (t && atomic_load_explicit(&t->holding, memory_order_relaxed))
@@ -392,6 +395,7 @@ void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *), void *arg) {
     errno = rc;
     return NULL;
   }
+  errno = saved;
   ret = fn(arg);
   saved = errno;
   (void)gvl__release(t, GVL__HOT_BOOST);

@@ -9,11 +9,21 @@
  */
 #include "gvl_int.h"
 
+#include <errno.h>
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The futex call, leaving errno as it was: no GVL call changes it
+ * (gvl.h), and its waits would (EAGAIN, ETIMEDOUT, EINTR). */
+static void futex(_Atomic uint32_t *w, int op, uint32_t val,
+                  const struct timespec *ts) {
+  int saved = errno;
+  syscall(SYS_futex, w, op, val, ts, NULL, 0);
+  errno = saved;
+}
 
 int gvl__park_init(gvl__park_t *p) {
   atomic_init(&p->seq, 0);
@@ -40,7 +50,7 @@ void gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns) {
    * us and issues the wake, or the kernel sees the new seq and returns. */
   atomic_store(&p->sleepers, 1);
   /* EINTR, EAGAIN (seq moved) and ETIMEDOUT all just return: callers loop. */
-  syscall(SYS_futex, &p->seq, FUTEX_WAIT_PRIVATE, seq, tsp, NULL, 0);
+  futex(&p->seq, FUTEX_WAIT_PRIVATE, seq, tsp);
   atomic_store_explicit(&p->sleepers, 0, memory_order_relaxed);
 }
 
@@ -52,7 +62,7 @@ bool gvl__park_bump(gvl__park_t *p) {
 }
 
 void gvl__park_kick(gvl__park_t *p) {
-  syscall(SYS_futex, &p->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  futex(&p->seq, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
 void gvl__park_wake(gvl__park_t *p) {
@@ -74,9 +84,9 @@ void gvl__mu_lock_slow(gvl__mu_t *m) {
 #endif
   }
   while (atomic_exchange_explicit(&m->v, 2, memory_order_acquire) != 0)
-    syscall(SYS_futex, &m->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+    futex(&m->v, FUTEX_WAIT_PRIVATE, 2, NULL);
 }
 
 void gvl__mu_wake(gvl__mu_t *m) {
-  syscall(SYS_futex, &m->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  futex(&m->v, FUTEX_WAKE_PRIVATE, 1, NULL);
 }

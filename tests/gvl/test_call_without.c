@@ -6,7 +6,7 @@
  * fn from being called (EINTR); gvl_check_ints returns EINTR once after an
  * interrupt.  gvl_region_begin/gvl_region_end, its two halves: the same
  * release and reacquire, their errors, the ubf, a boost on the way back,
- * detach inside a region.
+ * detach inside a region.  errno through all of them, contended.
  */
 #include "tgvl.h"
 
@@ -336,6 +336,75 @@ static void regions(void) {
   CHECK_OK(gvl_release(main_t));
 }
 
+/* ---- errno ------------------------------------------------------------------
+ * No call changes errno unless it says so (gvl.h), and gvl_call_without and
+ * gvl_call_with leave it as fn left it: fn sees the caller's errno and,
+ * returning NULL without touching it, is not an error.  The GVL's own waits
+ * make system calls that set errno (a futex wait that finds its word
+ * changed: EAGAIN; a timed one: ETIMEDOUT), so the loop runs beside threads
+ * that keep the GVL and g->mu contended: two yielders, and a thread that
+ * reads the counters (which takes g->mu) and calls gvl_call_with. */
+static _Atomic int errno_stop;
+
+static void *errno_fn(void *arg) {
+  CHECK_EQ(errno, 0);
+  return arg;
+}
+
+static void *errno_yielder(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  while (!atomic_load(&errno_stop)) {
+    errno = 0;
+    CHECK_OK(gvl_acquire(t));
+    for (int i = 0; i < 10; i++) CHECK_OK(gvl_yield(t));
+    CHECK_OK(gvl_check_ints(t));
+    CHECK_OK(gvl_release(t));
+    CHECK_EQ(errno, 0);
+  }
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* Not attached: its gvl_call_with attaches it on first use. */
+static void *errno_stats(void *arg) {
+  (void)arg;
+  gvl_stats_t st;
+  while (!atomic_load(&errno_stop)) {
+    errno = 0;
+    CHECK_OK(gvl_stats(g, &st));
+    CHECK_EQ(errno, 0);
+    CHECK(gvl_call_with(g, 0, errno_fn, NULL) == NULL);
+    CHECK_EQ(errno, 0);
+  }
+  return NULL;
+}
+
+static void errno_kept(void) {
+  pthread_t y[2], s;
+  int n = 200000 / tgvl_slow();
+  for (int i = 0; i < 2; i++)
+    CHECK_OK(pthread_create(&y[i], NULL, errno_yielder, NULL));
+  CHECK_OK(pthread_create(&s, NULL, errno_stats, NULL));
+  CHECK_OK(gvl_acquire(main_t));
+  for (int i = 0; i < n; i++) {
+    errno = 0;
+    CHECK(gvl_call_without(main_t, errno_fn, NULL, NULL, NULL) == NULL);
+    CHECK_EQ(errno, 0);
+    errno = 0;
+    CHECK_OK(gvl_region_begin(main_t, NULL, NULL));
+    CHECK_EQ(errno, 0);
+    CHECK_OK(gvl_region_end(main_t, GVL_PRIO_MIN));
+    CHECK_EQ(errno, 0);
+    CHECK_OK(gvl_check_ints(main_t));
+  }
+  CHECK_OK(gvl_release(main_t));
+  atomic_store(&errno_stop, 1);
+  for (int i = 0; i < 2; i++) CHECK_OK(pthread_join(y[i], NULL));
+  CHECK_OK(pthread_join(s, NULL));
+}
+
 int main(void) {
   tgvl_watchdog(60);
   g = gvl_create(NULL);
@@ -350,6 +419,7 @@ int main(void) {
   contended_return();
   reenter_from_fn();
   regions();
+  errno_kept();
   CHECK_OK(gvl_thread_detach(main_t));
   CHECK_OK(gvl_destroy(g));
   puts("ok");
