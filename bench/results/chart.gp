@@ -74,11 +74,11 @@ unset logscale y
 set yrange [0:*]
 plot 'panel12.dat' using 0:2:5:xtic(1) with boxes lc rgb variable, \
      '' using 0:2:3:4 with yerrorbars lc rgb '#202020' pt 0
-set title 'starvation: bg_share_pct (%, higher is better)'
-unset logscale y
-set yrange [0:*]
+set title 'starvation: bg_share_pct (%, higher is better), log scale'
+set logscale y
+set yrange [*:*]
 plot 'panel13.dat' using 0:2:5:xtic(1) with boxes lc rgb variable, \
-     '' using 0:2:3:4 with yerrorbars lc rgb '#202020' pt 0
+     '' using 0:2:($3>0?$3:$2):4 with yerrorbars lc rgb '#202020' pt 0
 set title 'convoy: io_ratio_1hog (x, lower is better), log scale'
 set logscale y
 set yrange [*:*]
