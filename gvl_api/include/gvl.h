@@ -44,11 +44,11 @@
  *   EINTR    an interrupt was delivered by gvl_thread_interrupt()
  *   ETIMEDOUT gvl_cond_timedwait: the timeout passed
  * gvl_strerror() says what each means here; gvl_err_name() gives the name.
- * errno: no call changes it, except one that returns NULL or -1 and says it
- * sets errno; gvl_call_without and gvl_call_with leave it as fn left it
- * (fn sees the caller's).  A host can read errno after a blocking call and
- * the gvl_region_end that follows it, as POSIX code does after a system
- * call.
+ * errno: no call in this header changes it, except one that returns NULL
+ * and says it sets errno; gvl_call_without and gvl_call_with leave it as fn
+ * left it (fn sees the caller's).  A host can read errno after a blocking
+ * call and the gvl_region_end that follows it, as POSIX code does after a
+ * system call.
  * gvloop's own codes (evloop.h, tkbridge.h) are 10000 and above, out of
  * errno's range (below 4096 on Linux).
  *

@@ -63,7 +63,7 @@ gvl_t *gvl_create(const gvl_config_t *cfg) {
   static _Atomic uint64_t next_uid = 1;
   const gvl_config_t *c = cfg ? cfg : &defaults;
   gvl_t *g;
-  int rc = check_config(c);
+  int rc = check_config(c), saved = errno;
   if (rc) {
     errno = rc;
     return NULL;
@@ -87,11 +87,16 @@ gvl_t *gvl_create(const gvl_config_t *cfg) {
   atomic_init(&g->hook_arg, c->hook_arg);
   g->uid = atomic_fetch_add(&next_uid, 1);
   gvl__registry_add(g);
-  gvl__trace_env(g);
+  gvl__trace_env(g);     /* GVLOOP_TRACE may open a file: errno stays */
+  errno = saved;
   return g;
 }
 
-int gvl_destroy(gvl_t *g) { return g ? gvl__destroy(g) : EINVAL; }
+int gvl_destroy(gvl_t *g) {
+  int saved = errno, rc = g ? gvl__destroy(g) : EINVAL;
+  errno = saved;         /* a trace's last write happens here */
+  return rc;
+}
 
 int gvl_set_slice(gvl_t *g, uint64_t slice_ns) {
   if (!g || !slice_ns || slice_ns > GVL__MAX_NS) return EINVAL;

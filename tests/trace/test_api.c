@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_api.c -- argument checks, error codes, start/stop cycles, spans of
- * other layers, GVLOOP_TRACE, a trace written by gvl_destroy(), and
+ * other layers, GVLOOP_TRACE, a trace written by gvl_destroy(), errno
+ * through gvl_create() and gvl_destroy() with GVLOOP_TRACE, and
  * gvl_thread_set_name().
  */
 #include "ttrace.h"
 
+#include <glob.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -199,6 +201,36 @@ static void from_env(const ttrace_env_t *e) {
   CHECK_OK(unlink(second));
 }
 
+/* gvl_create and gvl_destroy leave errno alone (gvl.h), also where
+ * GVLOOP_TRACE makes them parse the environment, fail to open a trace
+ * (reported on stderr) or write one. */
+static void env_errno(const ttrace_env_t *e) {
+  char path[512];
+  ttrace_path(e, "errno", path, sizeof path);
+  CHECK_OK(setenv("GVLOOP_TRACE_EVENTS", "4096", 1));
+  const char *paths[] = {"/nonexistent-gvloop-dir/t.gvlt", path};
+  for (int i = 0; i < 2; i++) {
+    CHECK_OK(setenv("GVLOOP_TRACE", paths[i], 1));
+    errno = EDOM;
+    gvl_t *g = gvl_create(NULL);
+    CHECK(g != NULL);
+    CHECK_EQ(errno, EDOM);
+    CHECK_EQ(gvl_trace_active(g), i);
+    CHECK_OK(gvl_destroy(g));
+    CHECK_EQ(errno, EDOM);
+  }
+  CHECK_OK(unsetenv("GVLOOP_TRACE"));
+  CHECK_OK(unsetenv("GVLOOP_TRACE_EVENTS"));
+  /* Not the first GVLOOP_TRACE of the process: written to errno.<n>.gvlt. */
+  char pattern[600];
+  glob_t gl;
+  snprintf(pattern, sizeof pattern, "%s/errno.*.gvlt", e->dir);
+  CHECK_OK(glob(pattern, 0, NULL, &gl));
+  CHECK_EQ(gl.gl_pathc, 1);
+  CHECK_OK(unlink(gl.gl_pathv[0]));
+  globfree(&gl);
+}
+
 /* After fork() the child's copy of a running trace is off and never
  * written; the parent's trace goes on and is written once. */
 static void forked(const ttrace_env_t *e) {
@@ -341,6 +373,7 @@ int main(int argc, char **argv) {
   named(&e);
   json_named(&e);
   from_env(&e);
+  env_errno(&e);
   forked(&e);
   exit_writes(&e);
   before_and_unnamed(&e);
