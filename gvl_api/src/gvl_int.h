@@ -40,6 +40,15 @@
 #define gvl__assert(x) ((void)0)
 #endif
 
+/* One round of a bounded spin: tell the CPU we are waiting on memory. */
+#if defined(__x86_64__) || defined(__i386__)
+#define gvl__cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define gvl__cpu_relax() __asm__ __volatile__("yield")
+#else
+#define gvl__cpu_relax() ((void)0)
+#endif
+
 #define GVL__CONTENDED ((uintptr_t)1)   /* lock-word bit: queue non-empty */
 #define GVL__GRANTED      1u   /* t->granted: the GVL is t's               */
 #define GVL__GRANTED_HOT  2u   /* ... unless g->hot takes it back first    */
@@ -349,7 +358,6 @@ struct gvl_s {
 _Static_assert(offsetof(struct gvl_s, pol) + sizeof(uint64_t) <= GVL__LINE,
                "a handoff writes one line of the GVL's");
 #endif
-
 
 /* gvl_lock.c: the mechanism */
 uint64_t gvl__now(void);

@@ -23,13 +23,6 @@
 #include <sched.h>
 #include <time.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define cpu_relax() __asm__ __volatile__("yield")
-#else
-#define cpu_relax() ((void)0)
-#endif
 
 uint64_t gvl__now(void) {
   struct timespec ts;
@@ -363,7 +356,7 @@ static bool spin_for_grant(gvl_thread_t *t, uint64_t start, uint64_t end) {
   for (;;) {
     for (int i = 0; i < 64; i++) {
       if (took(t)) return true;
-      cpu_relax();
+      gvl__cpu_relax();
     }
     uint64_t now = gvl__now();
     if (now >= end) return false;
@@ -655,10 +648,12 @@ int gvl_release(gvl_thread_t *t) {
 }
 
 /* The waiter a yield or safe point hands over to, with g->mu held; NULL
- * keeps the GVL.  The hold so far is charged first, so that the policy's
+ * keeps the GVL.  *nowp is the time the caller read before it took g->mu
+ * (see hand_over).  The hold so far is charged first, so that the policy's
  * pick sees it.  With a hook, SUSPENDED must fire before the handoff and
- * outside g->mu: mu is dropped for it and the pick made again (waiters
- * cannot leave the queue meanwhile, only the holder grants). */
+ * outside g->mu: mu is dropped for it, the clock read again into *nowp and
+ * the pick made again (waiters cannot leave the queue meanwhile, only the
+ * holder grants). */
 static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired,
                                     uint64_t *nowp) {
   gvl_t *g = t->g;
@@ -683,7 +678,9 @@ static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired,
 
 /* Hand the GVL to the best waiter and queue behind it, at no higher a
  * priority than that waiter's, so the handoff is real and does not bounce
- * straight back. */
+ * straight back.  The clock is read before g->mu is taken: inside, the
+ * vDSO's ordered read would wait for the cache misses on g->mu and the
+ * waiter's line (ARCHITECTURE.md, "The wait queue, handoff and parking"). */
 static int hand_over(gvl_thread_t *t, int ctr) {
   gvl_t *g = t->g;
   bool fired;

@@ -79,9 +79,7 @@ void gvl__mu_lock_slow(gvl__mu_t *m) {
                       memory_order_acquire, memory_order_relaxed))
       return;
     if (e == 2) break;   /* others sleep already: join them */
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+    gvl__cpu_relax();
   }
   while (atomic_exchange_explicit(&m->v, 2, memory_order_acquire) != 0)
     futex(&m->v, FUTEX_WAIT_PRIVATE, 2, NULL);
