@@ -302,15 +302,14 @@ int gvl_region_end(gvl_thread_t *t, int prio) {
 
 void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *), void *arg,
                        void (*ubf)(void *), void *ubf_arg) {
-  int saved = errno;            /* fn sees the caller's errno */
+  /* gvl_region_begin leaves errno alone (gvl.h): fn sees the caller's. */
   int rc = t && fn ? gvl_region_begin(t, ubf, ubf_arg) : EINVAL;
   if (rc) {
     errno = rc;
     return NULL;
   }
-  errno = saved;
   void *ret = fn(arg);
-  saved = errno;               /* fn's errno belongs to the caller */
+  int saved = errno;           /* fn's errno belongs to the caller */
   (void)gvl_region_end(t, GVL_PRIO_MIN);
   errno = saved;
   return ret;
