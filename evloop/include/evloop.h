@@ -216,7 +216,9 @@ EVL_EXPORT int evl_run(evl_t *l);
  * already running is waited for and gets its real status.
  * From a thread other than the loop thread (and not from a work function) it
  * waits until the loop thread has finished, releasing the GVL meanwhile if
- * the caller holds it.  In no_thread mode, if evl_run is not running it
+ * the caller holds it; an interrupt (gvl_thread_interrupt) does not end
+ * that wait, and one pending on the caller is still pending when it
+ * returns.  In no_thread mode, if evl_run is not running it
  * returns without waiting (evl_run or evl_destroy finishes the job).
  * Memory is freed only by evl_destroy. */
 EVL_EXPORT int evl_stop(evl_t *l);
@@ -250,7 +252,8 @@ EVL_EXPORT int evl_detach(evl_t *l);
 EVL_EXPORT int evl_backend(evl_t *l, int *fd_out, int *timeout_ms_out);
 
 /* [any but the loop thread] Stop (as evl_stop), wait for the loop to finish,
- * join the loop thread and free everything.  In no_thread mode, if evl_run
+ * join the loop thread and free everything (an interrupt pending on the
+ * caller stays pending, as in evl_stop).  In no_thread mode, if evl_run
  * never ran, the shutdown runs on the calling thread (which attaches to the
  * GVL for it if needed).  The thread that called evl_attach may destroy
  * outside any callback (evl_detach is done first).  l is invalid

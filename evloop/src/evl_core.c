@@ -460,17 +460,20 @@ static void *evl__wait_done(void *p) {
 
 /* Wait for the loop thread to finish.  A caller holding the GVL gives it up
  * meanwhile: the loop thread needs it to make the last calls.  An interrupt
- * pending on the caller makes gvl_call_without return EINTR without waiting;
- * it is consumed, so the wait is simply tried again. */
+ * pending on the caller makes gvl_call_without return EINTR without waiting
+ * and consumes it: the wait is tried again, and the interrupt posted again
+ * after it, so that the caller's next safe point still sees it. */
 static void evl__wait_finished(evl_t *l) {
   gvl_thread_t *me = gvl_thread_self(l->g);
+  int intr = 0;
   if (me == NULL || !gvl_thread_holds(me)) {
     evl__wait_done(l);
     return;
   }
   while (gvl_call_without(me, evl__wait_done, l, NULL, NULL) == NULL &&
-         errno == EINTR) {
-  }
+         errno == EINTR)
+    intr = 1;
+  if (intr) gvl_thread_interrupt(me);
 }
 
 int evl_stop(evl_t *l) {

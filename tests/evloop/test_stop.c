@@ -131,11 +131,35 @@ static void test_concurrent_stop(gvl_t *g) {
   CHECK_EQ(evl_destroy(l), 0);
 }
 
+/* evl_stop and evl_destroy wait for the loop thread with the GVL released
+ * (gvl_call_without); an interrupt pending on the caller must still be
+ * pending when they return, for its next safe point. */
+static void test_interrupt_kept(gvl_t *g, int destroy) {
+  evl_t *l = t_loop(g);
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me != NULL);
+  /* Something for the loop thread to do with the GVL as it stops. */
+  for (int i = 0; i < 10; i++)
+    CHECK_EQ(evl_timer(l, 3600000, 0, 0, mixed_cb, NULL, NULL), 0);
+  CHECK_EQ(gvl_acquire(me), 0);
+  CHECK_EQ(gvl_thread_interrupt(me), 0);
+  if (destroy) CHECK_EQ(evl_destroy(l), 0);
+  else CHECK_EQ(evl_stop(l), 0);
+  CHECK(gvl_thread_holds(me));
+  CHECK_EQ(gvl_check_ints(me), EINTR);
+  CHECK_EQ(gvl_check_ints(me), 0);     /* delivered once */
+  CHECK_EQ(gvl_release(me), 0);
+  if (!destroy) CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(gvl_thread_detach(me), 0);
+}
+
 int main(void) {
   gvl_t *g = t_gvl();
   test_race_stop(g);
   test_stop_everything(g);
   test_concurrent_stop(g);
+  test_interrupt_kept(g, 0);
+  test_interrupt_kept(g, 1);
   CHECK_EQ(gvl_destroy(g), 0);
   puts("test_stop ok");
   return 0;
