@@ -103,10 +103,11 @@ struct Tcl_Interp;
 /* [loop thread, GVL held] A Tcl command implemented by the host.  argv[0]
  * is the command name.  Return 0 for success; anything else makes the Tcl
  * command fail (the message is what tkb_result_set stored, else the
- * tkb_strerror of the code, or "NAME: host command failed with code N"
- * for a code that is neither an errno value nor gvloop's; errorCode
- * {POSIX ENAME msg} for an errno value, {GVLOOP NAME code msg} for
- * gvloop's codes, {GVLOOP HOST code msg} for any other), so errors in
+ * code's meaning: Tcl's text for an errno value (Tcl_ErrnoMsg, as Tcl's
+ * own commands report one), tkb_strerror for gvloop's codes, and
+ * "NAME: host command failed with code N" for a code that is neither;
+ * errorCode {POSIX ENAME msg} for an errno value, {GVLOOP NAME code msg}
+ * for gvloop's codes, {GVLOOP HOST code msg} for any other), so errors in
  * event bindings reach bgerror.  It may delete or replace its own command,
  * and stop tk. */
 typedef int (*tkb_cmd_cb)(tkb_t *tk, void *arg, int argc,

@@ -50,18 +50,20 @@ static void host_tramp(void *arg) {
 
 /* The message is the host's (tkb_result_set) or the code's meaning; the
  * errorCode says which code it was: {POSIX ENAME msg} for an errno value
- * (as Tcl's own commands), {GVLOOP NAME code msg} for gvloop's codes and
+ * (as Tcl's own commands, with Tcl's text: the host's EPERM is not the
+ * bridge's), {GVLOOP NAME code msg} for gvloop's codes and
  * {GVLOOP HOST code msg} for a code that is neither. */
 static void set_error(Tcl_Interp *ip, const char *cmd, int rc, const char *msg) {
   const char *name = tkb_err_name(rc);
+  int posix = rc > 0 && rc < 4096 && strcmp(name, "UNKNOWN") != 0;
   Tcl_Obj *m;
   if (msg != NULL) m = Tcl_NewStringObj(msg, -1);
   else if (strcmp(name, "UNKNOWN") == 0)
     m = Tcl_ObjPrintf("%s: host command failed with code %d", cmd, rc);
-  else m = Tcl_NewStringObj(tkb_strerror(rc), -1);
+  else m = Tcl_NewStringObj(posix ? Tcl_ErrnoMsg(rc) : tkb_strerror(rc), -1);
   Tcl_SetObjResult(ip, m);
-  if (rc > 0 && rc < 4096 && strcmp(name, "UNKNOWN") != 0)
-    Tcl_SetErrorCode(ip, "POSIX", name, tkb_strerror(rc), NULL);
+  if (posix)
+    Tcl_SetErrorCode(ip, "POSIX", name, Tcl_ErrnoMsg(rc), NULL);
   else
     Tcl_SetObjErrorCode(ip, Tcl_ObjPrintf("GVLOOP %s %d {%s}",
         strcmp(name, "UNKNOWN") == 0 ? "HOST" : name, rc, Tcl_GetString(m)));
