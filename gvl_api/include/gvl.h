@@ -199,8 +199,11 @@ GVL_EXPORT int gvl_set_slice(gvl_t *g, uint64_t slice_ns);
 GVL_EXPORT int gvl_set_boost_cap(gvl_t *g, unsigned pct);
 /* [any] Obsolete: validates pct (1..99) and changes nothing. */
 GVL_EXPORT int gvl_set_hold_share(gvl_t *g, unsigned pct);
-/* [any] Install or remove (cb NULL) the hook.  Threads may see the old hook
- * for a short while after this returns. */
+/* [any] Install or remove (cb NULL; arg is then ignored) the hook.  Threads
+ * may see the old hook for a short while after this returns, and call it
+ * with its own arg: a cb is only ever called with the arg it was set with.
+ * Each distinct (cb, arg) pair is kept (a few words) until gvl_destroy, since
+ * a thread may still be calling it.  EINVAL, ENOMEM. */
 GVL_EXPORT int gvl_set_hook(gvl_t *g, gvl_hook_cb cb, void *arg);
 /* [any] Read the counters. */
 GVL_EXPORT int gvl_stats(gvl_t *g, gvl_stats_t *out);

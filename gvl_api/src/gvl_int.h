@@ -310,6 +310,17 @@ typedef struct {
   uint64_t cap_epoch[GVL__CAP_SLOTS]; /* which bucket of time each holds   */
 } gvl__policy_t;
 
+/* A hook and its argument (gvl_set_hook), published as one pointer so that
+ * a thread calls a cb only with its own arg.  Never changed once published,
+ * and kept until gvl_destroy, since a thread that read it may still call
+ * it: a pair set again is found and reused, so their number is that of
+ * distinct pairs, not of calls. */
+typedef struct gvl__hook_s {
+  gvl_hook_cb cb;
+  void *arg;
+  struct gvl__hook_s *next;     /* g->hooks                                */
+} gvl__hook_t;
+
 struct gvl_s {
   /* Written at every handoff, all on the first line: the word, mu, the
    * queue's ends, the timer, the revocable grant and the slice start
@@ -341,13 +352,14 @@ struct gvl_s {
   _Atomic unsigned cap_pct;
   uint64_t window_ns, age_ns, spin_ns; /* fixed at creation               */
   unsigned flags;               /* fixed at creation                       */
-  _Atomic(gvl_hook_cb) hook;
-  void *_Atomic hook_arg;
+  gvl__hook_t *_Atomic hook;    /* the hook and its arg, read together;
+                                   NULL for none; gvl_set_hook under mu    */
   void *_Atomic trace;          /* tracer state when tracing, else NULL    */
   uint64_t uid;                 /* never reused, to tell GVLs apart        */
 
   GVL__GROUP
   gvl_thread_t *threads;        /* attached threads; mu                    */
+  gvl__hook_t *hooks;           /* every hook pair published; mu          */
   int nthreads;                 /* explicit (non-foreign) attached; mu     */
   _Atomic int in_call;          /* gvl_call_with calls in progress         */
   uint64_t retired[C__COUNT];   /* counters of detached threads; mu       */

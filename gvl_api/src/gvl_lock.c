@@ -42,13 +42,13 @@ void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev) {
 }
 
 void gvl__hook_at(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
-  gvl_hook_cb cb = atomic_load_explicit(&g->hook, memory_order_acquire);
+  gvl__hook_t *h = atomic_load_explicit(&g->hook, memory_order_acquire);
   void *tr = atomic_load_explicit(&g->trace, memory_order_acquire);
-  if (!cb && !tr) return;
+  if (!h && !tr) return;
   int saved = errno;  /* a trace's self-stop writes a file; the hook is the
                          user's: neither changes the caller's errno */
   if (tr) gvl__trace_event(g, t, ev, now);
-  if (cb) cb(atomic_load_explicit(&g->hook_arg, memory_order_relaxed), t, ev, now);
+  if (h) h->cb(h->arg, t, ev, now);
   errno = saved;
 }
 

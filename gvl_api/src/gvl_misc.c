@@ -58,6 +58,20 @@ int gvl__mu_init(gvl__mu_t *mu) {
 }
 #endif
 
+/* The published pair for (cb, arg), made if g has none yet (g->mu held, or
+ * g not yet shared); NULL if memory ran out. */
+static gvl__hook_t *hook_pair(gvl_t *g, gvl_hook_cb cb, void *arg) {
+  gvl__hook_t *h;
+  for (h = g->hooks; h; h = h->next)
+    if (h->cb == cb && h->arg == arg) return h;
+  if (!(h = malloc(sizeof *h))) return NULL;
+  h->cb = cb;
+  h->arg = arg;
+  h->next = g->hooks;
+  g->hooks = h;
+  return h;
+}
+
 gvl_t *gvl_create(const gvl_config_t *cfg) {
   static const gvl_config_t defaults;
   static _Atomic uint64_t next_uid = 1;
@@ -83,8 +97,15 @@ gvl_t *gvl_create(const gvl_config_t *cfg) {
   g->spin_ns = c->spin_ns ? c->spin_ns : GVL__DEF_SPIN_NS;
   if ((c->flags & GVL_F_NOSPIN) || one_cpu()) g->spin_ns = 0;
   g->flags = c->flags;
-  atomic_init(&g->hook, c->hook);
-  atomic_init(&g->hook_arg, c->hook_arg);
+  g->hooks = NULL;
+  atomic_init(&g->hook, NULL);
+  if (c->hook && !(g->hooks = hook_pair(g, c->hook, c->hook_arg))) {
+    gvl__mu_fini(&g->mu);
+    free(g);
+    errno = ENOMEM;
+    return NULL;
+  }
+  atomic_init(&g->hook, g->hooks);
   g->uid = atomic_fetch_add(&next_uid, 1);
   gvl__registry_add(g);
   gvl__trace_env(g);     /* GVLOOP_TRACE may open a file: errno stays */
@@ -124,9 +145,17 @@ int gvl_set_hold_share(gvl_t *g, unsigned pct) {
 }
 
 int gvl_set_hook(gvl_t *g, gvl_hook_cb cb, void *arg) {
+  gvl__hook_t *h = NULL;
+  int saved = errno;
   if (!g) return EINVAL;
-  atomic_store_explicit(&g->hook_arg, arg, memory_order_relaxed);
-  atomic_store_explicit(&g->hook, cb, memory_order_release);
+  gvl__mu_lock(&g->mu);
+  if (cb && !(h = hook_pair(g, cb, arg))) {
+    gvl__mu_unlock(&g->mu);
+    errno = saved;
+    return ENOMEM;
+  }
+  atomic_store_explicit(&g->hook, h, memory_order_release);
+  gvl__mu_unlock(&g->mu);
   return 0;
 }
 

@@ -430,6 +430,10 @@ int gvl__destroy(gvl_t *g) {
   pthread_mutex_unlock(&registry_mu);
   gvl__trace_fini(g);
   gvl__mu_fini(&g->mu);
+  for (gvl__hook_t *h = g->hooks, *next; h; h = next) {
+    next = h->next;
+    free(h);
+  }
   free(g);
   return 0;
 }

@@ -9,7 +9,8 @@
  * READY/RESUMED/SUSPENDED are reported on the thread concerned, with that
  * thread's handle; PREEMPT_REQ on the requesting thread about the holder.
  * Timestamps never go backwards on one thread.  The exact counts of the
- * script are checked too.
+ * script are checked too.  Then gvl_set_hook against threads that are
+ * calling hooks: a cb is only ever called with the arg it was set with.
  */
 #include "tgvl.h"
 
@@ -149,6 +150,59 @@ static void hook_outside_locks(gvl_event_t ev, int prio) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- a hook is called with its own arg ---------------------------------------
+ * hook_a is only ever set with &ctx_a, hook_b with &ctx_b; threads that
+ * contend for the GVL call whichever they see while the main thread keeps
+ * changing it (and removing it).  The old pair for a while is allowed; a
+ * cb with the other's arg is not. */
+static gvl_t *pg;
+static int ctx_a, ctx_b;
+static atomic_int pair_stop;
+static atomic_ulong pair_bad, pair_calls;
+
+static void hook_a(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t n) {
+  (void)t, (void)ev, (void)n;
+  atomic_fetch_add(&pair_calls, 1);
+  if (arg != &ctx_a) atomic_fetch_add(&pair_bad, 1);
+}
+
+static void hook_b(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t n) {
+  (void)t, (void)ev, (void)n;
+  atomic_fetch_add(&pair_calls, 1);
+  if (arg != &ctx_b) atomic_fetch_add(&pair_bad, 1);
+}
+
+static void *pair_worker(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(pg, 0);
+  CHECK(t != NULL);
+  while (!atomic_load(&pair_stop)) {
+    CHECK_OK(gvl_acquire(t));
+    CHECK_OK(gvl_release(t));
+  }
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+static void hook_pairs(void) {
+  pthread_t th[2];
+  pg = gvl_create(NULL);
+  CHECK(pg != NULL);
+  for (int i = 0; i < 2; i++) tgvl_spawn(&th[i], pair_worker, NULL);
+  long rounds = 300000 / tgvl_slow();
+  for (long i = 0; i < rounds || atomic_load(&pair_calls) < 1000; i++) {
+    switch (i % 3) {
+      case 0: CHECK_OK(gvl_set_hook(pg, hook_a, &ctx_a)); break;
+      case 1: CHECK_OK(gvl_set_hook(pg, hook_b, &ctx_b)); break;
+      default: CHECK_OK(gvl_set_hook(pg, NULL, NULL)); break;
+    }
+  }
+  atomic_store(&pair_stop, 1);
+  for (int i = 0; i < 2; i++) tgvl_join(th[i]);
+  unsigned long bad = atomic_load(&pair_bad);
+  CHECK_EQ(bad, 0);
+  CHECK_OK(gvl_destroy(pg));
+}
+
 int main(void) {
   tgvl_watchdog(60);
   gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
@@ -209,6 +263,7 @@ int main(void) {
 
   hook_outside_locks(GVL_EV_READY, 0);
   hook_outside_locks(GVL_EV_PREEMPT_REQ, GVL_PRIO_BOOST);
+  hook_pairs();
   puts("ok");
   return 0;
 }
