@@ -8,7 +8,7 @@
  * asserts that its own descriptors are above 2 when it closes them, and
  * the program's stdin would be libuv's.  And a shell standing in for
  * tclsh or wish must give a script's files the numbers they get there
- * (its first `open` is file3), so libuv's six descriptors (epoll, eventfd,
+ * (its first `open` is file3), so libuv's seven descriptors (epoll, two eventfds,
  * two signal pipes) must not take 3 to 8 either.  So while libuv opens
  * them, the free numbers below evl__fd_low() are held by /dev/null, and
  * given back after (not one another thread dup2()'d a file onto meanwhile;
