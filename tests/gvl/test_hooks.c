@@ -188,8 +188,13 @@ static void hook_pairs(void) {
   pg = gvl_create(NULL);
   CHECK(pg != NULL);
   for (int i = 0; i < 2; i++) tgvl_spawn(&th[i], pair_worker, NULL);
-  long rounds = 300000 / tgvl_slow();
+  /* Enough hook calls to have raced with the changes; past the rounds,
+   * each change waits a moment, since g->mu taken back to back can starve
+   * the workers' contended acquires where threads run one at a time
+   * (valgrind). */
+  long rounds = 300000 / (tgvl_slow() * tgvl_slow());
   for (long i = 0; i < rounds || atomic_load(&pair_calls) < 1000; i++) {
+    if (i >= rounds) tgvl_sleep_us(1000);
     switch (i % 3) {
       case 0: CHECK_OK(gvl_set_hook(pg, hook_a, &ctx_a)); break;
       case 1: CHECK_OK(gvl_set_hook(pg, hook_b, &ctx_b)); break;
