@@ -215,8 +215,10 @@ GVL_EXPORT int gvl_stats(gvl_t *g, gvl_stats_t *out);
  * is running on it). */
 GVL_EXPORT gvl_thread_t *gvl_thread_attach(gvl_t *g, int prio);
 
-/* [not held] Detach and free the handle.  EBUSY if holding, EPERM from
- * another OS thread. */
+/* [not held] Detach and free the handle.  EBUSY if holding, inside fn of a
+ * gvl_call_with made on t, or inside fn of a gvl_call_without made on t
+ * (which needs the handle to end its region; gvl_region_begin's region
+ * may be ended by detaching); EPERM from another OS thread. */
 GVL_EXPORT int gvl_thread_detach(gvl_thread_t *t);
 
 /* [self] The handle of the calling thread for g, or NULL if not attached.
@@ -396,7 +398,8 @@ GVL_EXPORT void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *),
  * region).  Between the two, the only calls allowed on t are
  * gvl_thread_interrupt (from any thread), gvl_thread_holds, gvl_thread_stats,
  * gvl_call_with (which suspends the region for the call, see there) and
- * gvl_thread_detach, which ends the region for good. */
+ * gvl_thread_detach, which ends the region for good (not from inside fn of
+ * a gvl_call_without, whose own return ends it: EBUSY there). */
 GVL_EXPORT int gvl_region_begin(gvl_thread_t *t, void (*ubf)(void *),
                                 void *ubf_arg);
 GVL_EXPORT int gvl_region_end(gvl_thread_t *t, int prio);

@@ -182,7 +182,8 @@ static void detach(gvl_thread_t *t) {
 int gvl_thread_detach(gvl_thread_t *t) {
   int rc = gvl__check_self(t);
   if (rc) return rc;
-  if (atomic_load_explicit(&t->holding, memory_order_relaxed) || t->call_depth)
+  if (atomic_load_explicit(&t->holding, memory_order_relaxed) ||
+      t->call_depth || t->without_depth)
     return EBUSY;
   pthread_mutex_lock(&registry_mu);
   detach(t);
@@ -308,7 +309,9 @@ void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *), void *arg,
     errno = rc;
     return NULL;
   }
+  t->without_depth++;          /* fn may not detach t: we end the region */
   void *ret = fn(arg);
+  t->without_depth--;
   int saved = errno;           /* fn's errno belongs to the caller */
   (void)gvl_region_end(t, GVL_PRIO_MIN);
   errno = saved;
