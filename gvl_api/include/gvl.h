@@ -426,8 +426,10 @@ GVL_EXPORT void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *),
 /* ---- GVL-aware mutex and condition variable ---------------------------------
  * For host-level Mutex/ConditionVariable.  Every call needs the GVL held
  * ([held]); their state is guarded by the GVL itself.  A thread that blocks
- * releases the GVL; unlock hands the mutex to the first waiter (FIFO) and
- * queues it for the GVL without an extra wake-up. */
+ * releases the GVL and gets it back at its base priority, as gvl_acquire
+ * (a boost its hold had is not asked for again); unlock hands the mutex to
+ * the first waiter (FIFO) and queues it for the GVL without an extra
+ * wake-up. */
 typedef struct gvl__waitq { gvl_thread_t *head, *tail; } gvl__waitq_t;
 
 typedef struct {
@@ -446,7 +448,7 @@ GVL_EXPORT int gvl_mutex_init(gvl_mutex_t *m);
 GVL_EXPORT int gvl_mutex_destroy(gvl_mutex_t *m);
 /* [held] EDEADLK if t already owns m. */
 GVL_EXPORT int gvl_mutex_lock(gvl_thread_t *t, gvl_mutex_t *m);
-/* [held] EBUSY if owned by another thread. */
+/* [held] EBUSY if owned by another thread, EDEADLK if by t. */
 GVL_EXPORT int gvl_mutex_trylock(gvl_thread_t *t, gvl_mutex_t *m);
 /* [held] EPERM if t does not own m. */
 GVL_EXPORT int gvl_mutex_unlock(gvl_thread_t *t, gvl_mutex_t *m);

@@ -747,6 +747,9 @@ int gvl__check_ints_slow(gvl_thread_t *t) {
 /* Release t for a gvl_mutex/gvl_cond wait.  granted is cleared first so that
  * whoever queues t for the GVL later is seen by gvl__wait_granted. */
 void gvl__drop_for_wait(gvl_thread_t *t) {
+  /* The GVL comes back at t's base priority (whoever queues t uses it):
+   * that is what this wait asked for, not a boost t's last acquire did. */
+  t->req_prio = t->prio;
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
   (void)gvl__release(t, GVL__HOT_NONE);
 }

@@ -287,6 +287,58 @@ static void timed(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- a wait forgets the boost ------------------------------------------------
+ * A thread whose hold was boosted blocks in gvl_mutex_lock or gvl_cond_wait:
+ * it is queued again at its base priority, and that is the priority its
+ * hold has from then on, so a gvl_call_without after it reacquires as a
+ * normal hold (no boost counted), as gvl_region_end promises: "at the
+ * priority of the hold that gvl_region_begin released". */
+static void *noop(void *arg) { return arg; }
+
+static void *boosted_blocker(void *arg) {
+  int use_cond = *(int *)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
+  if (use_cond) CHECK_OK(gvl_mutex_lock(t, &mtx));
+  atomic_fetch_add(&about_to_block, 1);
+  if (use_cond) CHECK_OK(gvl_cond_wait(t, &cnd, &mtx));
+  else CHECK_OK(gvl_mutex_lock(t, &mtx));
+  uint64_t b0 = tgvl_tstats(t).boosts;
+  CHECK(gvl_call_without(t, noop, t, NULL, NULL) == t);
+  CHECK_EQ(tgvl_tstats(t).boosts, b0);
+  CHECK_OK(gvl_mutex_unlock(t, &mtx));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void waits_forget_boost(void) {
+  g = gvl_create(NULL);
+  CHECK(g != NULL);
+  CHECK_OK(gvl_mutex_init(&mtx));
+  CHECK_OK(gvl_cond_init(&cnd));
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  for (int use_cond = 0; use_cond < 2; use_cond++) {
+    pthread_t th;
+    CHECK_OK(gvl_acquire(me));
+    if (!use_cond) CHECK_OK(gvl_mutex_lock(me, &mtx));
+    start_blocked(me, &th, boosted_blocker, &use_cond);
+    if (use_cond) {
+      CHECK_OK(gvl_mutex_lock(me, &mtx));
+      CHECK_OK(gvl_cond_signal(me, &cnd));
+    }
+    CHECK_OK(gvl_mutex_unlock(me, &mtx));   /* queues it at its base prio */
+    CHECK_OK(gvl_release(me));
+    tgvl_join(th);
+  }
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_mutex_destroy(&mtx));
+  CHECK_OK(gvl_cond_destroy(&cnd));
+  CHECK_OK(gvl_destroy(g));
+}
+
 int main(void) {
   tgvl_watchdog(120);
   int slow = tgvl_slow();
@@ -295,6 +347,7 @@ int main(void) {
   fifo_handoff();
   cond_signal_broadcast();
   timed();
+  waits_forget_boost();
   puts("ok");
   return 0;
 }
