@@ -38,7 +38,9 @@
  *   EINVAL   NULL or out-of-range argument
  *   EPERM    caller does not hold the GVL / handle used from another thread
  *   EDEADLK  acquire while already holding
- *   EBUSY    detach while holding; destroy with threads attached
+ *   EBUSY    detach while holding, inside a call on the handle or owning a
+ *            gvl_mutex; destroy with threads attached
+ *   ERANGE   gvl_thread_set_name: name too long
  *   EEXIST   thread already attached to this GVL (gvl_thread_attach: errno)
  *   ENOMEM   allocation failure
  *   EINTR    an interrupt was delivered by gvl_thread_interrupt()
@@ -116,7 +118,10 @@ typedef enum {
 } gvl_event_t;
 
 /* Called outside every internal lock, on the thread the event concerns
- * except for GVL_EV_PREEMPT_REQ (called on the requesting thread) and
+ * except for GVL_EV_PREEMPT_REQ (called on the requesting thread; when a
+ * release's grant is taken back, a request made to its waiter moves to the
+ * thread taking the GVL back and is reported on it, not counted again in
+ * preempt_reqs) and
  * GVL_EV_OWNER_DIED (called from the dying thread's TLS destructor).
  * now_ns is CLOCK_MONOTONIC.  The hook must not call back into the GVL. */
 typedef void (*gvl_hook_cb)(void *arg, gvl_thread_t *t, gvl_event_t ev,
@@ -169,7 +174,8 @@ typedef struct {
   uint64_t boosts_refused;  /* boosted acquisitions demoted by the cap
                                as they queued (see gvl_acquire_prio)       */
   uint64_t interactive;     /* acquisitions promoted by the interactivity
-                               policy                                       */
+                               policy, counted as they start (a promotion
+                               the cap then demotes included)             */
   uint64_t owner_died;      /* threads that exited holding the GVL         */
   uint64_t wait_ns;         /* total time spent waiting                    */
   uint64_t hold_ns;         /* total time held (see GVL_F_TIMING)          */
@@ -215,10 +221,13 @@ GVL_EXPORT int gvl_stats(gvl_t *g, gvl_stats_t *out);
  * is running on it). */
 GVL_EXPORT gvl_thread_t *gvl_thread_attach(gvl_t *g, int prio);
 
-/* [not held] Detach and free the handle.  EBUSY if holding, inside fn of a
- * gvl_call_with made on t, or inside fn of a gvl_call_without made on t
- * (which needs the handle to end its region; gvl_region_begin's region
- * may be ended by detaching); EPERM from another OS thread. */
+/* [not held] Detach and free the handle.  EBUSY if holding, owning a
+ * gvl_mutex, inside fn of a gvl_call_with made on t, or inside fn of a
+ * gvl_call_without made on t (which needs the handle to end its region;
+ * gvl_region_begin's region may be ended by detaching); EPERM from another
+ * OS thread.  A thread that exits owning a gvl_mutex leaves it owned by its
+ * freed handle, as a pthread mutex that is not robust: it must not be used
+ * again. */
 GVL_EXPORT int gvl_thread_detach(gvl_thread_t *t);
 
 /* [self] The handle of the calling thread for g, or NULL if not attached.
@@ -262,8 +271,8 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  *    over (a held-back waiter still waits at normal priority: the slice
  *    preemption serves it, so a "0 until flag" holder always lets it in).
  *    A boost that queues while the cap is exceeded is also demoted to
- *    GVL_PRIO_NORMAL (counted in boosts_refused) and so asks no holder to
- *    yield.
+ *    GVL_PRIO_NORMAL (counted in boosts_refused) and so asks no holder at
+ *    GVL_PRIO_NORMAL or above to yield.
  * Bound: over any interval of cap_window_ns during which an unboosted
  * thread waits for the GVL, boosted holds granted while the cap is not
  * exceeded take less than boost_cap_pct of it plus the last one granted in
@@ -313,7 +322,8 @@ GVL_EXPORT int gvl_acquire_prio(gvl_thread_t *t, int prio);
 GVL_EXPORT int gvl_release(gvl_thread_t *t);
 
 /* [held] Thread.pass: if someone waits, hand the GVL to the best waiter and
- * queue behind it; returns holding the GVL again.  With nobody waiting it
+ * queue again, at the back, at no higher a priority than that waiter's
+ * (behind every waiter of that priority); returns holding the GVL again.  With nobody waiting it
  * returns at once (a load and a branch). */
 GVL_EXPORT int gvl_yield(gvl_thread_t *t);
 
@@ -331,7 +341,9 @@ struct gvl__thread_head {
 /* [held] Safe point.  Costs one relaxed load and a predicted branch when
  * nothing is pending.  When a preempt request is pending, gives the GVL to
  * the waiter that asked and returns holding it again (0).  Returns EINTR
- * (once) after gvl_thread_interrupt(); EINVAL for NULL. */
+ * (once) after gvl_thread_interrupt(); EINVAL for NULL.  The handle's
+ * thread is checked only when something is pending (then EPERM from
+ * another thread). */
 #ifdef __cplusplus  /* clean under -Wold-style-cast */
 #define GVL__HEAD(t) reinterpret_cast<struct gvl__thread_head *>(t)
 #else
@@ -347,7 +359,9 @@ static inline int gvl_check_ints(gvl_thread_t *t) {
 /* [any] Interrupt t: its next gvl_check_ints() returns EINTR; if t is in a
  * gvl_call_without() region its ubf is called (on the calling thread; not
  * while a gvl_call_with inside that region runs, see gvl_call_with); a
- * gvl_call_without() not yet started does not call fn. */
+ * gvl_call_without() not yet started does not call fn.  A wait in
+ * gvl_mutex_lock or gvl_cond_wait is not interrupted: the interrupt stays
+ * pending for t's next safe point. */
 GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
 
 /* [held] Release the GVL, call fn(arg), reacquire, return fn's result.

@@ -283,6 +283,8 @@ struct gvl_thread_s {
   bool foreign;                 /* cached by gvl_call_with; g->mu          */
   _Atomic bool orphan;          /* its GVL was destroyed; free on sight    */
   int call_depth;               /* gvl_call_with nesting; t only           */
+  int mutexes;                  /* gvl_mutexes t owns; guarded by the GVL
+                                   (an unlock may hand one to t)           */
   int without_depth;            /* gvl_call_without fns running on t, whose
                                    returns need the handle; t only         */
   int handing;                  /* C_YIELDS or C_PREEMPTIONS while t's

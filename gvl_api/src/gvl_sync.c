@@ -71,16 +71,24 @@ int gvl_mutex_destroy(gvl_mutex_t *m) {
   return 0;
 }
 
+/* m's owner becomes t (NULL: nobody), keeping each thread's count of the
+ * mutexes it owns, which gvl_thread_detach checks.  The GVL is held. */
+static void set_owner(gvl_mutex_t *m, gvl_thread_t *t) {
+  if (m->owner) m->owner->mutexes--;
+  if (t) t->mutexes++;
+  m->owner = t;
+}
+
 /* Give m to w and queue w for the GVL.  The caller holds the GVL. */
 static void grant_mutex(gvl_mutex_t *m, gvl_thread_t *w) {
-  m->owner = w;
+  set_owner(m, w);
   gvl__enqueue_other(w->g, w, w->prio);
 }
 
 static void unlock_m(gvl_mutex_t *m) {
   gvl_thread_t *w = wq_pop(&m->waiters);
   if (w) grant_mutex(m, w);
-  else m->owner = NULL;
+  else set_owner(m, NULL);
 }
 
 /* t, blocked in a wait, has been queued for the GVL by another thread
@@ -106,7 +114,7 @@ int gvl_mutex_lock(gvl_thread_t *t, gvl_mutex_t *m) {
   if (rc) return rc;
   if (m->owner == t) return EDEADLK;
   if (!m->owner) {
-    m->owner = t;
+    set_owner(m, t);
     return 0;
   }
   wq_push(&m->waiters, t);
@@ -118,7 +126,7 @@ int gvl_mutex_trylock(gvl_thread_t *t, gvl_mutex_t *m) {
   int rc = check_m(t, m);
   if (rc) return rc;
   if (m->owner) return m->owner == t ? EDEADLK : EBUSY;
-  m->owner = t;
+  set_owner(m, t);
   return 0;
 }
 

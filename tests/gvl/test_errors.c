@@ -151,6 +151,7 @@ static void *other_thread(void *arg) {
   CHECK_OK(gvl_acquire(other_t));
   atomic_store(&other_state, 3);
   while (atomic_load(&other_state) != 4) tgvl_sleep_us(100);
+  CHECK_EQ(gvl_check_ints(other_t), EINTR);
   CHECK_OK(gvl_release(other_t));
   CHECK_OK(gvl_thread_detach(other_t));
   return NULL;
@@ -181,6 +182,11 @@ static void wrong_thread(gvl_thread_t *me) {
   CHECK_EQ(gvl_yield(other_t), EPERM);
   CHECK(gvl_thread_holds(other_t)); /* still theirs */
   CHECK_EQ(gvl_thread_detach(other_t), EPERM);
+  /* gvl_check_ints checks the thread only when something is pending, and
+   * then leaves it pending for its own thread. */
+  CHECK_OK(gvl_check_ints(other_t));
+  CHECK_OK(gvl_thread_interrupt(other_t));
+  CHECK_EQ(gvl_check_ints(other_t), EPERM);
   atomic_store(&other_state, 4);
   tgvl_join(th);
   CHECK_OK(gvl_acquire(me)); /* it was released by its owner */

@@ -339,6 +339,64 @@ static void waits_forget_boost(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- owning and interrupts -----------------------------------------------------
+ * A thread may not detach while it owns a gvl_mutex (EBUSY), however it
+ * came to own it, and may once it unlocked.  An interrupt does not end a
+ * wait in gvl_mutex_lock: it stays pending for the next safe point. */
+static gvl_thread_t *_Atomic blocked_t;
+
+static void *owner_detach(void *arg) {
+  int *step = arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  atomic_store(&blocked_t, t);
+  CHECK_OK(gvl_acquire(t));
+  atomic_fetch_add(&about_to_block, 1);
+  CHECK_OK(gvl_mutex_lock(t, &mtx));   /* handed over by the unlock */
+  CHECK_OK(gvl_release(t));
+  CHECK_EQ(gvl_thread_detach(t), EBUSY);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_EQ(gvl_check_ints(t), EINTR);  /* posted while it waited */
+  CHECK_OK(gvl_check_ints(t));
+  CHECK_OK(gvl_mutex_unlock(t, &mtx));
+  CHECK_OK(gvl_release(t));
+  *step = 1;
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void owning_and_interrupts(void) {
+  g = gvl_create(NULL);
+  CHECK(g != NULL);
+  CHECK_OK(gvl_mutex_init(&mtx));
+  CHECK_OK(gvl_cond_init(&cnd));
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  CHECK_OK(gvl_acquire(me));
+  CHECK_OK(gvl_mutex_trylock(me, &mtx));
+  CHECK_EQ(gvl_mutex_trylock(me, &mtx), EDEADLK);
+  CHECK_OK(gvl_release(me));
+  CHECK_EQ(gvl_thread_detach(me), EBUSY);   /* owns mtx */
+  CHECK_OK(gvl_acquire(me));
+  /* A timed-out cond wait returns owning the mutex again. */
+  CHECK_EQ(gvl_cond_timedwait(me, &cnd, &mtx, 1000), ETIMEDOUT);
+  CHECK_OK(gvl_release(me));
+  CHECK_EQ(gvl_thread_detach(me), EBUSY);
+  CHECK_OK(gvl_acquire(me));
+  pthread_t th;
+  int step = 0;
+  start_blocked(me, &th, owner_detach, &step);  /* waits for mtx */
+  CHECK_OK(gvl_thread_interrupt(atomic_load(&blocked_t)));
+  CHECK_OK(gvl_mutex_unlock(me, &mtx));
+  CHECK_OK(gvl_release(me));
+  tgvl_join(th);
+  CHECK_EQ(step, 1);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_mutex_destroy(&mtx));
+  CHECK_OK(gvl_cond_destroy(&cnd));
+  CHECK_OK(gvl_destroy(g));
+}
+
 int main(void) {
   tgvl_watchdog(120);
   int slow = tgvl_slow();
@@ -348,6 +406,7 @@ int main(void) {
   cond_signal_broadcast();
   timed();
   waits_forget_boost();
+  owning_and_interrupts();
   puts("ok");
   return 0;
 }

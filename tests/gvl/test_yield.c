@@ -171,6 +171,51 @@ static void preempt_with_waiter(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- where the yielder queues -----------------------------------------------
+ * Three waiters of the holder's priority queue in the order A, B, C; the
+ * holder H yields: A is served, and H queues again at the back, behind
+ * B and C (gvl.h), so the GVL goes A, B, C, H. */
+static atomic_uint back_ready;
+static char back_order[8];   /* guarded by the GVL */
+static int back_n;           /* guarded by the GVL */
+
+static void back_hook(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t n) {
+  (void)arg, (void)t, (void)n;
+  if (ev == GVL_EV_READY) atomic_fetch_add(&back_ready, 1);
+}
+
+static void *back_waiter(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  back_order[back_n++] = (char)(intptr_t)arg;
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void yielder_queues_at_back(void) {
+  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+  c.hook = back_hook;
+  g = gvl_create(&c);
+  CHECK(g != NULL);
+  gvl_thread_t *h = gvl_thread_attach(g, 0);
+  CHECK(h != NULL);
+  CHECK_OK(gvl_acquire(h));
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) {
+    tgvl_spawn(&th[i], back_waiter, (void *)(intptr_t)('A' + i));
+    tgvl_wait_ge(&back_ready, (unsigned)i + 1);   /* queued, in order */
+  }
+  CHECK_OK(gvl_yield(h));
+  back_order[back_n++] = 'H';
+  CHECK_OK(gvl_release(h));
+  for (int i = 0; i < 3; i++) tgvl_join(th[i]);
+  CHECK(strcmp(back_order, "ABCH") == 0);
+  CHECK_OK(gvl_thread_detach(h));
+  CHECK_OK(gvl_destroy(g));
+}
+
 int main(void) {
   tgvl_watchdog(60);
   lone_yield();
@@ -181,6 +226,7 @@ int main(void) {
   alternate(GVL_F_NOSPIN);
   preempt_with_waiter();
   lone_yield(); /* again, after a GVL has seen contention in this process */
+  yielder_queues_at_back();
   puts("ok");
   return 0;
 }
