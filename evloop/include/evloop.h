@@ -19,8 +19,9 @@
  * and arg may be freed.  Repeating registrations (repeating timers, fd and
  * signal watches) get status 0 for each event and end with exactly one call
  * with ECANCELED (evl_cancel, evl_stop) or with an error code.  Nothing is
- * lost and nothing is called twice: after evl_stop every accepted
- * registration has had its last call.  When a call that takes a callback
+ * lost and nothing is called twice: once evl_stop returns on a thread that
+ * waits for the loop thread (see evl_stop), and once evl_destroy returns,
+ * every accepted registration has had its last call.  When a call that takes a callback
  * returns an error, that callback is never called.
  *
  * Return values: every int-returning call returns 0 or a positive code: an
@@ -370,7 +371,9 @@ EVL_EXPORT int evl_fd_watch(evl_t *l, int fd, unsigned events, unsigned flags,
  * signals do not reach the parent's watches.  A signal watched here must
  * not also be watched with libuv's uv_signal_t (each would install its own
  * handler).  At most 1024 signal watches are open at once in a process;
- * one started beyond that ends with ENOSPC.  EINVAL (not in 1.._NSIG-1, or
+ * one started beyond that ends with ENOSPC; one the kernel refuses (a
+ * signal the C library keeps for itself, such as 32 and 33 under glibc)
+ * ends with that errno (EINVAL).  EINVAL (not in 1.._NSIG-1, or
  * SIGKILL/SIGSTOP), EVL_ESTOPPED, ENOMEM. */
 EVL_EXPORT int evl_signal_watch(evl_t *l, int signum, unsigned flags,
                                 evl_cb cb, void *arg, evl_id_t *id_out);
@@ -421,7 +424,9 @@ typedef struct {
   uint64_t dispatched;    /* host callback calls with status 0             */
   uint64_t cancelled;     /* last calls with ECANCELED                     */
   uint64_t errors;        /* last calls with another error status          */
-  uint64_t failures;      /* evl_fail reports                              */
+  uint64_t failures;      /* errors reported to on_error: evl_fail calls
+                             and evloop's own (GVL misuse by a callback,
+                             handles left open at stop)                    */
   uint64_t acquisitions;  /* GVL acquisitions by the dispatcher            */
   uint64_t budget_hits;   /* dispatch phases cut short by the budget       */
   uint64_t live;          /* registrations that have not had a last call   */

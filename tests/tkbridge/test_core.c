@@ -451,6 +451,10 @@ static void done_cb(tkb_t *tk, int status, const char *result, void *arg) {
   atomic_fetch_add(&d->calls, 1);
 }
 
+static void count_run_fn(tkb_t *tk, Tcl_Interp *ip, void *arg) {
+  (void)tk, (void)ip, (void)arg;
+}
+
 static void t_errors(void) {
   fx_t f;
   tkb_config_t tc;
@@ -532,6 +536,11 @@ static void t_errors(void) {
   CHECK_RC(tkb_stats(f.tk, &st), 0);
   CHECK(st.cmd_errors == 11);
   CHECK(st.bg_errors == 2);
+  /* runs counts the host's tkb_run calls, not tkb_stats' own. */
+  uint64_t runs0 = st.runs;
+  CHECK_RC(tkb_run(f.tk, count_run_fn, NULL), 0);
+  for (int i = 0; i < 3; i++) CHECK_RC(tkb_stats(f.tk, &st), 0);
+  CHECK(st.runs == runs0 + 1);
   fx_stop(&f);
 }
 

@@ -43,7 +43,8 @@
  * or one of evloop's EVL_E* codes passed on.  tkb_strerror() says what a
  * code means, tkb_err_name() gives its name.
  *   EINVAL     NULL or bad argument
- *   ECANCELED  the bridge stopped before the call ran (pending at stop)
+ *   ECANCELED  the bridge stopped before the call ran (pending at stop; a
+ *              script running at stop unwinds and gives TKB_ETCL)
  *   EINTR      the waiting thread was interrupted (gvl_thread_interrupt);
  *              the call still runs on the loop thread
  *   ENOMEM     allocation failure
@@ -55,6 +56,10 @@
  *   [any]          any thread, GVL held or not (it is released while waiting)
  *   [loop thread]  only on the loop thread of the bridge's evloop
  *   [GVL held]     the callback runs holding the GVL
+ * A call that waits for a loop thread (tkb_eval, tkb_run, tkb_stop, ...;
+ * evl_stop, evl_destroy) made from the loop thread of another evloop
+ * blocks that loop meanwhile: two loop threads that wait for each other
+ * this way wait for ever.  Use tkb_eval_async between loops.
  *
  * The notifier is process-wide (Tcl_SetNotifier): the first tkb_start
  * installs it, and it must come before any other use of Tcl in the process.
@@ -152,7 +157,8 @@ typedef struct {
 typedef struct {
   uint64_t evals;          /* scripts run for tkb_eval / tkb_eval_async     */
   uint64_t evals_remote;   /* ... of which marshalled from other threads    */
-  uint64_t runs;           /* tkb_run calls executed                        */
+  uint64_t runs;           /* tkb_run calls executed (not the bridge's own,
+                              such as tkb_stats')                          */
   uint64_t cmd_calls;      /* host command invocations                      */
   uint64_t cmd_errors;     /* ... that returned an error                    */
   uint64_t gvl_acquires;   /* GVL acquisitions for host callbacks           */
@@ -172,7 +178,9 @@ TKB_EXPORT int tkb_evl_config(evl_config_t *ec);
 
 /* [any] Create an interpreter (with Tk unless cfg->no_tk) on l's loop
  * thread and wait until it is ready; cfg may be NULL.  On success *out is
- * the bridge.  EPERM: l not set up with tkb_evl_config; ENOTSUP: Tk_Init
+ * the bridge.  EPERM: l not set up with tkb_evl_config, or set up so but
+ * attached (evl_attach: no driver runs Tcl there; see tkb_notifier_bind
+ * for Tcl in a host's own loop); ENOTSUP: Tk_Init
  * failed (no display); TKB_ETCL: Tcl_Init failed; ECANCELED: l is
  * stopping.  On failure tkb_errmsg() tells why in words (Tcl's or Tk's own
  * message when they failed).  An interrupt (gvl_thread_interrupt) does not
@@ -195,8 +203,9 @@ TKB_EXPORT const char *tkb_errmsg(void);
  * that waited for it could wait for ever on a callback that waits for the
  * stopping thread); from the
  * loop thread it tears down at once (running scripts unwind first) without
- * waiting for calls still on their way.  Idempotent until tkb_destroy;
- * EINVAL after it.  If the caller holds the GVL it is released while it
+ * waiting for calls still on their way.  Idempotent until tkb_destroy
+ * begins; EINVAL from then on (also inside a done callback that another
+ * thread's tkb_destroy cancels).  If the caller holds the GVL it is released while it
  * waits, also when an interrupt is pending (which stays pending).  A
  * tkb_destroy by another thread while it waits frees nothing it uses. */
 TKB_EXPORT int tkb_stop(tkb_t *tk);

@@ -50,13 +50,19 @@ int tkb_eval_async(tkb_t *tk, const char *script, tkb_done_cb done, void *arg) {
   return rc;
 }
 
-int tkb_run(tkb_t *tk, tkb_fn fn, void *arg) {
-  if (tk == NULL || fn == NULL) return EINVAL;
+/* tkb_run; own: one of the bridge's (tkb_stats), not counted in runs. */
+int tkb__run(tkb_t *tk, tkb_fn fn, void *arg, int own) {
   tkb__call_t *c = tkb__call_new(tk, TKB_CALL_RUN);
   if (c == NULL) return ENOMEM;
   c->fn = fn;
   c->fn_arg = arg;
+  c->own = own;
   return run_sync(c, NULL);
+}
+
+int tkb_run(tkb_t *tk, tkb_fn fn, void *arg) {
+  if (tk == NULL || fn == NULL) return EINVAL;
+  return tkb__run(tk, fn, arg, 0);
 }
 
 static int valid_name(const char *name) {

@@ -562,7 +562,7 @@ int tkb_stats(tkb_t *tk, tkb_stats_t *out) {
   if (!evl_in_loop_thread(tk->l)) {
     /* Fails with ECANCELED once stopped; EINTR: interrupted while it
      * waited, and the fields may be a snapshot older than the call. */
-    if (tkb_run(tk, snapshot_ntf, NULL) == EINTR) rc = EINTR;
+    if (tkb__run(tk, snapshot_ntf, NULL, 1) == EINTR) rc = EINTR;
   } else if (tkb__state(tk) != TKB_ST_STOPPED)
     snapshot_ntf(tk, NULL, NULL);
   tkb__ntf_stats_t ns;

@@ -172,7 +172,7 @@ static void exec_call(tkb__call_t *c) {
     exec_eval(c, ip);
     return;
   case TKB_CALL_RUN:
-    atomic_fetch_add(&tk->runs, 1);
+    if (!c->own) atomic_fetch_add(&tk->runs, 1);
     Tcl_Preserve(ip);            /* fn may stop the bridge: ip outlives fn */
     c->fn(tk, ip, c->fn_arg);
     Tcl_Release(ip);

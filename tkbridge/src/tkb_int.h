@@ -75,6 +75,8 @@ typedef struct tkb__call_s {
   void *done_arg;
   tkb_fn fn;              /* RUN                                           */
   void *fn_arg;
+  int own;                /* TKB_CALL_RUN of the bridge's own: not counted
+                             in tkb_stats_t.runs                         */
   tkb_cmd_cb cmd;         /* CMD_CREATE                                    */
   void *cmd_arg;
   int remote;             /* submitted from another thread                 */
@@ -104,6 +106,7 @@ int tkb__boot(tkb_t *tk, char **msg);
 tkb__call_t *tkb__call_new(tkb_t *tk, int kind);
 void tkb__call_unref(tkb__call_t *c);
 int tkb__call_submit(tkb__call_t *c);
+int tkb__run(tkb_t *tk, tkb_fn fn, void *arg, int own);
 void tkb__call_finish(tkb__call_t *c, int status, const char *result);
 void tkb__call_cancel_queued(tkb_t *tk);
 int tkb__run_host(tkb_t *tk, void (*fn)(void *), void *arg);
