@@ -19,6 +19,8 @@
  *   cap_slice         "0 until flag" with the flag set by a thread whose
  *                     boosted acquire the cap refused and holds back: it
  *                     still gets the GVL at the end of the holder's slice
+ *   onecpu_detect     a GVL created on one CPU (the creator pinned) never
+ *                     spins, without GVL_F_NOSPIN and once unpinned
  *   onecpu_nospin     on one CPU with GVL_F_NOSPIN a boosted acquirer never
  *                     spins: it is not preempted by the scheduler
  *   onecpu_pass       on one CPU two threads passing the GVL with gvl_yield
@@ -639,6 +641,53 @@ static void onecpu_nospin(void) {
   CHECK_LE(inv, ctl + (long)n / 8);
 }
 
+/* ---- one CPU, found by itself ---------------------------------------------------
+ * gvl.h, spin_ns: "never on 1 CPU (online, or in the creating thread's
+ * affinity mask)".  A GVL created while its creator is pinned to one CPU,
+ * with no GVL_F_NOSPIN and a spin of an hour asked for, never spins, also
+ * once the creator is unpinned: a boosted waiter whose holder does not
+ * answer goes to sleep (state S).  Were it to spin, it would stay
+ * runnable for the hour, and the watchdog would end the test. */
+static atomic_int detect_tid;
+
+static void *detect_waiter(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  atomic_store(&detect_tid, (int)syscall(SYS_gettid));
+  CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));   /* asks, then waits */
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+static void onecpu_detect(void) {
+  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+  cpu_set_t all;
+  CHECK_OK(pthread_getaffinity_np(pthread_self(), sizeof all, &all));
+  if (CPU_COUNT(&all) < 2) {
+    fprintf(stderr, "  skipped: one CPU only\n");
+    return;
+  }
+  c.spin_ns = TGVL_HOUR_NS;
+  tgvl_pin(0);
+  CHECK(g = gvl_create(&c));
+  CHECK_OK(pthread_setaffinity_np(pthread_self(), sizeof all, &all));
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me);
+  CHECK_OK(gvl_acquire(me));     /* held with no safe point meanwhile */
+  pthread_t w;
+  atomic_store(&detect_tid, 0);
+  tgvl_spawn(&w, detect_waiter, NULL);
+  while (!atomic_load(&detect_tid)) tgvl_sleep_us(100);
+  while (tgvl_tstats(me).preempt_reqs < 1) tgvl_sleep_us(100);  /* it asked */
+  while (tgvl_thread_state(atomic_load(&detect_tid)) != 'S') tgvl_sleep_us(100);
+  CHECK_OK(gvl_check_ints(me));  /* hands over to it */
+  CHECK_OK(gvl_release(me));
+  tgvl_join(w);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
 /* ---- CPU-bound threads are not interactive ---------------------------------- */
 
 static void cpu_not_ia(void) {
@@ -1142,6 +1191,7 @@ static const tgvl_case_t cases[] = {
   {"preempt_req_hook", preempt_req_hook}, {"region_resume_ubf", region_resume_ubf},
   {"yield_count", yield_count},            {"ia_call_with", ia_call_with},
   /* last: these pin the process */
+  {"onecpu_detect", onecpu_detect},
   {"onecpu_nospin", onecpu_nospin},       {"onecpu_pass", onecpu_pass},
   {"onecpu_pass_bound", onecpu_pass_bound},
 };
