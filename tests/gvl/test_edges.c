@@ -22,6 +22,10 @@
  *                        the forking thread owns: in the child the unlock
  *                        leaves the mutex free (the waiter is gone), and
  *                        the child locks it and uses the GVL again
+ *   fork_cond_waiter     fork while another thread waits on a gvl_cond: in
+ *                        the child the cond has no waiter (destroy is 0)
+ *                        and its mutex is free; the parent's waiter is
+ *                        still there to be signalled
  *   cap_window_min       cap_window_ns 1..7 is EINVAL, 8 is accepted
  *   tiny_slice_sleeps    with a 1 ns slice and a holder in native code (no
  *                        safe point), the waiter asks once and then waits
@@ -346,6 +350,57 @@ static void fork_mutex_waiter(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- fork_cond_waiter --------------------------------------------------- */
+
+static void *cond_waiter(void *arg) {
+  gvl_thread_t *t = enter();
+  CHECK_OK(gvl_mutex_lock(t, &mx));
+  atomic_store(&step, 1);
+  CHECK_OK(gvl_cond_wait(t, &cv, &mx));   /* drops mx and the GVL */
+  leave(t);
+  return arg;
+}
+
+static void fork_cond_waiter(void) {
+  pthread_t th;
+  CHECK(g = gvl_create(NULL));
+  CHECK_OK(gvl_mutex_init(&mx));
+  CHECK_OK(gvl_cond_init(&cv));
+  atomic_store(&step, 0);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  tgvl_spawn(&th, cond_waiter, NULL);
+  tgvl_wait_ge(&step, 1);
+  CHECK_OK(gvl_acquire(me));   /* only once it gave the GVL up in the wait */
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    tgvl_watchdog(10);
+    CHECK_OK(gvl_cond_destroy(&cv));      /* the waiter left its queue */
+    CHECK_OK(gvl_mutex_lock(me, &mx));    /* free: the wait let it go */
+    CHECK_OK(gvl_cond_init(&cv));
+    CHECK_EQ(gvl_cond_timedwait(me, &cv, &mx, 1000), ETIMEDOUT);
+    CHECK_OK(gvl_mutex_unlock(me, &mx));
+    CHECK_OK(gvl_mutex_destroy(&mx));
+    CHECK_OK(gvl_release(me));
+    CHECK_OK(gvl_thread_detach(me));
+    CHECK_OK(gvl_destroy(g));
+    _exit(0);
+  }
+  tgvl_wait_child(pid);
+  /* The parent is untouched: its waiter is still there to be signalled. */
+  CHECK_EQ(gvl_cond_destroy(&cv), EBUSY);
+  CHECK_OK(gvl_mutex_lock(me, &mx));
+  CHECK_OK(gvl_cond_signal(me, &cv));
+  CHECK_OK(gvl_mutex_unlock(me, &mx));
+  CHECK_OK(gvl_release(me));
+  tgvl_join(th);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_cond_destroy(&cv));
+  CHECK_OK(gvl_mutex_destroy(&mx));
+  CHECK_OK(gvl_destroy(g));
+}
+
 /* ---- cap_window_min ---------------------------------------------------- */
 
 static void cap_window_min(void) {
@@ -434,6 +489,7 @@ static const tgvl_case_t cases[] = {
   {"cond_no_spin", cond_no_spin},
   {"wait_ready", wait_ready},
   {"fork_mutex_waiter", fork_mutex_waiter},
+  {"fork_cond_waiter", fork_cond_waiter},
   {"cap_window_min", cap_window_min},
   {"tiny_slice_sleeps", tiny_slice_sleeps},
 };
