@@ -371,7 +371,7 @@ EVL_EXPORT int evl_fd_watch(evl_t *l, int fd, unsigned events, unsigned flags,
  * signals do not reach the parent's watches.  A signal watched here must
  * not also be watched with libuv's uv_signal_t (each would install its own
  * handler).  At most 1024 signal watches are open at once in a process;
- * one started beyond that ends with ENOSPC; one the kernel refuses (a
+ * one started beyond that ends with ENOSPC; one sigaction refuses (a
  * signal the C library keeps for itself, such as 32 and 33 under glibc)
  * ends with that errno (EINVAL).  EINVAL (not in 1.._NSIG-1, or
  * SIGKILL/SIGSTOP), EVL_ESTOPPED, ENOMEM. */

@@ -120,8 +120,8 @@ typedef enum {
 /* Called outside every internal lock, on the thread the event concerns
  * except for GVL_EV_PREEMPT_REQ (called on the requesting thread; when a
  * release's grant is taken back, a request made to its waiter moves to the
- * thread taking the GVL back and is reported on it, not counted again in
- * preempt_reqs) and
+ * thread taking the GVL back if a waiter still outranks it, and is reported
+ * on it, not counted again in preempt_reqs) and
  * GVL_EV_OWNER_DIED (called from the dying thread's TLS destructor).
  * now_ns is CLOCK_MONOTONIC.  The hook must not call back into the GVL. */
 typedef void (*gvl_hook_cb)(void *arg, gvl_thread_t *t, gvl_event_t ev,
@@ -222,8 +222,8 @@ GVL_EXPORT int gvl_stats(gvl_t *g, gvl_stats_t *out);
 GVL_EXPORT gvl_thread_t *gvl_thread_attach(gvl_t *g, int prio);
 
 /* [not held] Detach and free the handle.  EBUSY if holding, owning a
- * gvl_mutex, inside fn of a gvl_call_with made on t, or inside fn of a
- * gvl_call_without made on t (which needs the handle to end its region;
+ * gvl_mutex, inside fn of a gvl_call_with made on t's thread, or inside fn
+ * of a gvl_call_without made on t (which needs the handle to end its region;
  * gvl_region_begin's region may be ended by detaching); EPERM from another
  * OS thread.  A thread that exits owning a gvl_mutex leaves it owned by its
  * freed handle, as a pthread mutex that is not robust: it must not be used

@@ -156,6 +156,7 @@ int gvl_set_hook(gvl_t *g, gvl_hook_cb cb, void *arg) {
   }
   atomic_store_explicit(&g->hook, h, memory_order_release);
   gvl__mu_unlock(&g->mu);
+  errno = saved;           /* malloc may set it even when it succeeds */
   return 0;
 }
 

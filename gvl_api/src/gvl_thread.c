@@ -183,7 +183,7 @@ int gvl_thread_detach(gvl_thread_t *t) {
   int rc = gvl__check_self(t);
   if (rc) return rc;
   if (atomic_load_explicit(&t->holding, memory_order_relaxed) ||
-      t->call_depth || t->without_depth || t->mutexes)
+      t->call_depth || t->without_depth || t->mutexes > 0)
     return EBUSY;
   pthread_mutex_lock(&registry_mu);
   detach(t);

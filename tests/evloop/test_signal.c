@@ -26,7 +26,7 @@ static void mark_cb(evl_t *l, void *arg, int status) {
 }
 
 /* A signal the C library keeps (glibc: 32 and 33, below SIGRTMIN) is in
- * range, so the call accepts it; the kernel's refusal is the watch's one
+ * range, so the call accepts it; sigaction's refusal is the watch's one
  * and last call. */
 static atomic_int reserved_status = -1;
 static void reserved_cb(evl_t *l, void *arg, int status) {

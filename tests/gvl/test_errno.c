@@ -102,8 +102,8 @@ static void round_of_calls(gvl_thread_t *me) {
   KEPT(gvl_thread_self(g));
   KEPT(gvl_set_slice(g, 50000));
   KEPT(gvl_set_boost_cap(g, 50));
-  KEPT(gvl_set_hook(g, hook, NULL));
   KEPT(gvl_set_hook(g, NULL, NULL));
+  KEPT(gvl_set_hook(g, hook, NULL));   /* on again for the next round */
 }
 
 static void *attach_detach(void *arg) {

@@ -669,7 +669,14 @@ static void onecpu_detect(void) {
     return;
   }
   c.spin_ns = TGVL_HOUR_NS;
-  tgvl_pin(0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int i = 0; i < CPU_SETSIZE; i++)
+    if (CPU_ISSET(i, &all)) {
+      CPU_SET(i, &one);
+      break;
+    }
+  CHECK_OK(pthread_setaffinity_np(pthread_self(), sizeof one, &one));
   CHECK(g = gvl_create(&c));
   CHECK_OK(pthread_setaffinity_np(pthread_self(), sizeof all, &all));
   gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
