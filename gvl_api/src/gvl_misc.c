@@ -97,9 +97,8 @@ gvl_t *gvl_create(const gvl_config_t *cfg) {
   g->spin_ns = c->spin_ns ? c->spin_ns : GVL__DEF_SPIN_NS;
   if ((c->flags & GVL_F_NOSPIN) || one_cpu()) g->spin_ns = 0;
   g->flags = c->flags;
-  g->hooks = NULL;
-  atomic_init(&g->hook, NULL);
-  if (c->hook && !(g->hooks = hook_pair(g, c->hook, c->hook_arg))) {
+  /* g came zeroed (gvl__alloc_lines): g->hooks is empty. */
+  if (c->hook && !hook_pair(g, c->hook, c->hook_arg)) {
     gvl__mu_fini(&g->mu);
     free(g);
     errno = ENOMEM;

@@ -55,10 +55,11 @@ static void host_tramp(void *arg) {
  * {GVLOOP HOST code msg} for a code that is neither. */
 static void set_error(Tcl_Interp *ip, const char *cmd, int rc, const char *msg) {
   const char *name = tkb_err_name(rc);
-  int posix = rc > 0 && rc < 4096 && strcmp(name, "UNKNOWN") != 0;
+  int unknown = strcmp(name, "UNKNOWN") == 0;
+  int posix = !unknown && rc > 0 && rc < 4096;
   Tcl_Obj *m;
   if (msg != NULL) m = Tcl_NewStringObj(msg, -1);
-  else if (strcmp(name, "UNKNOWN") == 0)
+  else if (unknown)
     m = Tcl_ObjPrintf("%s: host command failed with code %d", cmd, rc);
   else m = Tcl_NewStringObj(posix ? Tcl_ErrnoMsg(rc) : tkb_strerror(rc), -1);
   Tcl_SetObjResult(ip, m);
@@ -66,7 +67,7 @@ static void set_error(Tcl_Interp *ip, const char *cmd, int rc, const char *msg) 
     Tcl_SetErrorCode(ip, "POSIX", name, Tcl_ErrnoMsg(rc), NULL);
   else
     Tcl_SetObjErrorCode(ip, Tcl_ObjPrintf("GVLOOP %s %d {%s}",
-        strcmp(name, "UNKNOWN") == 0 ? "HOST" : name, rc, Tcl_GetString(m)));
+        unknown ? "HOST" : name, rc, Tcl_GetString(m)));
 }
 
 /* hc is not touched once the host's callback has run: the callback may
