@@ -148,16 +148,23 @@ static void *forever_waiter(void *arg) {
   return arg;
 }
 
-static void timedwait_forever(void) {
-  pthread_t th;
+/* A new GVL, mx and cv, the caller attached, and forever_waiter started
+ * and about to wait on cv (it holds mx and the GVL until it does). */
+static gvl_thread_t *start_forever_waiter(pthread_t *th) {
   CHECK(g = gvl_create(NULL));
   CHECK_OK(gvl_mutex_init(&mx));
   CHECK_OK(gvl_cond_init(&cv));
   atomic_store(&step, 0);
   gvl_thread_t *me = gvl_thread_attach(g, 0);
   CHECK(me != NULL);
-  tgvl_spawn(&th, forever_waiter, NULL);
+  tgvl_spawn(th, forever_waiter, NULL);
   tgvl_wait_ge(&step, 1);
+  return me;
+}
+
+static void timedwait_forever(void) {
+  pthread_t th;
+  gvl_thread_t *me = start_forever_waiter(&th);
   tgvl_sleep_us(20000);
   CHECK_OK(gvl_acquire(me));           /* the waiter released GVL and mutex */
   CHECK_OK(gvl_mutex_lock(me, &mx));
@@ -352,25 +359,9 @@ static void fork_mutex_waiter(void) {
 
 /* ---- fork_cond_waiter --------------------------------------------------- */
 
-static void *cond_waiter(void *arg) {
-  gvl_thread_t *t = enter();
-  CHECK_OK(gvl_mutex_lock(t, &mx));
-  atomic_store(&step, 1);
-  CHECK_OK(gvl_cond_wait(t, &cv, &mx));   /* drops mx and the GVL */
-  leave(t);
-  return arg;
-}
-
 static void fork_cond_waiter(void) {
   pthread_t th;
-  CHECK(g = gvl_create(NULL));
-  CHECK_OK(gvl_mutex_init(&mx));
-  CHECK_OK(gvl_cond_init(&cv));
-  atomic_store(&step, 0);
-  gvl_thread_t *me = gvl_thread_attach(g, 0);
-  CHECK(me != NULL);
-  tgvl_spawn(&th, cond_waiter, NULL);
-  tgvl_wait_ge(&step, 1);
+  gvl_thread_t *me = start_forever_waiter(&th);
   CHECK_OK(gvl_acquire(me));   /* only once it gave the GVL up in the wait */
   pid_t pid = fork();
   CHECK(pid >= 0);
@@ -395,6 +386,7 @@ static void fork_cond_waiter(void) {
   CHECK_OK(gvl_mutex_unlock(me, &mx));
   CHECK_OK(gvl_release(me));
   tgvl_join(th);
+  CHECK_EQ(wait_rc, 0);                /* signalled */
   CHECK_OK(gvl_thread_detach(me));
   CHECK_OK(gvl_cond_destroy(&cv));
   CHECK_OK(gvl_mutex_destroy(&mx));

@@ -146,6 +146,25 @@ static void fifo_handoff(void) {
 
 /* ---- condition variable --------------------------------------------------- */
 
+/* A new GVL with mtx and cnd initialised, and the caller attached to it. */
+static gvl_thread_t *fresh_gvl(void) {
+  g = gvl_create(NULL);
+  CHECK(g != NULL);
+  CHECK_OK(gvl_mutex_init(&mtx));
+  CHECK_OK(gvl_cond_init(&cnd));
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  return me;
+}
+
+/* ... and its end: nothing may be left on mtx, cnd or the GVL. */
+static void end_gvl(gvl_thread_t *me) {
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_cond_destroy(&cnd));
+  CHECK_OK(gvl_mutex_destroy(&mtx));
+  CHECK_OK(gvl_destroy(g));
+}
+
 static int woken[NQ * 2];   /* guarded by the GVL */
 static int nwoken;          /* guarded by the GVL */
 
@@ -185,12 +204,7 @@ static void wait_woken(gvl_thread_t *me, int n) {
 }
 
 static void cond_signal_broadcast(void) {
-  g = gvl_create(NULL);
-  CHECK(g != NULL);
-  CHECK_OK(gvl_mutex_init(&mtx));
-  CHECK_OK(gvl_cond_init(&cnd));
-  gvl_thread_t *me = gvl_thread_attach(g, 0);
-  CHECK(me != NULL);
+  gvl_thread_t *me = fresh_gvl();
   CHECK_OK(gvl_acquire(me));
   nwoken = 0;
   atomic_store(&about_to_block, 0);
@@ -224,10 +238,7 @@ static void cond_signal_broadcast(void) {
   for (int i = NQ; i < 2 * NQ; i++) tgvl_join(th[i]);
 
   CHECK_OK(gvl_release(me));
-  CHECK_OK(gvl_thread_detach(me));
-  CHECK_OK(gvl_cond_destroy(&cnd));
-  CHECK_OK(gvl_mutex_destroy(&mtx));
-  CHECK_OK(gvl_destroy(g));
+  end_gvl(me);
 }
 
 /* ---- timedwait, and the GVL is free while waiting ----------------------- */
@@ -251,12 +262,7 @@ static void *runner(void *arg) {
 }
 
 static void timed(void) {
-  g = gvl_create(NULL);
-  CHECK(g != NULL);
-  CHECK_OK(gvl_mutex_init(&mtx));
-  CHECK_OK(gvl_cond_init(&cnd));
-  gvl_thread_t *me = gvl_thread_attach(g, 0);
-  CHECK(me != NULL);
+  gvl_thread_t *me = fresh_gvl();
   CHECK_OK(gvl_acquire(me));
   CHECK_OK(gvl_mutex_lock(me, &mtx));
   CHECK_EQ(gvl_cond_timedwait(me, &cnd, &mtx, 1000000), ETIMEDOUT);
@@ -281,10 +287,7 @@ static void timed(void) {
   CHECK_OK(gvl_mutex_unlock(me, &mtx));
   CHECK_OK(gvl_release(me));
   tgvl_join(th);
-  CHECK_OK(gvl_thread_detach(me));
-  CHECK_OK(gvl_cond_destroy(&cnd));
-  CHECK_OK(gvl_mutex_destroy(&mtx));
-  CHECK_OK(gvl_destroy(g));
+  end_gvl(me);
 }
 
 /* ---- a wait forgets the boost ------------------------------------------------
@@ -314,12 +317,7 @@ static void *boosted_blocker(void *arg) {
 }
 
 static void waits_forget_boost(void) {
-  g = gvl_create(NULL);
-  CHECK(g != NULL);
-  CHECK_OK(gvl_mutex_init(&mtx));
-  CHECK_OK(gvl_cond_init(&cnd));
-  gvl_thread_t *me = gvl_thread_attach(g, 0);
-  CHECK(me != NULL);
+  gvl_thread_t *me = fresh_gvl();
   for (int use_cond = 0; use_cond < 2; use_cond++) {
     pthread_t th;
     CHECK_OK(gvl_acquire(me));
@@ -333,10 +331,7 @@ static void waits_forget_boost(void) {
     CHECK_OK(gvl_release(me));
     tgvl_join(th);
   }
-  CHECK_OK(gvl_thread_detach(me));
-  CHECK_OK(gvl_mutex_destroy(&mtx));
-  CHECK_OK(gvl_cond_destroy(&cnd));
-  CHECK_OK(gvl_destroy(g));
+  end_gvl(me);
 }
 
 /* ---- owning and interrupts -----------------------------------------------------
@@ -366,12 +361,7 @@ static void *owner_detach(void *arg) {
 }
 
 static void owning_and_interrupts(void) {
-  g = gvl_create(NULL);
-  CHECK(g != NULL);
-  CHECK_OK(gvl_mutex_init(&mtx));
-  CHECK_OK(gvl_cond_init(&cnd));
-  gvl_thread_t *me = gvl_thread_attach(g, 0);
-  CHECK(me != NULL);
+  gvl_thread_t *me = fresh_gvl();
   CHECK_OK(gvl_acquire(me));
   CHECK_OK(gvl_mutex_trylock(me, &mtx));
   CHECK_EQ(gvl_mutex_trylock(me, &mtx), EDEADLK);
@@ -391,10 +381,7 @@ static void owning_and_interrupts(void) {
   CHECK_OK(gvl_release(me));
   tgvl_join(th);
   CHECK_EQ(step, 1);
-  CHECK_OK(gvl_thread_detach(me));
-  CHECK_OK(gvl_mutex_destroy(&mtx));
-  CHECK_OK(gvl_cond_destroy(&cnd));
-  CHECK_OK(gvl_destroy(g));
+  end_gvl(me);
 }
 
 int main(void) {
