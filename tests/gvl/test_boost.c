@@ -35,12 +35,7 @@ static void *booster(void *arg) {
 /* The holder loops on safe points until a boosted waiter got in. */
 static void boost_preempts(int prio) {
   gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
-  tgvl_log_reset(&hlog);
-  g = gvl_create(&cfg);
-  CHECK(g != NULL);
-  gvl_thread_t *me = gvl_thread_attach(g, 0);
-  CHECK(me != NULL);
-  CHECK_OK(gvl_acquire(me));
+  gvl_thread_t *me = tgvl_start_holding(&g, &cfg, 0);
   flag = 0;
 
   pthread_t th;
@@ -79,12 +74,7 @@ static void boost_preempts(int prio) {
  * and keeps the GVL. */
 static void no_preempt_at_equal_prio(int holder_prio, int waiter_prio) {
   gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
-  tgvl_log_reset(&hlog);
-  g = gvl_create(&cfg);
-  CHECK(g != NULL);
-  gvl_thread_t *me = gvl_thread_attach(g, 0);
-  CHECK(me != NULL);
-  CHECK_OK(gvl_acquire_prio(me, holder_prio));
+  gvl_thread_t *me = tgvl_start_holding(&g, &cfg, holder_prio);
   flag = 0;
   atomic_store(&waiter_ran, 0);
 
@@ -112,12 +102,7 @@ static void no_preempt_at_equal_prio(int holder_prio, int waiter_prio) {
  * (with an hour-long slice, a lost request would hang the loop). */
 static void preempt_and_interrupt(void) {
   gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
-  tgvl_log_reset(&hlog);
-  g = gvl_create(&cfg);
-  CHECK(g != NULL);
-  gvl_thread_t *me = gvl_thread_attach(g, 0);
-  CHECK(me != NULL);
-  CHECK_OK(gvl_acquire(me));
+  gvl_thread_t *me = tgvl_start_holding(&g, &cfg, 0);
   flag = 0;
   int prio = GVL_PRIO_BOOST;
   pthread_t th;

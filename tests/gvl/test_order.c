@@ -47,12 +47,7 @@ static void *waiter(void *arg) {
 static void scenario(const char *name, int n, const int *prios,
                      const int *expect, int by_attach) {
   gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
-  tgvl_log_reset(&hlog);
-  g = gvl_create(&cfg);
-  CHECK(g != NULL);
-  gvl_thread_t *me = gvl_thread_attach(g, 0);
-  CHECK(me != NULL);
-  CHECK_OK(gvl_acquire(me));
+  gvl_thread_t *me = tgvl_start_holding(&g, &cfg, 0);
   norder = 0;
 
   pthread_t th[MAXW];

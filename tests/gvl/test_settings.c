@@ -47,12 +47,7 @@ static void *shorten_slice(void *arg) {
 
 static void slice_change_applies(void) {
   gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
-  tgvl_log_reset(&hlog);
-  g = gvl_create(&cfg);
-  CHECK(g != NULL);
-  gvl_thread_t *me = gvl_thread_attach(g, 0);
-  CHECK(me != NULL);
-  CHECK_OK(gvl_acquire(me));
+  gvl_thread_t *me = tgvl_start_holding(&g, &cfg, 0);
   flag = 0;
   pthread_t w, s;
   tgvl_spawn(&w, set_flag_thread, NULL);
@@ -89,12 +84,7 @@ static void *queued_acquire(void *arg) {
 
 static void set_prio_applies(void) {
   gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
-  tgvl_log_reset(&hlog);
-  g = gvl_create(&cfg);
-  CHECK(g != NULL);
-  gvl_thread_t *me = gvl_thread_attach(g, 0);
-  CHECK(me != NULL);
-  CHECK_OK(gvl_acquire(me));
+  gvl_thread_t *me = tgvl_start_holding(&g, &cfg, 0);
   norder = 0;
   who_t who[3] = {{0, -1}, {1, 0}, {2, 4}};
   pthread_t th[3];
@@ -133,12 +123,7 @@ static void *acquire_many(void *arg) {
 static void counters(void) {
   gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
   cfg.flags |= GVL_F_TIMING;
-  tgvl_log_reset(&hlog);
-  g = gvl_create(&cfg);
-  CHECK(g != NULL);
-  gvl_thread_t *me = gvl_thread_attach(g, 0);
-  CHECK(me != NULL);
-  CHECK_OK(gvl_acquire(me));
+  gvl_thread_t *me = tgvl_start_holding(&g, &cfg, 0);
   flag = 0;
   pthread_t th;
   tgvl_spawn(&th, set_flag_thread, NULL);

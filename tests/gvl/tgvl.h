@@ -240,6 +240,21 @@ static inline gvl_config_t tgvl_strict_config(uint64_t slice_ns,
 
 #define TGVL_HOUR_NS (3600ull * 1000000000ull)
 
+/* The usual start of a case: *gp made from cfg with its log (if any)
+ * emptied, the calling thread attached at priority 0 and holding at prio.
+ * Returns the caller's handle. */
+static inline gvl_thread_t *tgvl_start_holding(gvl_t **gp,
+                                               const gvl_config_t *cfg,
+                                               int prio) {
+  if (cfg->hook == tgvl_hook) tgvl_log_reset((tgvl_log_t *)cfg->hook_arg);
+  *gp = gvl_create(cfg);
+  CHECK(*gp != NULL);
+  gvl_thread_t *me = gvl_thread_attach(*gp, 0);
+  CHECK(me != NULL);
+  CHECK_OK(prio ? gvl_acquire_prio(me, prio) : gvl_acquire(me));
+  return me;
+}
+
 static inline gvl_stats_t tgvl_stats(gvl_t *g) {
   gvl_stats_t s;
   CHECK_OK(gvl_stats(g, &s));
