@@ -91,7 +91,7 @@ struct ntf_s {
   uv_loop_t *loop;        /* evl_uv_loop(evl) or &own                    */
   uv_loop_t own;          /* standalone only                             */
   uv_async_t *own_async;  /* standalone only: Tcl_AlertNotifier target   */
-  uv_timer_t *wait_tm;    /* bounds one wait (see bounded_step)          */
+  uv_timer_t *wait_tm;    /* bounds a standalone wait (standalone_wait)  */
   uv_timer_t *set_tm;     /* Tcl_SetTimer                                */
   fh_t *handlers;         /* file handlers, newest first (as Tcl's)      */
   int pending;            /* some handler is ready and not queued yet    */
@@ -198,8 +198,10 @@ static void fh_arm(fh_t *fh) {
   if (uv_poll_start(&pb->h, want, poll_cb) == 0) pb->active = 1;
 }
 
-/* libuv callback: runs inside uv_run, so it only queues a Tcl event.  An
- * error status (POLLERR) is reported as "ready", as select() would. */
+/* libuv callback: runs inside uv_run, so it only marks the handler ready
+ * (and stops its poll); the wait queues the Tcl event once evl_step has
+ * returned (queue_ready).  An error status (POLLERR) is reported as
+ * "ready", as select() would. */
 static void poll_cb(uv_poll_t *h, int status, int events) {
   fh_t *fh = (fh_t *)h->data;
   if (fh == NULL) return;
@@ -373,20 +375,6 @@ static void wait_tm_cb(uv_timer_t *t) {
   uv_stop(t->loop);
 }
 
-/* evl_step with a bounded wait that cannot overshoot: our own timer, due
- * against a fresh loop time, stops the pass (evl_step's own timer is set
- * against libuv's cached time and can be due before the poll starts). */
-static void bounded_step(ntf_t *n, int64_t ms) {
-  if (ms <= 0) {
-    evl_step(n->evl, ms);
-    return;
-  }
-  uv_update_time(n->loop);
-  uv_timer_start(n->wait_tm, wait_tm_cb, (uint64_t)ms, 0);
-  evl_step(n->evl, ms);
-  uv_timer_stop(n->wait_tm);
-}
-
 static void own_async_cb(uv_async_t *a) {
   (void)a;
 }
@@ -433,7 +421,7 @@ static int ntf_wait(const Tcl_Time *tp) {
   if (ms != 0) n->st.blocking++;
   int outer_ran = n->tcl_ran;
   n->tcl_ran = 0;
-  if (n->evl) bounded_step(n, ms);
+  if (n->evl) evl_step(n->evl, ms);  /* counts ms from a fresh loop time */
   else standalone_wait(n, ms);
   queue_always_ready(n);
   queue_ready(n);
