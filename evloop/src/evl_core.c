@@ -186,7 +186,7 @@ static void evl__leave(evl_t *l) {
 static void evl__set_stopping(evl_t *l) {
   pthread_mutex_lock(&l->mu);
   atomic_store(&l->stopping, 1);
-  evl__async_send_locked(l);
+  evl__wake_locked(l);
   pthread_mutex_unlock(&l->mu);
 }
 

@@ -71,9 +71,10 @@ struct evl__item {
   int in_dq;               /* loop                                       */
   int final;               /* loop: the queued call is the last one      */
   int status;              /* loop: status of that last call             */
-  int status_fixed;        /* loop: it is the completion of work (or a
-                              read) that ran: never turned into
-                              ECANCELED, even by a shutdown             */
+  int status_fixed;        /* loop: status may not change any more: the
+                              completion of work (or a read) that ran,
+                              or an ECANCELED already; never turned
+                              into ECANCELED, even by a shutdown        */
   int delivered;           /* loop: last call made                       */
   int running;             /* loop: calls of this item on the stack      */
   int deferred;            /* loop: popped while running; re-queue       */
@@ -112,7 +113,8 @@ typedef struct evl__frame {
   char what[256];
 } evl__frame_t;
 
-/* Counters: written by the loop thread, read by anyone. */
+/* Counters: written by the loop thread (live also by any submitting
+ * thread, in evl__submit), read by anyone. */
 typedef struct {
   _Atomic uint64_t iterations, dispatched, cancelled, errors, failures,
       acquisitions, budget_hits, live;
@@ -138,7 +140,8 @@ struct evl_s {
   void *on_ready_arg;
 
   pthread_mutex_t mu;
-  pthread_cond_t cv;       /* run_state or stop_waiters changes          */
+  pthread_cond_t cv;       /* run_state, start_done or stop_waiters
+                              changes                                    */
   evl__item_t **map;       /* mu: id -> item, chained, power-of-2 size   */
   size_t map_size;         /* mu                                         */
   size_t map_count;        /* mu                                         */
@@ -148,7 +151,9 @@ struct evl_s {
   evl__item_t *c_head;     /* mu: cancellations to apply on the loop     */
   evl__item_t *c_tail;
   evl__item_t *fds;        /* mu: fd watches not yet finished            */
-  int closed;              /* mu: shutdown began, registrations refused  */
+  int closed;              /* shutdown began, registrations refused;
+                              written under mu by the loop thread, which
+                              reads it without                          */
   int wake_closed;         /* mu: no more evl__wake_send but a handler's */
   int run_state;           /* mu: EVL__RS_*                              */
   int stop_waiters;        /* mu: threads inside evl_stop's wait         */
@@ -197,7 +202,7 @@ void evl__map_remove(evl_t *l, evl__item_t *it);
 void evl__flist_remove(evl_t *l, evl__item_t *it);
 int evl__map_init(evl_t *l);
 void evl__mark_all_cancelled(evl_t *l);
-void evl__async_send_locked(evl_t *l);
+void evl__wake_locked(evl_t *l);
 
 /* evl_uv.c: the libuv side, loop thread only */
 void evl__drain(evl_t *l);

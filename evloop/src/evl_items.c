@@ -102,7 +102,7 @@ static int evl__fd_taken(evl_t *l, int fd) {
 }
 
 /* [mu] Wake the loop thread unless its wake-up is closing. */
-void evl__async_send_locked(evl_t *l) {
+void evl__wake_locked(evl_t *l) {
   if (!l->wake_closed) evl__wake_send(&l->wake);
 }
 
@@ -114,7 +114,7 @@ static void evl__clist_push(evl_t *l, evl__item_t *it) {
   it->cnext = NULL;
   if (l->c_tail != NULL) l->c_tail->cnext = it; else l->c_head = it;
   l->c_tail = it;
-  if (was_empty) evl__async_send_locked(l);
+  if (was_empty) evl__wake_locked(l);
 }
 
 /* [mu, at shutdown] Cancel everything still registered: every item leaves
@@ -201,7 +201,7 @@ int evl__submit(evl_t *l, evl__item_t *it, evl_id_t *id_out) {
   if (l->in_tail != NULL) l->in_tail->inext = it; else l->in_head = it;
   l->in_tail = it;
   EVL__STAT_ADD(l, live, 1);
-  if (was_empty) evl__async_send_locked(l);
+  if (was_empty) evl__wake_locked(l);
   pthread_mutex_unlock(&l->mu);
   return 0;
 }

@@ -18,7 +18,8 @@
  * Outside g->mu the lock word changes only by the fast paths' CAS 0 -> t and
  * CAS t -> 0; setting CONTENDED, taking a GVL found free in acquire_slow and
  * every handoff happen under g->mu.  A thread's ints word is set by anyone
- * and cleared by its owner; holding, the counters it owns and hold_t0 are
+ * and cleared by its owner (or by take_back, for a waiter's PREEMPT it
+ * moves to the taker); holding, the counters it owns and hold_t0 are
  * written by the thread itself only.  ARCHITECTURE.md has the whole table.
  */
 #ifndef GVL_INT_H
@@ -157,7 +158,7 @@ enum { GVL__LEND_NONE, GVL__LEND_LENT, GVL__LEND_RESTORING };
 
 /* Groups of fields written by different threads start on their own cache
  * lines, so that a handoff moves few lines between CPUs (see
- * ARCHITECTURE.md, "Cost of a handoff").  The structs are allocated
+ * ARCHITECTURE.md, "The wait queue, handoff and parking").  The structs are allocated
  * line-aligned (gvl__alloc_lines). */
 #define GVL__LINE 64
 #define GVL__GROUP _Alignas(GVL__LINE)
@@ -166,9 +167,11 @@ void *gvl__alloc_lines(size_t size);    /* zeroed; free() releases it    */
 struct gvl_thread_s {
   /* Read by the owner at every safe point; others only post an interrupt. */
   struct gvl__thread_head head; /* ints: must stay first (gvl_check_ints);
-                                   set by anyone, cleared by t             */
+                                   set by anyone, cleared by t (PREEMPT
+                                   also by take_back, t then waiting)      */
   _Atomic uint64_t preempt_reqs; /* C_PREEMPT_REQS, beside ints: bumped by
-                                   whoever sets PREEMPT, under g->mu        */
+                                   whoever asks (gvl__request_preempt),
+                                   under g->mu                             */
   gvl_t *g;                     /* set at attach; dangling once orphan     */
   pthread_t tid;                /* owning OS thread                        */
   const char *self_key;         /* &gvl__self_key of that thread           */
@@ -206,8 +209,9 @@ struct gvl_thread_s {
   _Atomic bool multi;           /* its OS thread has been attached to two
                                    GVLs at once: never lent to; set by t's
                                    OS thread at attach                     */
-  _Atomic int lend;             /* GVL__LEND_*: NONE -> LENT by a lender
-                                   under g->mu while t owns the GVL; LENT
+  _Atomic int lend;             /* GVL__LEND_*: NONE -> LENT (or, by CAS,
+                                   RESTORING -> LENT) by a lender under
+                                   g->mu while t owns the GVL; LENT
                                    -> RESTORING under g->mu as t gives it
                                    up (or by the thread that takes a grant
                                    back from t); RESTORING -> NONE by that
@@ -344,7 +348,8 @@ struct gvl_s {
                                    woken to look again; mu                 */
   gvl_thread_t *hot;            /* released the GVL with a revocable grant
                                    to hot_to; cleared by every other
-                                   handoff; mu                             */
+                                   handoff, try_take_back, the detach of
+                                   hot or hot_to, the fork child; mu       */
   gvl__policy_t pol;            /* mu                                      */
   gvl_thread_t *hot_to;         /* mu                                      */
   uint64_t hot_since;           /* hot's slice start, restored if it takes

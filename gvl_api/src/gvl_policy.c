@@ -4,9 +4,12 @@
  * asked to yield, what a boost is charged, and who counts as interactive.
  *
  * The mechanism (gvl_lock.c) calls these at fixed points, with g->mu held
- * unless noted: pick (release, yield, safe point, timer), ask (a waiter
- * queues), hold_start (a slice starts), charge (a boosted hold ends or
- * goes on past a safe point), tick (the timer waiter wakes).  None of them
+ * unless noted: pick (release, yield, safe point, timer), queue_prio (a
+ * waiter queues; it asks the holder to yield if that priority is above
+ * the hold's), requeue_prio (a yielder queues), hold_start (a slice
+ * starts), charge (a boosted hold ends or goes on past a safe point),
+ * hot_ok and take_back_ok (revocable grants), tick (the timer waiter
+ * wakes), interactive (on the thread itself, without g->mu).  None of them
  * touches the lock word, the queue or the timer role.  All per-GVL state
  * is g->pol, which gvl__pol_reset re-initialises at once (creation, and the
  * child after fork()).

@@ -30,7 +30,8 @@ typedef struct tkb__drv_s {
 
 struct tkb_s {
   atomic_int refs;        /* user + driver list + calls in flight + host
-                             code running (host commands, on_error)     */
+                             code running (host commands, on_error) +
+                             tkb_stop/tkb_stats inside (live_ref)       */
   evl_t *l;
   int prio;               /* GVL priority for host callbacks               */
   tkb_error_cb on_error;

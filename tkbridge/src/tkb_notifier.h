@@ -3,17 +3,19 @@
  * tkb_notifier.h -- the notifier seam: how Tcl's event loop and libuv meet.
  *
  * Exactly one implementation is linked into libtkbridge, chosen at build
- * time.  Today that is tkb_notifier_uv.c, which replaces Tcl's notifier with
- * Tcl_SetNotifier so that Tcl_WaitForEvent waits in evl_step().
- * Tcl_SetNotifier exists in Tcl 8.6 and 9.0 only; a second implementation
- * (Tcl's stock notifier watching uv_backend_fd() with a Tcl file handler and
- * a Tcl timer at uv_backend_timeout()) can replace this file without any
- * change to the rest of the bridge, because the bridge only ever calls the
- * functions below and runs Tcl's event loop with Tcl_DoOneEvent().
+ * time by the Tcl it builds against (tkbridge/CMakeLists.txt, TKB_NOTIFIER):
+ * tkb_notifier_uv.c, which replaces Tcl's notifier with Tcl_SetNotifier so
+ * that Tcl_WaitForEvent waits in evl_step() (Tcl 8.6 and 9.0, the only ones
+ * with Tcl_SetNotifier), or tkb_notifier_tcl.c, where Tcl's stock notifier
+ * watches uv_backend_fd() with a Tcl file handler and a Tcl timer at
+ * uv_backend_timeout() (a later Tcl; tests/tclpkg also builds the bridge
+ * with it).  The rest of the bridge is the same with either, because it
+ * only ever calls the functions below and runs Tcl's event loop with
+ * Tcl_DoOneEvent().
  *
  * Contract for every implementation:
  *  - No Tcl script and no host callback runs inside uv_run(): libuv
- *    callbacks only queue Tcl events.
+ *    callbacks only note what is ready; Tcl events are queued outside it.
  *  - Host callbacks dispatched by evl_step() run under the GVL; everything
  *    else (Tcl, Tk, the wait itself) runs without it.
  *  - Tcl_DoOneEvent() returns soon after evl_stopping() becomes true.
