@@ -34,7 +34,11 @@ function(gvloop_rpath_to_libdir tgt dir)
     set_target_properties(${tgt} PROPERTIES INSTALL_RPATH "${libdir}")
   else()
     file(RELATIVE_PATH rel "/p/${dir}" "/p/${CMAKE_INSTALL_LIBDIR}")
-    set_target_properties(${tgt} PROPERTIES INSTALL_RPATH "\$ORIGIN/${rel}")
+    if(rel STREQUAL "")
+      set_target_properties(${tgt} PROPERTIES INSTALL_RPATH "\$ORIGIN")
+    else()
+      set_target_properties(${tgt} PROPERTIES INSTALL_RPATH "\$ORIGIN/${rel}")
+    endif()
   endif()
 endfunction()
 
@@ -66,7 +70,11 @@ function(gvloop_install_pc name)
 endfunction()
 
 # gvloop_install_library(<component> <shared target> <static target> <headers...>)
+# The shared library finds the libraries it needs (libevloop needs libgvl)
+# beside itself: a program linked --as-needed records only the one it
+# calls, so its own RUNPATH is not searched for the others.
 function(gvloop_install_library comp shared static)
+  gvloop_rpath_to_libdir(${shared} ${CMAKE_INSTALL_LIBDIR})
   install(TARGETS ${shared} ${static} EXPORT gvloop-${comp}
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT ${comp}
             NAMELINK_COMPONENT dev
@@ -76,4 +84,44 @@ function(gvloop_install_library comp shared static)
     NAMESPACE gvloop:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/gvloop
     COMPONENT dev)
   set_property(GLOBAL APPEND PROPERTY GVLOOP_INSTALLED_COMPONENTS ${comp})
+endfunction()
+
+# gvloop_install_ldconfig(): once the shared libraries are installed at the
+# prefix this tree was configured for, straight onto the system (no
+# DESTDIR, as `cmake --install build` as root does), refresh the dynamic
+# linker's cache so that programs find them in /usr/local/lib at once, as
+# a distribution package's trigger does.  A staged or relocated install
+# (DESTDIR, --prefix elsewhere, CPack) leaves the cache alone.
+function(gvloop_install_ldconfig)
+  find_program(GVLOOP_LDCONFIG ldconfig PATHS /sbin /usr/sbin)
+  if(NOT GVLOOP_LDCONFIG)
+    return()
+  endif()
+  install(CODE "if(\"\$ENV{DESTDIR}\" STREQUAL \"\" AND
+   \"\${CMAKE_INSTALL_PREFIX}\" STREQUAL \"${CMAKE_INSTALL_PREFIX}\")
+  execute_process(COMMAND \"${GVLOOP_LDCONFIG}\" RESULT_VARIABLE rc
+                  OUTPUT_QUIET ERROR_QUIET)
+  if(NOT rc EQUAL 0)
+    message(STATUS \"ldconfig failed: run it as root so that programs find the libraries\")
+  endif()
+endif()" COMPONENT gvl)
+endfunction()
+
+# gvloop_install_strip_archives(<component>...): an install with --strip
+# (CPack's too) strips the shared objects but not static archives, whose
+# debug info names the build's source tree: strip theirs as well, for each
+# archive the component's install put in place (call it last).
+function(gvloop_install_strip_archives)
+  if(NOT CMAKE_STRIP)
+    return()
+  endif()
+  foreach(comp IN LISTS ARGN)
+    install(CODE "if(CMAKE_INSTALL_DO_STRIP)
+  foreach(f IN LISTS CMAKE_INSTALL_MANIFEST_FILES)
+    if(f MATCHES \"\\\\.a$\")
+      execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-debug \"\$ENV{DESTDIR}\${f}\")
+    endif()
+  endforeach()
+endif()" COMPONENT ${comp})
+  endforeach()
 endfunction()

@@ -7,7 +7,8 @@
 # prefix and check that the Tcl package lands in a directory on the
 # auto_path of the installed tclsh, and the OCaml package in one on
 # ocamlfind's search path (at /usr and /usr/local: stock tclsh and wish find
-# it without TCLLIBPATH, ocamlfind without OCAMLPATH).
+# it without TCLLIBPATH, ocamlfind without OCAMLPATH); last, install it
+# stripped and uninstall it.
 set -euo pipefail
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) cc=${3:-cc}
 tmp=$(mktemp -d /tmp/gvloop-prefix.XXXXXX)
@@ -66,4 +67,26 @@ if [ -n "$meta" ] && command -v ocamlfind >/dev/null; then
     *) echo "ok   prefix $prefix: the OCaml package goes to $findlibdir (OCAMLPATH)" ;;
   esac
 fi
+
+# --strip (what CPack does): the static archives keep no debug info, which
+# names the build's source tree.  Then `uninstall` takes all of it away.
+DESTDIR=$tmp/strip cmake --install "$build" --strip >/dev/null
+for a in $(find "$tmp/strip" -name 'lib*.a'); do
+  if grep -qaF "$src/" "$a"; then
+    echo "FAIL $a, installed with --strip, still names $src" >&2
+    exit 1
+  fi
+done
+echo "ok   installed with --strip, the static archives name no source path"
+DESTDIR=$tmp/strip cmake --build "$build" --target uninstall >/dev/null
+left=$(find "$tmp/strip" ! -type d | head -5)
+if [ -n "$left" ]; then
+  echo "FAIL uninstall left files behind: $left" >&2
+  exit 1
+fi
+if find "$tmp/strip" -type d -name 'gvloop*' | grep -q .; then
+  echo "FAIL uninstall left gvloop's own folders behind" >&2
+  exit 1
+fi
+echo "ok   uninstall removed every file and gvloop's own folders"
 echo "prefix ok"

@@ -3,7 +3,10 @@
 # use_install.sh SRC_DIR CC PREFIX|--system
 #
 # Use an installed gvloop as its users would:
-#  - a pkg-config consumer for each library (gvl, evloop, tkbridge);
+#  - a pkg-config consumer for each library (gvl, evloop, tkbridge), linked
+#    with -rpath to the libdir as the README says, run without
+#    LD_LIBRARY_PATH (a libevloop or libtkbridge consumer linked --as-needed
+#    records only that library: the others are found by its RUNPATH);
 #  - a CMake project with find_package(gvloop COMPONENTS ...), shared and
 #    static targets, and a request for an unknown component that must fail;
 #  - gvtclsh and gvwish run, with no LD_LIBRARY_PATH (their RUNPATH);
@@ -48,6 +51,18 @@ for lib in gvl evloop tkbridge; do
   [ -f "$libdir/lib$lib.so" ] || fail "$lib.pc: libdir $libdir has no lib$lib.so"
   out=$(LD_LIBRARY_PATH=$libdir "$tmp/pc_$lib") || fail "pkg-config consumer of $lib: $out"
   ok "pkg-config $lib ($(pc --modversion "$lib")): $out"
+  if [ "$where" != --system ]; then
+    # A program that calls this library alone (its consumer above also
+    # calls libgvl, which then is recorded and found by the -rpath).
+    case $lib in gvl) p=gvl ;; evloop) p=evl ;; tkbridge) p=tkb ;; esac
+    printf '#include <%s.h>\n#include <errno.h>\n#include <stdio.h>\nint main(void) { puts(%s_err_name(EINVAL)); return 0; }\n' \
+      "$lib" "$p" >"$tmp/only_$lib.c"
+    # shellcheck disable=SC2046
+    "$cc" -Wl,--as-needed -o "$tmp/rp_$lib" "$tmp/only_$lib.c" $(pc --cflags --libs "$lib") \
+      -Wl,-rpath,"$libdir" || fail "a program of $lib's calls alone, with -rpath, does not build"
+    out=$(env -u LD_LIBRARY_PATH "$tmp/rp_$lib") || fail "$lib's calls alone, -rpath, --as-needed: $out"
+    ok "pkg-config $lib, -rpath, --as-needed, no LD_LIBRARY_PATH: $out"
+  fi
 done
 pc --print-requires evloop | grep -q '^libuv' && fail "evloop.pc: libuv is a public Requires"
 ok "evloop.pc: libuv only in Requires.private"
@@ -78,7 +93,7 @@ cmake -S "$here/consumer" -B "$tmp/cm" "${cmake_prefix[@]}" -DCMAKE_C_COMPILER="
   -DCOMPONENTS="gvl;evloop;tkbridge" >"$tmp/cm.log" 2>&1 || { cat "$tmp/cm.log"; fail "find_package(gvloop COMPONENTS gvl evloop tkbridge)"; }
 cmake --build "$tmp/cm" >"$tmp/cmb.log" 2>&1 || { cat "$tmp/cmb.log"; fail "CMake consumer does not build"; }
 for exe in "$tmp"/cm/consumer_*; do
-  out=$("$exe") || fail "$(basename "$exe"): $out"
+  out=$(env -u LD_LIBRARY_PATH "$exe") || fail "$(basename "$exe"): $out"
   ok "cmake $(basename "$exe"): $out"
 done
 grep -rqs 'libuv\.so\|libpthread\.a\|/usr/lib/x86_64-linux-gnu/lib' "$(dirname "$(find "$prefix" -name gvloopConfig.cmake | head -1)")"/gvloop-*-targets.cmake \
