@@ -46,7 +46,7 @@ function(gvloop_findlib_dir out ocamlfind)
     set(${out} "${rel}" PARENT_SCOPE)
   else()
     message(STATUS "hosts/ocaml: no directory of ${ocamlfind}'s search path under ${prefix}; "
-                   "the findlib package installs into ${prefix}/${CMAKE_INSTALL_LIBDIR}/ocaml (use OCAMLPATH)")
+                   "the findlib package installs into ${CMAKE_INSTALL_FULL_LIBDIR}/ocaml (use OCAMLPATH)")
     set(${out} "${CMAKE_INSTALL_LIBDIR}/ocaml" PARENT_SCOPE)
   endif()
 endfunction()

@@ -55,7 +55,7 @@ function(gvloop_tcl_pkgdir out)
     set(${out} "${rel}" PARENT_SCOPE)
   else()
     message(STATUS "tclpkg: no auto_path entry of ${GVLOOP_TCLSH} under ${prefix}; "
-                   "installs into ${prefix}/${CMAKE_INSTALL_LIBDIR}/tcltk (use TCLLIBPATH)")
+                   "installs into ${CMAKE_INSTALL_FULL_LIBDIR}/tcltk (use TCLLIBPATH)")
     set(${out} "${CMAKE_INSTALL_LIBDIR}/tcltk" PARENT_SCOPE)
   endif()
 endfunction()

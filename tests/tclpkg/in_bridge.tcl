@@ -11,6 +11,8 @@ check {[string match "*already runs on a gvloop bridge*" $msg]} "message: $msg"
 interp create c
 check {[catch {c eval {package require gvloop}} cmsg]} "refused in a child interp"
 check {[string match "*already runs a gvloop event loop*" $cmsg]} "child message: $cmsg"
+# ... and ends with the code's own meaning, not evloop's for its calls.
+check {[string match "*: file busy" $cmsg]} "child message's reason: $cmsg"
 lassign [chan pipe] r w
 fileevent $r readable {set ::fe [gets $r]}
 puts $w data

@@ -357,12 +357,16 @@ static gvt_reg_t *reg_new(gvt_interp_t *gi, Tcl_Obj *script) {
 
 /* errorCode {POSIX ENAME msg} for errno values, as Tcl's own commands;
  * {GVLOOP EVL_ENAME code msg} for evloop's own codes. */
+/* An errno code reads as Tcl's own commands report it (Tcl_ErrnoMsg, not
+ * evloop's meaning of the code for its calls); gvloop's codes as
+ * evl_strerror says. */
 static int posix_error(Tcl_Interp *ip, const char *what, int err) {
-  Tcl_SetObjResult(ip, Tcl_ObjPrintf("%s: %s", what, evl_strerror(err)));
-  if (err >= EVL_ESTOPPED)
+  if (err >= EVL_ESTOPPED) {
+    Tcl_SetObjResult(ip, Tcl_ObjPrintf("%s: %s", what, evl_strerror(err)));
     Tcl_SetObjErrorCode(ip, Tcl_ObjPrintf("GVLOOP %s %d {%s}", evl_err_name(err), err,
                                           evl_strerror(err)));
-  else {
+  } else {
+    Tcl_SetObjResult(ip, Tcl_ObjPrintf("%s: %s", what, Tcl_ErrnoMsg(err)));
     Tcl_SetErrno(err);    /* Tcl_ErrnoId() names errno */
     Tcl_SetErrorCode(ip, "POSIX", Tcl_ErrnoId(), Tcl_ErrnoMsg(err), NULL);
   }
