@@ -113,7 +113,13 @@ typedef enum {
                              wait, alone when the GVL was free            */
   GVL_EV_SUSPENDED,       /* thread is giving the GVL up (release, yield,
                              blocking region); fired just before          */
-  GVL_EV_PREEMPT_REQ,     /* a preempt request was set on this thread     */
+  GVL_EV_PREEMPT_REQ,     /* a preempt request was set on this thread;
+                             fired again while it stays unanswered past
+                             the slice, at each look of the timer (every
+                             slice, at least 1 ms apart), so a host that
+                             turns it into a signal of its own cannot
+                             lose it; a repeat is not a new request and
+                             preempt_reqs does not count it              */
   GVL_EV_OWNER_DIED       /* this thread exited holding; GVL recovered    */
 } gvl_event_t;
 

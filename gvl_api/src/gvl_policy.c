@@ -150,10 +150,13 @@ bool gvl__pol_take_back_ok(gvl_t *g, gvl_thread_t *w, int prio, int kind,
  * waiter the cap holds back counts too, see gvl__pol_pick): ask the holder,
  * and look again a slice later, in case it cleared its flag without
  * giving the GVL up.  A holder that has not answered yet sits in native
- * code without safe points: nothing to do until it does, so then the look
- * after is at least GVL__RETICK_NS away, and a slice of a few ns does not
- * make the timer spin (a handoff wakes it if the next slice ends before
- * that, see handoff).  This runs only while someone waits. */
+ * code without safe points, or its host lost the hook's news (a host that
+ * turns PREEMPT_REQ into a signal of its own may drop it: OCaml 4.13 does
+ * while the signal is masked), so the hook is told again (*target; not a
+ * new request, and not counted); the look after is at least
+ * GVL__RETICK_NS away, so a slice of a few ns does not make the timer
+ * spin (a handoff wakes it if the next slice ends before that, see
+ * handoff).  This runs only while someone waits. */
 uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target) {
   uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
   uint64_t later = now + (slice > GVL__RETICK_NS ? slice : GVL__RETICK_NS);
@@ -164,8 +167,10 @@ uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target) {
       !o || atomic_load_explicit(&o->hold_prio, memory_order_relaxed) <= 0;
   if (!gvl__pol_pick(g, now, strict)) return later; /* nobody to serve */
   if (o && (__atomic_load_n(&o->head.ints, __ATOMIC_RELAXED) &
-            GVL__INT_PREEMPT))
-    return later;                                   /* asked, no answer */
+            GVL__INT_PREEMPT)) {
+    *target = o;                        /* asked, no answer: remind the hook */
+    return later;
+  }
   if (o) {
     gvl__request_preempt(o);
     *target = o;

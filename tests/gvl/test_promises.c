@@ -37,6 +37,8 @@
  *   settings          durations above GVL_MAX_NS are refused with EINVAL
  *   preempt_req_hook  a gvl_mutex_unlock / gvl_cond_signal that queues a
  *                     waiter above the holder fires GVL_EV_PREEMPT_REQ
+ *   preempt_req_repeat a request left unanswered past the slice is told to
+ *                     the hook again at each look of the timer, counted once
  *   region_resume_ubf an interrupt posted during a gvl_call_with inside a
  *                     region reaches the region's ubf at resume, also after
  *                     the call consumed the one pending before it
@@ -1027,6 +1029,58 @@ static void preempt_req_hook(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- preempt_req_repeat --------------------------------------------------
+ * A holder past its slice that does not answer its request (a host whose
+ * own signal for it got lost) is told again: PREEMPT_REQ fires on it at
+ * each look of the timer while its flag stays set, and preempt_reqs still
+ * counts one request.  The holder passes no safe point until it has been
+ * told three times; then its first one hands over. */
+static gvl_thread_t *_Atomic rr_holder;
+static atomic_uint rr_events;
+
+static void rr_hook(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
+  (void)arg;
+  (void)now;
+  if (ev == GVL_EV_PREEMPT_REQ && t == atomic_load(&rr_holder))
+    atomic_fetch_add(&rr_events, 1);
+}
+
+static void *rr_waiter(void *arg) {
+  (void)arg;
+  gvl_thread_t *w = gvl_thread_attach(g, 0);
+  CHECK(w);
+  CHECK_OK(gvl_acquire(w));
+  atomic_store(&stop, 1);
+  CHECK_OK(gvl_release(w));
+  CHECK_OK(gvl_thread_detach(w));
+  return NULL;
+}
+
+static void preempt_req_repeat(void) {
+  gvl_config_t cfg = {0};
+  cfg.hook = rr_hook;
+  cfg.slice_ns = 1000000;
+  cfg.flags = GVL_F_NOINTERACTIVE;
+  CHECK(g = gvl_create(&cfg));
+  gvl_thread_t *h = gvl_thread_attach(g, 0);
+  CHECK(h);
+  atomic_store(&rr_holder, h);
+  atomic_store(&rr_events, 0);
+  atomic_store(&stop, 0);
+  CHECK_OK(gvl_acquire(h));
+  pthread_t th;
+  tgvl_spawn(&th, rr_waiter, NULL);
+  tgvl_wait_ge(&rr_events, 3);       /* hangs into the watchdog if told once */
+  CHECK_EQ(tgvl_tstats(h).preempt_reqs, 1);
+  CHECK_EQ(atomic_load(&stop), 0);   /* nobody else held meanwhile */
+  CHECK_OK(gvl_check_ints(h));       /* hands over, and gets it back */
+  CHECK_EQ(atomic_load(&stop), 1);
+  CHECK_OK(gvl_release(h));
+  tgvl_join(th);
+  CHECK_OK(gvl_thread_detach(h));
+  CHECK_OK(gvl_destroy(g));
+}
+
 /* ---- region_resume_ubf ---------------------------------------------------
  * A gvl_call_with inside a blocking region: an interrupt posted during the
  * call and still pending when the region resumes goes to its ubf, even
@@ -1195,7 +1249,8 @@ static const tgvl_case_t cases[] = {
   {"cpu_not_ia", cpu_not_ia},             {"prio_at_safepoint", prio_at_safepoint},
   {"hook_order", hook_order},             {"settings", settings},
   {"cap_slice", cap_slice},              {"cap_wake", cap_wake},
-  {"preempt_req_hook", preempt_req_hook}, {"region_resume_ubf", region_resume_ubf},
+  {"preempt_req_hook", preempt_req_hook}, {"preempt_req_repeat", preempt_req_repeat},
+  {"region_resume_ubf", region_resume_ubf},
   {"yield_count", yield_count},            {"ia_call_with", ia_call_with},
   /* last: these pin the process */
   {"onecpu_detect", onecpu_detect},
