@@ -88,23 +88,30 @@ endfunction()
 
 # gvloop_install_ldconfig(): once the shared libraries are installed at the
 # prefix this tree was configured for, straight onto the system (no
-# DESTDIR, as `cmake --install build` as root does), refresh the dynamic
-# linker's cache so that programs find them in /usr/local/lib at once, as
-# a distribution package's trigger does.  A staged or relocated install
-# (DESTDIR, --prefix elsewhere, CPack) leaves the cache alone.
+# DESTDIR, as `sudo cmake --install build` does), refresh the dynamic
+# linker's cache, as root only, so that programs find them in
+# /usr/local/lib at once, as a distribution package's trigger does.  A
+# staged or relocated install (DESTDIR, --prefix elsewhere, CPack) or one
+# by another user leaves the cache alone.  Each library component asks;
+# the first in an install runs it, after its files are in place.  A full
+# install also records its DESTDIR beside install_manifest.txt, for the
+# uninstall target (cmake/gvloopUninstall.cmake).
 function(gvloop_install_ldconfig)
+  install(CODE "file(WRITE \"${PROJECT_BINARY_DIR}/install_manifest.txt.destdir\" \"\$ENV{DESTDIR}\")")
   find_program(GVLOOP_LDCONFIG ldconfig PATHS /sbin /usr/sbin)
   if(NOT GVLOOP_LDCONFIG)
     return()
   endif()
-  install(CODE "if(\"\$ENV{DESTDIR}\" STREQUAL \"\" AND
+  foreach(comp gvl evloop tkbridge)
+    install(CODE "if(NOT gvloop_ldconfig_done AND \"\$ENV{DESTDIR}\" STREQUAL \"\" AND
    \"\${CMAKE_INSTALL_PREFIX}\" STREQUAL \"${CMAKE_INSTALL_PREFIX}\")
-  execute_process(COMMAND \"${GVLOOP_LDCONFIG}\" RESULT_VARIABLE rc
-                  OUTPUT_QUIET ERROR_QUIET)
-  if(NOT rc EQUAL 0)
-    message(STATUS \"ldconfig failed: run it as root so that programs find the libraries\")
+  set(gvloop_ldconfig_done ON)
+  execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(uid STREQUAL \"0\")
+    execute_process(COMMAND \"${GVLOOP_LDCONFIG}\" OUTPUT_QUIET ERROR_QUIET)
   endif()
-endif()" COMPONENT gvl)
+endif()" COMPONENT ${comp})
+  endforeach()
 endfunction()
 
 # gvloop_install_strip_archives(<component>...): an install with --strip

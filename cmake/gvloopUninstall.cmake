@@ -1,19 +1,29 @@
 # SPDX-License-Identifier: MIT
 # cmake -DMANIFEST=<build>/install_manifest.txt -P gvloopUninstall.cmake
-# (the `uninstall` target): remove what the last `cmake --install` of this
-# build tree installed, as its manifest lists it (under DESTDIR if set, as
-# the install was), then the folders of gvloop's own that are left empty
-# (cmake/gvloop, the Tcl package's, the docs'); shared folders such as
-# lib/pkgconfig stay.  The dynamic linker's cache is refreshed as the
-# install refreshed it.
+# (the `uninstall` target): remove what the last full `cmake --install` of
+# this build tree put in place, as its manifest lists it, under the DESTDIR
+# that install used (recorded beside the manifest; a different DESTDIR in
+# the environment is refused, so a staged install is never "uninstalled"
+# from the live system).  Then gvloop's own folders that are left empty
+# (cmake/gvloop, the Tcl package's, the packages' docs) are removed with
+# rmdir, which never removes a folder that holds anything; shared folders
+# such as lib/pkgconfig stay.  The dynamic linker's cache is refreshed as
+# the install refreshed it.
 if(NOT EXISTS "${MANIFEST}")
   message(FATAL_ERROR "no ${MANIFEST}: nothing was installed from this build tree")
+endif()
+set(destdir "")
+if(EXISTS "${MANIFEST}.destdir")
+  file(READ "${MANIFEST}.destdir" destdir)
+endif()
+if(DEFINED ENV{DESTDIR} AND NOT "$ENV{DESTDIR}" STREQUAL "${destdir}")
+  message(FATAL_ERROR "the last install used DESTDIR='${destdir}', not '$ENV{DESTDIR}'")
 endif()
 file(STRINGS "${MANIFEST}" files)
 set(dirs "")
 set(libs OFF)
-foreach(f IN LISTS files)
-  set(f "$ENV{DESTDIR}${f}")
+foreach(rel IN LISTS files)
+  set(f "${destdir}${rel}")
   if(EXISTS "${f}" OR IS_SYMLINK "${f}")
     message(STATUS "Removing: ${f}")
     file(REMOVE "${f}")
@@ -22,30 +32,30 @@ foreach(f IN LISTS files)
     endif()
   endif()
   # gvloop's own folders: the file's folder or the one above it, when one
-  # of the two is named gvloop* (cmake/gvloop, tcltk/gvloop0.1,
-  # doc/gvloop, ocaml/.../gvloop/threads); never DESTDIR's own path.
-  string(LENGTH "$ENV{DESTDIR}" n)
-  string(SUBSTRING "${f}" ${n} -1 rel)
+  # of the two is named after gvloop or one of its packages (cmake/gvloop,
+  # tcltk/gvloop0.1, doc/libgvl0, ocaml/.../gvloop/threads).
   get_filename_component(d1 "${rel}" DIRECTORY)
   get_filename_component(d2 "${d1}" DIRECTORY)
   get_filename_component(b1 "${d1}" NAME)
   get_filename_component(b2 "${d2}" NAME)
-  if(b2 MATCHES "^gvloop")
-    list(APPEND dirs "$ENV{DESTDIR}${d1}" "$ENV{DESTDIR}${d2}")
-  elseif(b1 MATCHES "^gvloop")
-    list(APPEND dirs "$ENV{DESTDIR}${d1}")
+  set(ours "^(gvloop|libgvl|libevloop|libtkbridge|libgvloop|tcl-gvloop)")
+  if(b2 MATCHES "${ours}")
+    list(APPEND dirs "${destdir}${d1}" "${destdir}${d2}")
+  elseif(b1 MATCHES "${ours}")
+    list(APPEND dirs "${destdir}${d1}")
   endif()
 endforeach()
 list(REMOVE_DUPLICATES dirs)
 list(SORT dirs ORDER DESCENDING)   # deepest first
 foreach(d IN LISTS dirs)
-  file(GLOB left "${d}/*")
-  if(IS_DIRECTORY "${d}" AND NOT left)
-    message(STATUS "Removing: ${d}/")
-    file(REMOVE_RECURSE "${d}")
+  if(IS_DIRECTORY "${d}" AND NOT IS_SYMLINK "${d}")
+    execute_process(COMMAND rmdir -- "${d}" RESULT_VARIABLE rc ERROR_QUIET)
+    if(rc EQUAL 0)
+      message(STATUS "Removing: ${d}/")
+    endif()
   endif()
 endforeach()
-if(libs AND "$ENV{DESTDIR}" STREQUAL "")
+if(libs AND destdir STREQUAL "")
   find_program(ldconfig ldconfig PATHS /sbin /usr/sbin)
   if(ldconfig)
     execute_process(COMMAND "${ldconfig}" OUTPUT_QUIET ERROR_QUIET)

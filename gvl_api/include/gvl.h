@@ -114,21 +114,24 @@ typedef enum {
   GVL_EV_SUSPENDED,       /* thread is giving the GVL up (release, yield,
                              blocking region); fired just before          */
   GVL_EV_PREEMPT_REQ,     /* a preempt request was set on this thread;
-                             fired again while it stays unanswered past
-                             the slice, at each look of the timer (every
-                             slice, at least 1 ms apart), so a host that
-                             turns it into a signal of its own cannot
-                             lose it; a repeat is not a new request and
-                             preempt_reqs does not count it              */
+                             fired again each time the timer waiter
+                             finds it unanswered past the slice (about
+                             once per max(slice, 1 ms); a wake of the
+                             timer, such as gvl_set_slice's, adds a
+                             look), so a host that turns it into a
+                             signal of its own cannot lose it; a repeat
+                             is not a new request and preempt_reqs does
+                             not count it                                */
   GVL_EV_OWNER_DIED       /* this thread exited holding; GVL recovered    */
 } gvl_event_t;
 
 /* Called outside every internal lock, on the thread the event concerns
- * except for GVL_EV_PREEMPT_REQ (called on the requesting thread; when a
- * release's grant is taken back, a request made to its waiter moves to the
- * thread taking the GVL back if a waiter still outranks it, and is reported
- * on it, not counted again in preempt_reqs) and
- * GVL_EV_OWNER_DIED (called from the dying thread's TLS destructor).
+ * except for GVL_EV_PREEMPT_REQ (called on the requesting thread, with t
+ * an identity only: by then t may have answered, released the GVL or
+ * detached; when a release's grant is taken back, a request made to its
+ * waiter moves to the thread taking the GVL back if a waiter still
+ * outranks it, and is reported on it, not counted again in preempt_reqs)
+ * and GVL_EV_OWNER_DIED (called from the dying thread's TLS destructor).
  * now_ns is CLOCK_MONOTONIC.  The hook must not call back into the GVL. */
 typedef void (*gvl_hook_cb)(void *arg, gvl_thread_t *t, gvl_event_t ev,
                             uint64_t now_ns);

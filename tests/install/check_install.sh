@@ -12,7 +12,21 @@
 set -euo pipefail
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) cc=${3:-cc}
 tmp=$(mktemp -d /tmp/gvloop-prefix.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+# The installs below rewrite the build tree's record of its last install
+# (install_manifest.txt and its .destdir): put back what was there, so the
+# uninstall target still knows the user's own install.
+manifest=$build/install_manifest.txt
+for f in "$manifest" "$manifest.destdir"; do
+  if [ -e "$f" ]; then cp -p "$f" "$tmp/$(basename "$f").saved"; fi
+done
+restore() {
+  for f in "$manifest" "$manifest.destdir"; do
+    if [ -e "$tmp/$(basename "$f").saved" ]; then cp -p "$tmp/$(basename "$f").saved" "$f"
+    else rm -f "$f"; fi
+  done
+  rm -rf "$tmp"
+}
+trap restore EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 "$src/tests/install/use_install.sh" "$src" "$cc" "$tmp/prefix"
 
@@ -78,7 +92,21 @@ for a in $(find "$tmp/strip" -name 'lib*.a'); do
   fi
 done
 echo "ok   installed with --strip, the static archives name no source path"
-DESTDIR=$tmp/strip cmake --build "$build" --target uninstall >/dev/null
+if DESTDIR=/elsewhere cmake --build "$build" --target uninstall >"$tmp/un.log" 2>&1; then
+  echo "FAIL uninstall of a DESTDIR install ran under another DESTDIR" >&2
+  exit 1
+fi
+grep -q "the last install used DESTDIR" "$tmp/un.log" || { cat "$tmp/un.log"; echo "FAIL no reason given" >&2; exit 1; }
+echo "ok   uninstall refuses a DESTDIR other than the install's"
+# A file of the user's in one of gvloop's folders stays, and so does the folder.
+keepdir=$(find "$tmp/strip" -type d -path '*/cmake/gvloop' | head -1)
+echo mine >"$keepdir/mine.txt"
+env -u DESTDIR cmake --build "$build" --target uninstall >/dev/null   # the recorded one
+if [ ! -f "$keepdir/mine.txt" ]; then
+  echo "FAIL uninstall removed a file it had not installed" >&2
+  exit 1
+fi
+rm "$keepdir/mine.txt" && rmdir "$keepdir"
 left=$(find "$tmp/strip" ! -type d | head -5)
 if [ -n "$left" ]; then
   echo "FAIL uninstall left files behind: $left" >&2
@@ -88,5 +116,5 @@ if find "$tmp/strip" -type d -name 'gvloop*' | grep -q .; then
   echo "FAIL uninstall left gvloop's own folders behind" >&2
   exit 1
 fi
-echo "ok   uninstall removed every file and gvloop's own folders"
+echo "ok   uninstall removed every file it installed and gvloop's own folders, and no other"
 echo "prefix ok"

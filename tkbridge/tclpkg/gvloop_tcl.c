@@ -355,11 +355,10 @@ static gvt_reg_t *reg_new(gvt_interp_t *gi, Tcl_Obj *script) {
 
 /* ---- commands ------------------------------------------------------------------ */
 
-/* errorCode {POSIX ENAME msg} for errno values, as Tcl's own commands;
- * {GVLOOP EVL_ENAME code msg} for evloop's own codes. */
 /* An errno code reads as Tcl's own commands report it (Tcl_ErrnoMsg, not
- * evloop's meaning of the code for its calls); gvloop's codes as
- * evl_strerror says. */
+ * evloop's meaning of the code for its calls), errorCode {POSIX ENAME
+ * msg}; evloop's own codes as evl_strerror says, errorCode {GVLOOP
+ * EVL_ENAME code msg}. */
 static int posix_error(Tcl_Interp *ip, const char *what, int err) {
   if (err >= EVL_ESTOPPED) {
     Tcl_SetObjResult(ip, Tcl_ObjPrintf("%s: %s", what, evl_strerror(err)));
