@@ -637,10 +637,12 @@ static void onecpu_nospin(void) {
   CHECK_OK(gvl_destroy(g));
   /* A thread that sleeps until it is handed the GVL gives the CPU up by
    * itself; one that spins until the giver runs again is taken off the
-   * CPU by the scheduler, about once per acquire. */
+   * CPU by the scheduler, about once per acquire (n / 2 of them).  Half
+   * that is the margin: under TSan on a busy machine 8 of 25 sleeping
+   * acquires were preempted, against none of the control's sleeps. */
   fprintf(stderr, "  %u boosted acquires: %ld involuntary switches; "
           "the same sleeps without the GVL: %ld\n", n / 2, inv, ctl);
-  CHECK_LE(inv, ctl + (long)n / 8);
+  CHECK_LE(inv, ctl + (long)n / 4);
 }
 
 /* ---- one CPU, found by itself ---------------------------------------------------
