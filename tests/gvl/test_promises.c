@@ -1037,16 +1037,7 @@ static void preempt_req_hook(void) {
  * each look of the timer while its flag stays set, and preempt_reqs still
  * counts one request.  The holder passes no safe point until it has been
  * told three times; then its first one hands over. */
-static gvl_thread_t *_Atomic rr_holder;
-static atomic_uint rr_events;
-
-static void rr_hook(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
-  (void)arg;
-  (void)now;
-  if (ev == GVL_EV_PREEMPT_REQ && t == atomic_load(&rr_holder))
-    atomic_fetch_add(&rr_events, 1);
-}
-
+/* (pr_hook counts the requests told to pr_holder.) */
 static void *rr_waiter(void *arg) {
   (void)arg;
   gvl_thread_t *w = gvl_thread_attach(g, 0);
@@ -1060,19 +1051,19 @@ static void *rr_waiter(void *arg) {
 
 static void preempt_req_repeat(void) {
   gvl_config_t cfg = {0};
-  cfg.hook = rr_hook;
+  cfg.hook = pr_hook;
   cfg.slice_ns = 1000000;
   cfg.flags = GVL_F_NOINTERACTIVE;
   CHECK(g = gvl_create(&cfg));
   gvl_thread_t *h = gvl_thread_attach(g, 0);
   CHECK(h);
-  atomic_store(&rr_holder, h);
-  atomic_store(&rr_events, 0);
+  atomic_store(&pr_holder, h);
+  atomic_store(&pr_events, 0);
   atomic_store(&stop, 0);
   CHECK_OK(gvl_acquire(h));
   pthread_t th;
   tgvl_spawn(&th, rr_waiter, NULL);
-  tgvl_wait_ge(&rr_events, 3);       /* hangs into the watchdog if told once */
+  tgvl_wait_ge(&pr_events, 3);       /* hangs into the watchdog if told once */
   CHECK_EQ(tgvl_tstats(h).preempt_reqs, 1);
   CHECK_EQ(atomic_load(&stop), 0);   /* nobody else held meanwhile */
   CHECK_OK(gvl_check_ints(h));       /* hands over, and gets it back */
