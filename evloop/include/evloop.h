@@ -274,7 +274,11 @@ EVL_EXPORT int evl_wakeup(evl_t *l);
  * host callbacks under gvl_acquire_prio (budgeted) and release.  It does not
  * block when callbacks are already waiting for dispatch or a stop was
  * requested.  Re-entrant from a dispatched callback (nested waits); the GVL
- * state of the caller is restored on return.  EINVAL, EPERM (not the loop
+ * state of the caller is restored on return.  Also from inside one of the
+ * loop thread's blocking regions (fn of a callback's gvl_call_without, as
+ * tkbridge runs Tcl code): each callback that needs the GVL then takes it
+ * with gvl_call_with, which suspends the region for that callback (gvl.h),
+ * and gives it back after.  EINVAL, EPERM (not the loop
  * thread), EBUSY (called from inside a libuv callback, where uv_run cannot
  * be re-entered). */
 EVL_EXPORT int evl_step(evl_t *l, int64_t timeout_ms);
@@ -420,10 +424,13 @@ EVL_EXPORT int evl_read_all(gvl_thread_t *t, const char *path, unsigned flags,
 /* ---- counters ------------------------------------------------------------------ */
 
 typedef struct {
-  uint64_t iterations;    /* uv_run passes made by evl_step                */
+  uint64_t iterations;    /* uv_run passes: evl_step's, and the ones of the
+                             shutdown that runs the last calls            */
   uint64_t dispatched;    /* host callback calls with status 0             */
   uint64_t cancelled;     /* last calls with ECANCELED                     */
-  uint64_t errors;        /* last calls with another error status          */
+  uint64_t errors;        /* last calls with another error status
+                             (these three count calls made: evl_work's
+                             completion with done NULL is none)           */
   uint64_t failures;      /* errors reported to on_error: evl_fail calls
                              and evloop's own (GVL misuse by a callback,
                              handles left open at stop)                    */

@@ -81,7 +81,8 @@ static int evl__take(evl_t *l, evl__item_t *it, int *status, int *final) {
   return 1;
 }
 
-static void evl__call(evl_t *l, evl__item_t *it, int status, int final) {
+/* Returns 0 when there was no callback to call (evl_work's done NULL). */
+static int evl__call(evl_t *l, evl__item_t *it, int status, int final) {
   unsigned ev = 0;
   char *data;
   switch (it->kind) {
@@ -96,9 +97,11 @@ static void evl__call(evl_t *l, evl__item_t *it, int status, int final) {
     it->read_cb(l, it->arg, status, data, data != NULL ? it->len : 0);
     break;
   default:
-    if (it->cb != NULL) it->cb(l, it->arg, status);
+    if (it->cb == NULL) return 0;
+    it->cb(l, it->arg, status);
     break;
   }
+  return 1;
 }
 
 static void evl__count(evl_t *l, int status) {
@@ -121,11 +124,11 @@ static void evl__invoke(evl_t *l, evl__item_t *it, int status, int final) {
   it->refs++;
   if (final) it->delivered = 1;
   gvl_trace_begin(l->g, "evloop", "callback");
-  evl__call(l, it, status, final);
+  int called = evl__call(l, it, status, final);
   gvl_trace_end(l->g, "evloop", "callback");
   it->running--;
   l->frame = fr.up;
-  evl__count(l, status);
+  if (called) evl__count(l, status);
   if (fr.err != 0) evl__report(l, fr.err, fr.what);
   if (it->deferred && it->running == 0) {
     it->deferred = 0;
@@ -183,6 +186,52 @@ static void evl__gvl_check(evl_t *l, int need, int *held) {
   *held = need && now;
 }
 
+/* One callback that needs the GVL, from a pass nested inside a blocking
+ * region of the loop thread (a callback's gvl_call_without whose fn waits
+ * in evl_step, as tkbridge's tkb_eval does around Tcl code): there the GVL
+ * is taken with gvl_call_with, which suspends the region for the call; a
+ * plain acquire would fail (gvl.h).  One callback a call: such passes are
+ * rare, and each gives the region back as soon as it can. */
+typedef struct {
+  evl_t *l;
+  int ran;    /* 0: a stop came meanwhile, the item stays queued */
+} evl__with_t;
+
+static void *evl__with_fn(void *arg) {
+  evl__with_t *w = arg;
+  evl_t *l = w->l;
+  evl__item_t *it = l->dq_head;
+  int status, final;
+  if (it == NULL || (l->frame == NULL && !l->closed && atomic_load(&l->stopping)))
+    return w;
+  w->ran = 1;
+  evl__dq_pop(l);
+  if (!evl__take(l, it, &status, &final)) return w;
+  evl__invoke(l, it, status, final);
+  if (!gvl_thread_holds(l->gt)) {
+    /* gvl_call_with releases what it took: give it back to it. */
+    evl__report(l, EPERM, "evloop: callback returned without the GVL");
+    (void)gvl_acquire_prio(l->gt, l->prio);
+  }
+  return w;
+}
+
+static int evl__dispatch_with(evl_t *l, int *ran) {
+  evl__with_t w = {l, 0};
+  int saved = errno;
+  *ran = 0;
+  if (gvl_call_with(l->g, l->prio, evl__with_fn, &w) == NULL) {
+    int err = errno;
+    errno = saved;
+    evl__report(l, err, "evloop: gvl_call_with failed");
+    return err;
+  }
+  errno = saved;
+  EVL__STAT_ADD(l, acquisitions, 1);
+  *ran = w.ran;
+  return evl__gt_check(l);
+}
+
 /* Run ready callbacks until the queue is empty or the budget is spent.
  * This is the one long function of the library: the GVL state, the budget
  * and the queue walk belong together.  Entered and left without the GVL. */
@@ -196,7 +245,15 @@ int evl__dispatch(evl_t *l) {
      * is left gets ECANCELED at shutdown.  A nested pass (a callback
      * waiting in evl_step) carries on, so that its wait can end. */
     if (l->frame == NULL && !l->closed && atomic_load(&l->stopping)) break;
-    int need = !(it->flags & EVL_F_NOGVL), status, final;
+    int need = !(it->flags & EVL_F_NOGVL), status, final, ran;
+    if (need && !held && gvl_thread_in_region(l->gt)) {
+      if ((err = evl__dispatch_with(l, &ran)) != 0 || !ran) break;
+      if (++n >= l->budget_count) {
+        if (l->dq_head != NULL) EVL__STAT_ADD(l, budget_hits, 1);
+        break;
+      }
+      continue;
+    }
     if ((err = evl__gvl_for(l, need, &held, &t0)) != 0) break;
     /* Again with the GVL: the stop may have come from its holder while
      * this thread waited for it. */

@@ -258,13 +258,22 @@ GVL_EXPORT int gvl_thread_set_name(gvl_thread_t *t, const char *name);
 GVL_EXPORT int gvl_thread_stats(gvl_thread_t *t, gvl_stats_t *out);
 /* [any] Does t hold the GVL right now?  1 or 0 (0 for NULL). */
 GVL_EXPORT int gvl_thread_holds(gvl_thread_t *t);
+/* [self] Is t inside a blocking region (fn of gvl_call_without, or between
+ * gvl_region_begin and gvl_region_end), and not in a gvl_call_with that
+ * suspends it?  1 or 0 (0 for NULL).  Code that may run either way and
+ * needs the GVL for a while takes it with gvl_call_with, which works in
+ * both; gvl_acquire there fails with EPERM. */
+GVL_EXPORT int gvl_thread_in_region(gvl_thread_t *t);
 
 /* ---- the lock ------------------------------------------------------------ */
 
-/* [not held] Acquire at the thread's base priority.  EDEADLK if held. */
+/* [not held] Acquire at the thread's base priority.  EDEADLK if held,
+ * EPERM inside one of t's blocking regions (gvl_thread_in_region: there
+ * gvl_call_with takes the GVL, suspending the region for the call). */
 GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
 
-/* [not held] Acquire at prio.  If prio is above the holder's, the holder is
+/* [not held] Acquire at prio (errors as gvl_acquire's, and EINVAL for a
+ * prio out of range).  If prio is above the holder's, the holder is
  * asked to give the GVL up at its next safe point and this thread is served
  * ahead of lower priorities.  prio > 0 is a boosted acquisition, subject to
  * the cap; its holds (also after a safe point handed the GVL on and back)
@@ -419,7 +428,8 @@ GVL_EXPORT void *gvl_call_without(gvl_thread_t *t, void *(*fn)(void *),
  * the region is urgent passes its boost, and is then not promoted as
  * interactive on top); 0, or EINVAL (bad t or prio), EPERM (t is not in a
  * region).  Between the two, the only calls allowed on t are
- * gvl_thread_interrupt (from any thread), gvl_thread_holds, gvl_thread_stats,
+ * gvl_thread_interrupt (from any thread), gvl_thread_holds,
+ * gvl_thread_in_region, gvl_thread_stats,
  * gvl_call_with (which suspends the region for the call, see there) and
  * gvl_thread_detach, which ends the region for good (not from inside fn of
  * a gvl_call_without, whose own return ends it: EBUSY there). */

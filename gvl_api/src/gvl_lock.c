@@ -543,6 +543,7 @@ int gvl_acquire(gvl_thread_t *t) {
   if (rc) return rc;
   gvl_t *g = t->g;
   uintptr_t exp = 0;
+  if (t->in_region) return EPERM;   /* see gvl_acquire_prio */
   if (t->prio > 0 || instrumented(g)) return gvl__acquire(t, t->prio, false);
   if (atomic_load_explicit(&t->holding, memory_order_relaxed)) return EDEADLK;
   t->req_prio = t->prio;
@@ -561,6 +562,10 @@ int gvl_acquire_prio(gvl_thread_t *t, int prio) {
   int rc = gvl__check_self(t);
   if (rc) return rc;
   if (prio < GVL_PRIO_MIN || prio > GVL_PRIO_MAX) return EINVAL;
+  /* A region's own end takes the GVL back (gvl_region_end); an acquire
+   * inside it would leave the region open under a hold, and a region
+   * begun in that hold would end both (gvl_call_with suspends it). */
+  if (t->in_region) return EPERM;
   return gvl__acquire(t, prio, false);
 }
 

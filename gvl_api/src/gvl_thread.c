@@ -238,6 +238,10 @@ int gvl_thread_holds(gvl_thread_t *t) {
   return t && atomic_load_explicit(&t->holding, memory_order_relaxed);
 }
 
+int gvl_thread_in_region(gvl_thread_t *t) {
+  return t && t->g && t->in_region;   /* only t writes it */
+}
+
 int gvl_thread_set_prio(gvl_thread_t *t, int prio) {
   int rc = gvl__check_self(t);
   if (rc) return rc;

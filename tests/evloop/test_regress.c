@@ -23,7 +23,11 @@
  *  - An fd watch ended by an error condition reports the fd's real error
  *    (EPIPE, ECONNREFUSED), and /dev/null EVL_ENOTPOLL, not EBADF.
  *  - A cancel made with the GVL held starts no status-0 call of a
- *    callback that runs with the GVL. */
+ *    callback that runs with the GVL.
+ *  - A pass nested inside a callback's own blocking region (evl_step in
+ *    fn of gvl_call_without) runs the callbacks that need the GVL holding
+ *    it, and a region of theirs leaves the outer one intact: the outer
+ *    callback has the GVL back when its gvl_call_without returns. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -459,6 +463,47 @@ static void test_cancel_exact_with_gvl(gvl_t *g) {
   CHECK_EQ(close(p[1]), 0);
 }
 
+static atomic_int rg_b_ran, rg_bad;
+
+static void *rg_noop(void *arg) { return arg; }
+
+static void rg_b(evl_t *l, void *arg, int status) {
+  gvl_thread_t *t = evl_gvl_thread(l);
+  CHECK_EQ(status, 0);
+  if (!gvl_thread_holds(t) || gvl_thread_in_region(t)) atomic_fetch_add(&rg_bad, 1);
+  CHECK(gvl_call_without(t, rg_noop, arg, NULL, NULL) == arg);
+  if (!gvl_thread_holds(t)) atomic_fetch_add(&rg_bad, 1);
+  atomic_fetch_add(&rg_b_ran, 1);
+}
+
+static void *rg_wait(void *arg) {
+  evl_t *l = arg;
+  while (atomic_load(&rg_b_ran) < 3) CHECK_EQ(evl_step(l, 5), 0);
+  CHECK_EQ(gvl_thread_in_region(evl_gvl_thread(l)), 1);
+  return arg;
+}
+
+static void rg_a(evl_t *l, void *arg, int status) {
+  gvl_thread_t *t = evl_gvl_thread(l);
+  (void)arg;
+  CHECK_EQ(status, 0);
+  for (int i = 0; i < 3; i++) CHECK_EQ(evl_post(l, rg_b, l, NULL), 0);
+  CHECK(gvl_call_without(t, rg_wait, l, NULL, NULL) == l);
+  if (!gvl_thread_holds(t) || gvl_thread_in_region(t)) atomic_fetch_add(&rg_bad, 1);
+  atomic_fetch_add(&rg_b_ran, 1);
+}
+
+static void test_step_in_region(gvl_t *g) {
+  evl_t *l = t_loop(g);
+  evl_stats_t st;
+  CHECK_EQ(evl_post(l, rg_a, NULL, NULL), 0);
+  t_wait_ge(&rg_b_ran, 4);
+  CHECK_EQ(atomic_load(&rg_bad), 0);
+  CHECK_EQ(evl_stats(l, &st), 0);
+  CHECK_EQ(st.failures, 0);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
 int main(void) {
   test_stop_by_holder();
   gvl_t *g = t_gvl();
@@ -466,6 +511,7 @@ int main(void) {
   test_destroy_beside_stops(g);
   test_fd_errors(g);
   test_cancel_exact_with_gvl(g);
+  test_step_in_region(g);
   test_not_early(g);
   test_due_during_dispatch(g);
   test_step_timeout(g);

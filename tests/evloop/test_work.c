@@ -40,6 +40,12 @@ static void test_counts(void) {
   for (i = 0; i < 20; i++) CHECK_EQ(evl_work(l, work_fn, 0, NULL, NULL, NULL), 0);
   t_wait_ge(&done_ok, 500);
   t_wait_ge(&ran, 520);
+  CHECK_EQ(evl_stop(l), 0);
+  /* The counters count calls made: none for the 20 (evloop.h). */
+  evl_stats_t st;
+  CHECK_EQ(evl_stats(l, &st), 0);
+  CHECK_EQ(st.dispatched, 500);
+  CHECK_EQ(st.cancelled + st.errors, 0);
   CHECK_EQ(evl_destroy(l), 0);
   CHECK_EQ(atomic_load(&ran), 520);
   CHECK_EQ(atomic_load(&done_ok), 500);

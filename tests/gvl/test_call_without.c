@@ -4,7 +4,8 @@
  * the GVL held again; other threads get the GVL while fn blocks; the ubf is
  * called by gvl_thread_interrupt while fn blocks; a pending interrupt keeps
  * fn from being called (EINTR); gvl_check_ints returns EINTR once after an
- * interrupt.  gvl_region_begin/gvl_region_end, its two halves: the same
+ * interrupt.  Inside fn, gvl_call_with (nesting a region of its own) but
+ * not gvl_acquire.  gvl_region_begin/gvl_region_end, its two halves: the same
  * release and reacquire, their errors, the ubf, a boost on the way back,
  * detach inside a region.  errno through all of them, contended.
  */
@@ -238,22 +239,61 @@ static void *reenter_cb(void *arg) {
   return arg;
 }
 
+static void *inner_region(void *arg) {
+  CHECK(!gvl_thread_holds(main_t));
+  CHECK_EQ(gvl_thread_in_region(main_t), 1);
+  return arg;
+}
+
+/* Inside gvl_call_with the region is suspended: a region of its own nests
+ * and ends without ending the outer one. */
+static void *reenter_nest(void *arg) {
+  CHECK(gvl_thread_holds(main_t));
+  CHECK_EQ(gvl_thread_in_region(main_t), 0);
+  CHECK(gvl_call_without(main_t, inner_region, arg, NULL, NULL) == arg);
+  CHECK(gvl_thread_holds(main_t));
+  CHECK_EQ(gvl_thread_in_region(main_t), 0);
+  return arg;
+}
+
 /* fn runs on an attached thread that does not hold: gvl_call_with from
- * there acquires around its callback and releases again. */
+ * there acquires around its callback and releases again.  A plain acquire
+ * is refused there: it would leave the region open under a hold, and a
+ * region begun in that hold would end the outer one too, which then
+ * returned without the GVL (tkbridge's host commands did that). */
 static void *reenter(void *arg) {
   CHECK(!gvl_thread_holds(main_t));
+  CHECK_EQ(gvl_thread_in_region(main_t), 1);
   CHECK(gvl_call_with(g, 0, reenter_cb, arg) == arg);
   CHECK(!gvl_thread_holds(main_t));
-  CHECK_OK(gvl_acquire(main_t)); /* explicit calls work too */
-  CHECK_OK(gvl_release(main_t));
+  CHECK(gvl_call_with(g, GVL_PRIO_BOOST, reenter_nest, arg) == arg);
+  CHECK(!gvl_thread_holds(main_t));
+  CHECK_EQ(gvl_thread_in_region(main_t), 1);
+  CHECK_EQ(gvl_acquire(main_t), EPERM);
+  CHECK_EQ(gvl_acquire_prio(main_t, GVL_PRIO_BOOST), EPERM);
+  CHECK_EQ(gvl_acquire_prio(main_t, GVL_PRIO_MAX + 1), EINVAL);
+  CHECK(!gvl_thread_holds(main_t));
+  CHECK_EQ(gvl_thread_in_region(main_t), 1);
   return arg;
 }
 
 static void reenter_from_fn(void) {
   int x;
+  CHECK_EQ(gvl_thread_in_region(NULL), 0);
+  CHECK_EQ(gvl_thread_in_region(main_t), 0);
   CHECK_OK(gvl_acquire(main_t));
+  CHECK_EQ(gvl_thread_in_region(main_t), 0);
   CHECK(gvl_call_without(main_t, reenter, &x, NULL, NULL) == &x);
   CHECK(gvl_thread_holds(main_t));
+  CHECK_EQ(gvl_thread_in_region(main_t), 0);
+  /* The same with the two halves. */
+  CHECK_OK(gvl_region_begin(main_t, NULL, NULL));
+  CHECK(reenter(&x) == &x);
+  CHECK_OK(gvl_region_end(main_t, GVL_PRIO_MIN));
+  CHECK(gvl_thread_holds(main_t));
+  CHECK_EQ(gvl_thread_in_region(main_t), 0);
+  CHECK_OK(gvl_release(main_t));
+  CHECK_OK(gvl_acquire(main_t));   /* outside a region again */
   CHECK_OK(gvl_release(main_t));
 }
 

@@ -1147,6 +1147,104 @@ static void t_nested_codes(void) {
   fx_stop(&f);
 }
 
+/* Host code in Tcl in host code, several deep.  Each tkb_eval made holding
+ * the GVL runs its script in a blocking region of the loop thread, and a
+ * host command in that script, or a callback its vwait dispatches, takes
+ * the GVL with the region suspended: every level holds the GVL when it
+ * gets control back, and nobody else holds it meanwhile.  With a plain
+ * acquire inside the region, a tkb_eval made by the inner host code began
+ * and ended a region of its own, which ended the outer one too: the outer
+ * host code went on without the GVL (tkbridge.h, "GVL held"), and another
+ * thread could take it under its feet. */
+static atomic_int deep_bad, deep_inside, deep_stop, deep_b_ran;
+static fx_t *deep_f;
+
+/* The GVL is held by the loop thread and nobody else gets it: the
+ * contender below would see deep_inside set. */
+static void deep_check(void) {
+  if (!held_by_me(deep_f)) atomic_fetch_add(&deep_bad, 1);
+  atomic_store(&deep_inside, 1);
+  usleep(200);
+  atomic_store(&deep_inside, 0);
+}
+
+static int deep_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                   tkb_result_t *res) {
+  (void)arg;
+  (void)res;
+  int depth = argc > 1 ? atoi(argv[1]) : 0;
+  deep_check();
+  if (depth > 0) {
+    char script[96];
+    snprintf(script, sizeof script, "deep %d; after 1 {set ::dw%d 1}; vwait ::dw%d",
+             depth - 1, depth, depth);
+    CHECK_RC(tkb_eval(tk, script, NULL), 0);
+    deep_check();
+    CHECK_RC(tkb_eval(tk, "deep 0", NULL), 0);
+    deep_check();
+  }
+  return 0;
+}
+
+static void *deep_noop(void *arg) { return arg; }
+
+/* Dispatched by the vwait of deep_a's script: a nested pass. */
+static void deep_b(evl_t *l, void *arg, int status) {
+  (void)arg;
+  CHECK_RC(status, 0);
+  deep_check();
+  CHECK_RC(tkb_eval(deep_f->tk, "deep 1", NULL), 0);
+  deep_check();
+  CHECK(gvl_call_without(evl_gvl_thread(l), deep_noop, l, NULL, NULL) == l);
+  deep_check();
+  atomic_fetch_add(&deep_b_ran, 1);
+}
+
+static void deep_a(evl_t *l, void *arg, int status) {
+  (void)arg;
+  CHECK_RC(status, 0);
+  deep_check();
+  CHECK_RC(evl_post(l, deep_b, NULL, NULL), 0);
+  CHECK_RC(tkb_eval(deep_f->tk, "deep 2; after 20 {set ::v 1}; vwait ::v", NULL), 0);
+  deep_check();
+  CHECK_RC(tkb_eval(deep_f->tk, "update", NULL), 0);
+  deep_check();
+  atomic_store(&deep_stop, 1);
+}
+
+static void *deep_contender(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(deep_f->g, GVL_PRIO_NORMAL);
+  (void)arg;
+  CHECK(t != NULL);
+  while (!atomic_load(&deep_stop)) {
+    CHECK_RC(gvl_acquire(t), 0);
+    if (atomic_load(&deep_inside)) atomic_fetch_add(&deep_bad, 1);
+    CHECK_RC(gvl_release(t), 0);
+    usleep(50);
+  }
+  CHECK_RC(gvl_thread_detach(t), 0);
+  return NULL;
+}
+
+static void t_nested_evals(void) {
+  fx_t f;
+  pthread_t th;
+  fx_start(&f, 1);
+  deep_f = &f;
+  CHECK_RC(tkb_command_create(f.tk, "deep", deep_cb, NULL), 0);
+  CHECK(pthread_create(&th, NULL, deep_contender, NULL) == 0);
+  /* From another thread: the script runs on the loop thread, host commands
+   * three deep. */
+  CHECK_RC(tkb_eval(f.tk, "deep 3", NULL), 0);
+  /* From an evloop callback, with another dispatched inside its vwait. */
+  CHECK_RC(evl_post(f.l, deep_a, NULL, NULL), 0);
+  while (!atomic_load(&deep_stop)) usleep(1000);
+  pthread_join(th, NULL);
+  CHECK(atomic_load(&deep_b_ran) == 1);
+  CHECK(atomic_load(&deep_bad) == 0);
+  fx_stop(&f);
+}
+
 /* tkb_stop from a host command tears down at once: timers due in the same
  * pass run no script after it, and the interp is gone when it returns. */
 static atomic_int late_calls;
@@ -1403,11 +1501,7 @@ static void *dr_caller(void *arg) {
 static void t_destroy_race(void) {
   gvl_t *g = gvl_create(NULL);
   CHECK(g != NULL);
-  evl_config_t ec;
-  memset(&ec, 0, sizeof ec);
-  CHECK_RC(tkb_evl_config(&ec), 0);
-  evl_t *l = evl_start(g, &ec);
-  CHECK(l != NULL);
+  evl_t *l = fx_loop(g);
   pthread_t th[2];
   for (int i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, dr_caller, NULL) == 0);
   for (int i = 0; i < 200; i++) {
@@ -1435,16 +1529,69 @@ static void t_destroy_race(void) {
   CHECK_RC(gvl_destroy(g), 0);
 }
 
+/* Three threads start bridges while the loop is stopped under them: each
+ * tkb_start returns, 0 (the bridge then destroys normally) or ECANCELED.
+ * A start queued as a Tcl event behind another's boot, when the stop came
+ * before Tcl ran it, was dropped by Tcl_FinalizeThread unanswered, and its
+ * caller waited for ever (in 10 of 10 runs of 50 rounds). */
+typedef struct {
+  evl_t *l;
+  tkb_t *tk;
+  int rc;
+} sr_arg_t;
+
+static void *sr_starter(void *arg) {
+  sr_arg_t *a = arg;
+  tkb_config_t tc;
+  memset(&tc, 0, sizeof tc);
+  tc.no_tk = 1;
+  a->rc = tkb_start(a->l, &tc, &a->tk);
+  return NULL;
+}
+
+static void t_start_race(void) {
+  gvl_t *g = gvl_create(NULL);
+  int started = 0, cancelled = 0;
+  CHECK(g != NULL);
+  for (int i = 0; i < 40; i++) {
+    evl_t *l = fx_loop(g);
+    sr_arg_t a[3];
+    pthread_t th[3];
+    for (int k = 0; k < 3; k++) {
+      a[k] = (sr_arg_t){l, NULL, -1};
+      CHECK(pthread_create(&th[k], NULL, sr_starter, &a[k]) == 0);
+    }
+    struct timespec ts = {0, (i % 5) * 1000000L};
+    nanosleep(&ts, NULL);
+    CHECK_RC(evl_stop(l), 0);
+    for (int k = 0; k < 3; k++) {
+      pthread_join(th[k], NULL);
+      if (a[k].rc == 0) {
+        started++;
+        CHECK_RC(tkb_destroy(a[k].tk), 0);
+      } else {
+        CHECK_RC(a[k].rc, ECANCELED);
+        cancelled++;
+      }
+    }
+    CHECK_RC(evl_destroy(l), 0);
+  }
+  CHECK(started + cancelled == 120);
+  CHECK_RC(gvl_destroy(g), 0);
+}
+
 static const tcase_t cases[] = {
     {"loop_interrupt", t_loop_interrupt},
     {"stats_interrupt", t_stats_interrupt},
     {"ping_boost", t_ping_boost},
     {"destroy_race", t_destroy_race},
+    {"start_race", t_start_race},
     {"start_interrupt", t_start_interrupt},
     {"run_stop_interp", t_run_stop_interp},
     {"on_error_stop", t_on_error_stop},
     {"self_delete", t_self_delete},
     {"nested_codes", t_nested_codes},
+    {"nested_evals", t_nested_evals},
     {"stop_at_once", t_stop_at_once},
     {"stats_after_stop", t_stats_after_stop},
     {"eval", t_eval},

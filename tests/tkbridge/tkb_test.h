@@ -39,14 +39,20 @@ typedef struct {
   tkb_t *tk;
 } fx_t;
 
-static inline void fx_start_cfg(fx_t *f, tkb_config_t *tc) {
+/* An evloop set up for tkbridge, on g. */
+static inline evl_t *fx_loop(gvl_t *g) {
   evl_config_t ec;
   memset(&ec, 0, sizeof ec);
+  CHECK_RC(tkb_evl_config(&ec), 0);
+  evl_t *l = evl_start(g, &ec);
+  CHECK(l != NULL);
+  return l;
+}
+
+static inline void fx_start_cfg(fx_t *f, tkb_config_t *tc) {
   f->g = gvl_create(NULL);
   CHECK(f->g != NULL);
-  CHECK_RC(tkb_evl_config(&ec), 0);
-  f->l = evl_start(f->g, &ec);
-  CHECK(f->l != NULL);
+  f->l = fx_loop(f->g);
   CHECK_RC(tkb_start(f->l, tc, &f->tk), 0);
 }
 

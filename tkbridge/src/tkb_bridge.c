@@ -347,7 +347,10 @@ static void tkb__driver(evl_t *l, void *arg) {
     begin_stop(d.bridges);
     tkb__teardown(d.bridges);
   }
-  if (d.tcl_live) Tcl_FinalizeThread();
+  if (d.tcl_live) {
+    tkb__call_cancel_queued(NULL);
+    Tcl_FinalizeThread();
+  }
   tls_drv = NULL;
   tkb__ntf_unbind();
 }

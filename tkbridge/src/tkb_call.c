@@ -54,21 +54,41 @@ void tkb__call_unref(tkb__call_t *c) {
 
 /* ---- host code under the GVL ---------------------------------------------- */
 
+typedef struct {
+  tkb_t *tk;
+  void (*fn)(void *);
+  void *arg;
+} host_run_t;
+
+static void *host_tramp(void *arg) {
+  host_run_t *h = arg;
+  gvl_trace_begin(evl_gvl(h->tk->l), "tk", "host callback");
+  h->fn(h->arg);
+  gvl_trace_end(evl_gvl(h->tk->l), "tk", "host callback");
+  return h;
+}
+
 /* [loop thread] Run fn(arg) holding the GVL, taken with the bridge's boost
- * unless the caller already holds it.  Returns 0 or the acquire error. */
+ * unless the caller already holds it.  Taken with gvl_call_with: the Tcl
+ * code that calls a host command may itself run inside a blocking region
+ * of this thread (a tkb_eval made from host code, exec_direct), which the
+ * call suspends; a plain acquire there would leave that region open under
+ * the hold.  Returns 0 or the acquire error. */
 int tkb__run_host(tkb_t *tk, void (*fn)(void *), void *arg) {
   gvl_thread_t *t = evl_gvl_thread(tk->l);
+  host_run_t h = {tk, fn, arg};
   if (t == NULL) return EPERM;
-  int held = gvl_thread_holds(t);
-  if (!held) {
-    int rc = gvl_acquire_prio(t, tk->prio);
-    if (rc != 0) return rc;
-    atomic_fetch_add(&tk->gvl_acquires, 1);
+  if (gvl_thread_holds(t)) {
+    (void)host_tramp(&h);
+    return 0;
   }
-  gvl_trace_begin(evl_gvl(tk->l), "tk", "host callback");
-  fn(arg);
-  gvl_trace_end(evl_gvl(tk->l), "tk", "host callback");
-  if (!held) gvl_release(t);
+  int saved = errno;
+  if (gvl_call_with(evl_gvl(tk->l), tk->prio, host_tramp, &h) == NULL) {
+    int rc = errno;
+    errno = saved;
+    return rc;
+  }
+  atomic_fetch_add(&tk->gvl_acquires, 1);
   return 0;
 }
 
@@ -360,7 +380,7 @@ static int collect_proc(Tcl_Event *ev, ClientData cd) {
   collect_t *col = cd;
   if (ev->proc != call_event_proc) return 0;
   tkb__call_t *c = ((call_event_t *)ev)->call;
-  if (c->tk != col->tk) return 0;
+  if (col->tk != NULL && c->tk != col->tk) return 0;
   if (col->n == col->cap) {
     size_t cap = col->cap ? col->cap * 2 : 16;
     tkb__call_t **nl = realloc(col->list, cap * sizeof(*nl));
@@ -373,11 +393,20 @@ static int collect_proc(Tcl_Event *ev, ClientData cd) {
 }
 
 /* [loop thread] Complete tk's calls still in Tcl's event queue with
- * ECANCELED.  Completion runs after Tcl_DeleteEvents, outside Tcl's queue
- * lock, because it may run host code. */
+ * ECANCELED; with tk NULL, every bridge's (the driver's last act before
+ * Tcl_FinalizeThread, which would drop them unanswered: a tkb_start queued
+ * behind another's boot, whose bridge never joined the driver's list).  A
+ * start or stop cancelled so leaves its bridge stopped, as post_cb does.
+ * Completion runs after Tcl_DeleteEvents, outside Tcl's queue lock,
+ * because it may run host code. */
 void tkb__call_cancel_queued(tkb_t *tk) {
   collect_t col = {tk, NULL, 0, 0};
   Tcl_DeleteEvents(collect_proc, &col);
-  for (size_t i = 0; i < col.n; i++) tkb__call_finish(col.list[i], ECANCELED, NULL);
+  for (size_t i = 0; i < col.n; i++) {
+    tkb__call_t *c = col.list[i];
+    if (c->kind == TKB_CALL_START || c->kind == TKB_CALL_STOP)
+      tkb__mark_stopped(c->tk);
+    tkb__call_finish(c, ECANCELED, NULL);
+  }
   free(col.list);
 }

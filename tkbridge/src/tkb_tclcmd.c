@@ -59,6 +59,11 @@ static int ping_error(Tcl_Interp *ip, int err) {
   return TCL_ERROR;
 }
 
+static void *ping_host(void *arg) {
+  *(uint64_t *)arg = gvl_now_ns();
+  return arg;
+}
+
 int tkb__ping_cmd(Tcl_Interp *ip, int objc, Tcl_Obj *const objv[], evl_t *l,
                   int prio, uint64_t *pings, uint64_t *acquires) {
   if (objc == 2 && strcmp(Tcl_GetString(objv[1]), "-noboost") == 0) {
@@ -71,12 +76,16 @@ int tkb__ping_cmd(Tcl_Interp *ip, int objc, Tcl_Obj *const objv[], evl_t *l,
   if (t == NULL) return ping_error(ip, EPERM);
   uint64_t waited = 0;
   if (!gvl_thread_holds(t)) {
-    uint64_t t0 = gvl_now_ns();
-    int err = gvl_acquire_prio(t, prio);
-    if (err != 0) return ping_error(ip, err);
-    waited = gvl_now_ns() - t0;
-    /* The host callback: empty, getting the GVL is the whole cost. */
-    gvl_release(t);
+    /* The host callback: empty, getting the GVL is the whole cost.  Taken
+     * as tkb__run_host takes it (the script may run inside a region). */
+    uint64_t t0 = gvl_now_ns(), t1 = 0;
+    int saved = errno;
+    if (gvl_call_with(evl_gvl(l), prio, ping_host, &t1) == NULL) {
+      int err = errno;
+      errno = saved;
+      return ping_error(ip, err);
+    }
+    waited = t1 - t0;
     if (acquires != NULL) (*acquires)++;
   }
   (*pings)++;
