@@ -8,7 +8,9 @@
  * the kernel (uv_run) holding nothing.  libuv callbacks never run host code:
  * they move ready work onto a dispatch queue.  After uv_run returns, the loop
  * thread takes the GVL once with gvl_acquire_prio(cfg.prio), runs ready host
- * callbacks up to a budget (count and time), and releases it.  A host that
+ * callbacks up to a budget (count and time), and releases it (in a pass
+ * nested inside one of the loop thread's blocking regions, once per
+ * callback with gvl_call_with: see evl_step).  A host that
  * wants its callbacks to cut in ahead of CPU-bound threads sets
  * cfg.prio = EVL_PRIO_BOOST (the setting gvloop's shells and examples use).
  *

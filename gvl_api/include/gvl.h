@@ -22,21 +22,26 @@
  *    holder's flag at once.  Boosted holds are capped to a share of GVL time
  *    over a sliding window (the starvation guard; see gvl_acquire_prio for
  *    the exact bound); past the cap boosted waiters are served last.
- *  - No spinning on one CPU: a waiter spins (bounded by spin_ns, yielding
- *    the CPU after 2 us) only with two or more CPUs online and in the
- *    affinity mask of the thread that created the GVL (as it was then: a
- *    process pinned to one CPU, or a 1-CPU container, never spins), and
- *    never with GVL_F_NOSPIN.  Waits for a gvl_mutex or gvl_cond never spin.
+ *  - No spinning on one CPU: a waiter spins (bounded by spin_ns and by the
+ *    time slice, yielding the CPU after 2 us) only with two or more CPUs
+ *    online and in the affinity mask of the thread that created the GVL (as
+ *    it was then: a process pinned to one CPU, or a 1-CPU container, never
+ *    spins), and never with GVL_F_NOSPIN.  Waits for a gvl_mutex or gvl_cond never spin
+ *    (nor does a gvl_cond_timedwait's reacquire of the GVL after its
+ *    timeout).
  *  - fork(): in the child only the forking thread exists.  Each GVL keeps
  *    that thread's attachments, is held by it if it held it, and has no
- *    waiters; the other threads' handles are gone, and they leave the
+ *    waiters (a fork made while that thread waited for it, from a hook or
+ *    a signal handler, hands it the GVL: its acquire returns holding); the
+ *    other threads' handles are gone, and they leave the
  *    queues of any gvl_mutex or gvl_cond they waited on.  A gvl_mutex one
  *    of them owned still names its freed handle: as a pthread mutex held
  *    by another thread, it must not be used in the child.
  *
  * Return values: every int-returning call returns 0 or a positive errno code.
  *   EINVAL   NULL or out-of-range argument
- *   EPERM    caller does not hold the GVL / handle used from another thread
+ *   EPERM    caller does not hold the GVL / handle used from another thread /
+ *            acquire inside one of the thread's blocking regions
  *   EDEADLK  acquire while already holding
  *   EBUSY    detach while holding, inside a call on the handle or owning a
  *            gvl_mutex; destroy with threads attached
@@ -159,7 +164,8 @@ typedef struct {
   uint64_t spin_ns;       /* max spin before sleeping, for a waiter that
                              expects a quick handoff (it asked a holder to
                              yield, was preempted by a boost, or its last
-                             wait was this short); 0 = default (50 us);
+                             wait was this short), and never longer than
+                             the slice; 0 = default (50 us);
                              never on 1 CPU (online, or in the creating
                              thread's affinity mask) or with GVL_F_NOSPIN */
   unsigned flags;         /* GVL_F_*                                        */
@@ -308,7 +314,7 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  * SCHED_BATCH by nice, above SCHED_IDLE; a SCHED_DEADLINE thread neither
  * lends nor is lent to), so that on a busy machine the holder gets a CPU
  * to reach its safe point.  A waiter that spins lends only once 10 us of
- * its spin (or all of spin_ns, if shorter) have passed without the grant,
+ * its spin (or all of its spin, if shorter) have passed without the grant,
  * so a holder that hands over sooner is not lent; one that does not spin
  * lends as it queues.  A thread attached to two GVLs at once is never
  * lent to.  The holder gets its own scheduling back as it gives the GVL up

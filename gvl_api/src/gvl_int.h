@@ -190,6 +190,8 @@ struct gvl_thread_s {
   bool ia_short;                /* t's last stretch was short
                                    (gvl__pol_interactive); t only          */
   uint64_t last_wait_ns;        /* length of t's last wait; t only         */
+  bool wait_asleep;             /* the next wait for a grant never spins
+                                   (a gvl_cond wait's own reacquire); t only */
   int region_prio;              /* gvl_region_begin: the released hold's
                                    requested priority (saved and restored
                                    around a gvl_call_with inside the

@@ -385,22 +385,26 @@ bool gvl__wait_granted_until(gvl_t *g, gvl_thread_t *t,
 /* Wait in the GVL's queue, which t joined at start.  Spin first when a
  * quick handoff is expected: asked for by a boost, or this thread's last
  * wait was itself short (ping-pong, Thread.pass loops).  A thread that
- * waited a whole slice last time goes straight to sleep.  On one CPU
+ * waited a whole slice last time goes straight to sleep.  No spin lasts
+ * longer than the slice: the waiter with the timer role ticks only once it
+ * sleeps, and a longer spin would stretch the holder's slice to it.  On one CPU
  * nobody spins, nor yields instead: a waiter kept runnable by sched_yield
  * takes CPU from threads that are not waiting for the GVL, such as the one
  * a convoy's I/O thread waits for (bench convoy beside 2 hogs, pinned: the
  * I/O thread at 40-340x its time alone, against 4-5x asleep). */
 void gvl__wait_granted(gvl_t *g, gvl_thread_t *t, uint64_t start) {
   bool hint = atomic_load_explicit(&t->spin_hint, memory_order_relaxed);
-  bool spin = g->spin_ns && (hint || t->last_wait_ns <= g->spin_ns);
-  uint64_t end = start + g->spin_ns;
+  bool spin = g->spin_ns && !t->wait_asleep &&
+              (hint || t->last_wait_ns <= g->spin_ns);
+  uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
+  uint64_t end = start + (g->spin_ns < slice ? g->spin_ns : slice);
   if (t->lend_ask) {
     /* A holder that is running hands over within microseconds and needs
      * no lend; one that is not gets it after the first part of the spin.
      * (Where waits do not spin, enqueue has lent already.) */
     t->lend_ask = false;
-    uint64_t first = g->spin_ns < GVL__LEND_AFTER_NS ? g->spin_ns
-                                                      : GVL__LEND_AFTER_NS;
+    uint64_t first = end - start < GVL__LEND_AFTER_NS ? end - start
+                                                       : GVL__LEND_AFTER_NS;
     if (spin && spin_for_grant(t, start, start + first)) return;
     lend_late(g, t);
   }

@@ -50,9 +50,13 @@ void gvl__pol_charge(gvl_t *g, uint64_t now, uint64_t held) {
 /* O(GVL__CAP_SLOTS).  No overflow: settings are at most GVL__MAX_NS. */
 static bool cap_exceeded(gvl_t *g, uint64_t now) {
   uint64_t cur = now / cap_width(g), used = 0;
+  unsigned pct = atomic_load_explicit(&g->cap_pct, memory_order_relaxed);
+  /* 100: boosted holds may take all of every window, so none is held back
+   * (the slots span up to 9/8 of a window: their sum reaches the window
+   * while no window was over). */
+  if (pct >= 100) return false;
   for (int i = 0; i < GVL__CAP_SLOTS; i++)
     if (g->pol.cap_epoch[i] + GVL__CAP_SLOTS > cur) used += g->pol.cap_ns[i];
-  unsigned pct = atomic_load_explicit(&g->cap_pct, memory_order_relaxed);
   return used * 100 >= (uint64_t)pct * g->window_ns;
 }
 

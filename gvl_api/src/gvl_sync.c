@@ -182,7 +182,9 @@ static int cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m,
     resume_from_wait(t, t0);
     return 0;
   }
+  t->wait_asleep = true;   /* still part of a gvl_cond wait: no spin */
   (void)gvl__acquire(t, t->prio, false);
+  t->wait_asleep = false;
   if (t->cwait) {                  /* still linked: nobody popped us */
     gvl__wq_leave(&c->waiters, t);
     t->cwait = NULL;

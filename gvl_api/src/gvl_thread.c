@@ -265,7 +265,11 @@ int gvl_thread_interrupt(gvl_thread_t *t) {
   gvl__set_ints(t, GVL__INT_HOST);
   pthread_mutex_lock(&t->ilock);
   t->posts++;
-  if (t->in_region && t->ubf) t->ubf(t->ubf_arg);
+  if (t->in_region && t->ubf) {
+    int saved = errno;   /* a ubf's write to a full pipe: not the caller's */
+    t->ubf(t->ubf_arg);
+    errno = saved;
+  }
   pthread_mutex_unlock(&t->ilock);
   return 0;
 }
@@ -463,11 +467,13 @@ static void fork_parent(void) {
  * the GVL held by the forking thread if it held it, and the policy's state
  * re-initialised at once (gvl__pol_reset), like a GVL just created. */
 static void fork_child_gvl(gvl_t *g, pthread_t self) {
-  gvl_thread_t *t = g->threads, *next, *owner;
+  gvl_thread_t *t = g->threads, *next, *owner, *queued = NULL;
   owner = gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
-  /* The forking thread keeps the GVL if it held it; otherwise it is free. */
+  /* The forking thread keeps the GVL if it held it, or was handed it and
+   * has not run since; otherwise it is free. */
   bool mine = owner && pthread_equal(owner->tid, self) &&
-              atomic_load_explicit(&owner->holding, memory_order_relaxed);
+              (atomic_load_explicit(&owner->holding, memory_order_relaxed) ||
+               atomic_load_explicit(&owner->granted, memory_order_relaxed));
   int in_call = 0;
   g->threads = NULL;
   g->nthreads = 0;
@@ -487,6 +493,7 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
       free(t);
       continue;
     }
+    if (t->queued && !mine) queued = t;
     t->queued = false;
     t->qnext = t->qprev = NULL;
     atomic_store_explicit(&t->is_timer, 0, memory_order_relaxed);
@@ -504,6 +511,17 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
   }
   atomic_store_explicit(&g->in_call, in_call, memory_order_relaxed);
   gvl__pol_reset(g);
+  /* A fork made while the thread waited in the queue (from a hook, or a
+   * signal handler): nobody else is left to hand it the GVL, so it is
+   * handed it now; its wait sees the grant (a restarted futex wait, the
+   * new sequence) and the acquire returns holding. */
+  if (queued) {
+    owner = queued;
+    mine = true;
+    queued->grant_ns = gvl__now();
+    atomic_store_explicit(&queued->granted, GVL__GRANTED, memory_order_relaxed);
+    (void)gvl__park_bump(&queued->park);
+  }
   atomic_store_explicit(&g->word, mine ? (uintptr_t)owner : 0,
                         memory_order_relaxed);
   gvl__mu_init(&g->mu);

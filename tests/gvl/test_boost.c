@@ -124,8 +124,46 @@ static void preempt_and_interrupt(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* boost_cap_pct 100: boosted holds may take all of the window, so no boost
+ * is ever refused, even when nothing but boosted threads run back to back
+ * (pinned to one CPU the cap's slots, which span up to 9/8 of the window,
+ * added up to more than it and refused 48-1125 boosts in 2 s). */
+static atomic_int cap_stop;
+
+static void *cap_booster(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  while (!atomic_load(&cap_stop)) {
+    CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
+    for (int i = 0; i < 2000; i++) (void)gvl_check_ints(t);
+    CHECK_OK(gvl_release(t));
+  }
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+static void cap_full(void) {
+  gvl_config_t c;
+  pthread_t th[3];
+  memset(&c, 0, sizeof c);
+  c.boost_cap_pct = 100;
+  c.cap_window_ns = 10000000;
+  CHECK(g = gvl_create(&c));
+  atomic_store(&cap_stop, 0);
+  for (int i = 0; i < 3; i++) tgvl_spawn(&th[i], cap_booster, NULL);
+  tgvl_sleep_us(1000000);              /* 100 windows */
+  atomic_store(&cap_stop, 1);
+  for (int i = 0; i < 3; i++) tgvl_join(th[i]);
+  gvl_stats_t st;
+  CHECK_OK(gvl_stats(g, &st));
+  CHECK(st.boosts > 0);
+  CHECK_EQ(st.boosts_refused, 0);
+  CHECK_OK(gvl_destroy(g));
+}
+
 int main(void) {
   tgvl_watchdog(60);
+  cap_full();
   boost_preempts(GVL_PRIO_BOOST);
   boost_preempts(1);
   boost_preempts(GVL_PRIO_MAX);

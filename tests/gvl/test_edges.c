@@ -229,6 +229,91 @@ static void cond_no_spin(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* The same after a timeout: the waiter's reacquire of the GVL, which
+ * another thread holds without a safe point, is part of its cond wait and
+ * sleeps too (it spun, yielding, for all of spin_ns). */
+static void *timeout_waiter(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  atomic_store(&waiter_tid, (int)syscall(SYS_gettid));
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_mutex_lock(t, &mx));
+  atomic_store(&step, 1);
+  wait_rc = gvl_cond_timedwait(t, &cv, &mx, 50 * 1000000ull);
+  leave(t);
+  return arg;
+}
+
+static void cond_timeout_no_spin(void) {
+  gvl_config_t c;
+  pthread_t th;
+  memset(&c, 0, sizeof c);
+  c.spin_ns = GVL_MAX_NS;
+  c.slice_ns = GVL_MAX_NS;             /* nor does a slice end the wait */
+  CHECK(g = gvl_create(&c));
+  CHECK_OK(gvl_mutex_init(&mx));
+  CHECK_OK(gvl_cond_init(&cv));
+  atomic_store(&step, 0);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  tgvl_spawn(&th, timeout_waiter, NULL);
+  tgvl_wait_ge(&step, 1);
+  CHECK_OK(gvl_acquire(me));           /* once the waiter sleeps in the wait */
+  tgvl_sleep_us(100000);               /* its 50 ms pass: it wants the GVL */
+  int sleeping = 0;
+  while (sleeping < 20) {
+    sleeping = tgvl_thread_state(atomic_load(&waiter_tid)) == 'S'
+                   ? sleeping + 1 : 0;
+    tgvl_sleep_us(1000);
+  }
+  CHECK_OK(gvl_release(me));
+  tgvl_join(th);
+  CHECK_EQ(wait_rc, ETIMEDOUT);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_cond_destroy(&cv));
+  CHECK_OK(gvl_mutex_destroy(&mx));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* ---- spin_not_past_slice ---------------------------------------------------
+ * A waiter's spin ends with the slice: the only waiter times the holder's
+ * slice, and it ticks only once it sleeps.  With spin_ns a day a holder
+ * that passes safe points got its flag after spin_ns, not the slice's
+ * 10 ms (here: bounded by the watchdog). */
+static atomic_int sp_got;
+
+static void *sp_waiter(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  atomic_store(&sp_got, 1);
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+static void spin_not_past_slice(void) {
+  gvl_config_t c;
+  pthread_t th;
+  memset(&c, 0, sizeof c);
+  c.spin_ns = GVL_MAX_NS;
+  c.slice_ns = 10000000;
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  for (int round = 0; round < 3; round++) {
+    atomic_store(&sp_got, 0);
+    CHECK_OK(gvl_acquire(me));
+    tgvl_spawn(&th, sp_waiter, NULL);
+    while (!atomic_load(&sp_got)) CHECK_OK(gvl_check_ints(me));
+    CHECK_OK(gvl_release(me));
+    tgvl_join(th);
+  }
+  CHECK_EQ(tgvl_tstats(me).preemptions, 3);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
 /* ---- wait_ready ---------------------------------------------------------- */
 
 static tgvl_log_t hlog;
@@ -479,6 +564,8 @@ static const tgvl_case_t cases[] = {
   {"exit_in_call_with", exit_in_call_with},
   {"timedwait_forever", timedwait_forever},
   {"cond_no_spin", cond_no_spin},
+  {"cond_timeout_no_spin", cond_timeout_no_spin},
+  {"spin_not_past_slice", spin_not_past_slice},
   {"wait_ready", wait_ready},
   {"fork_mutex_waiter", fork_mutex_waiter},
   {"fork_cond_waiter", fork_cond_waiter},

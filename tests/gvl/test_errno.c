@@ -67,6 +67,12 @@ static void *booster(void *arg) {
   return arg;
 }
 
+/* A ubf that fails as real ones may (a write to a full wake-up pipe). */
+static void errno_ubf(void *arg) {
+  (void)arg;
+  errno = EAGAIN;
+}
+
 static void round_of_calls(gvl_thread_t *me) {
   gvl_stats_t s;
   KEPT(gvl_acquire(me));
@@ -78,6 +84,10 @@ static void round_of_calls(gvl_thread_t *me) {
   KEPT(gvl_region_begin(me, NULL, NULL));
   KEPT(gvl_thread_holds(me));
   KEPT(gvl_region_end(me, GVL_PRIO_MIN));
+  KEPT(gvl_region_begin(me, errno_ubf, NULL));
+  KEPT(gvl_thread_interrupt(me));               /* calls the ubf */
+  KEPT(gvl_region_end(me, GVL_PRIO_MIN));
+  KEPT(gvl_check_ints(me));                     /* EINTR, consumed */
   errno = SENTINEL;
   CHECK(gvl_call_without(me, same, me, NULL, NULL) == me);
   CHECK_EQ(errno, SENTINEL);                    /* fn left it */

@@ -343,9 +343,9 @@ int main(void) {
   /* Every documented code has a text of its own and its name; the texts
    * are constant strings (the same pointer on every call). */
   const int codes[] = {EINVAL, EPERM, EDEADLK, EBUSY, EEXIST,
-                       ENOMEM, EINTR, ETIMEDOUT};
+                       ENOMEM, EINTR, ETIMEDOUT, ERANGE};
   const char *const names[] = {"EINVAL", "EPERM", "EDEADLK", "EBUSY", "EEXIST",
-                               "ENOMEM", "EINTR", "ETIMEDOUT"};
+                               "ENOMEM", "EINTR", "ETIMEDOUT", "ERANGE"};
   for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
     const char *m = gvl_strerror(codes[i]);
     CHECK(m != NULL && m[0] != '\0');
@@ -354,6 +354,7 @@ int main(void) {
     CHECK(strcmp(gvl_err_name(codes[i]), names[i]) == 0);
   }
   CHECK(strcmp(gvl_strerror(EDEADLK), "the GVL is already held by this thread") == 0);
+  CHECK(strcmp(gvl_strerror(ERANGE), "name too long") == 0);   /* as listed */
   CHECK(strcmp(gvl_strerror(ENOENT), strerror(ENOENT)) == 0);
   CHECK(strcmp(gvl_strerror(12345), "unknown error code 12345") == 0);
   CHECK(strcmp(gvl_err_name(12345), "UNKNOWN") == 0);

@@ -7,7 +7,8 @@
  * new GVL, and exit 0.  The parent carries on unaffected.
  *
  * Cases: the forking thread holds the GVL; it is attached but does not hold
- * (another thread holds and passes safe points); it is not attached at all.
+ * (another thread holds and passes safe points); it is not attached at all;
+ * it forks from a hook while it waits in the queue.
  */
 #include "tgvl.h"
 
@@ -295,12 +296,76 @@ static void fork_under_load(int rounds) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- fork from a hook while the forking thread waits in the queue ----------
+ * The READY hook runs on the thread that just queued; hooks may do
+ * anything but call the GVL.  In the child nobody is left to hand that
+ * thread the GVL, which is free there: its acquire must return holding
+ * (it waited for ever).  The parent's acquire goes on as usual. */
+static gvl_thread_t *_Atomic hf_me;
+static atomic_int hf_forked;
+static pid_t hf_pid;
+
+static void *hf_hog(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  atomic_store(&spinner_in, 1);
+  while (!atomic_load(&stop_spin)) CHECK_OK(gvl_check_ints(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+static void hf_hook(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t ns) {
+  (void)arg;
+  (void)ns;
+  if (ev != GVL_EV_READY || t != atomic_load(&hf_me) ||
+      atomic_exchange(&hf_forked, 1))
+    return;
+  hf_pid = fork();
+  if (hf_pid == 0) alarm(20);   /* the watchdog's alarm: a hung child fails in 20 s */
+}
+
+static void fork_in_hook(void) {
+  gvl_config_t c;
+  pthread_t th;
+  memset(&c, 0, sizeof c);
+  c.hook = hf_hook;
+  CHECK(g = gvl_create(&c));
+  atomic_store(&stop_spin, 0);
+  atomic_store(&spinner_in, 0);
+  atomic_store(&hf_forked, 0);
+  tgvl_spawn(&th, hf_hog, NULL);
+  tgvl_wait_ge(&spinner_in, 1);
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  atomic_store(&hf_me, me);
+  CHECK_OK(gvl_acquire(me));           /* queues behind the hog: READY */
+  if (hf_pid == 0) {
+    /* The child: alone, holding, and the GVL works. */
+    int ok = gvl_thread_holds(me) && gvl_yield(me) == 0 &&
+             gvl_release(me) == 0 && gvl_acquire(me) == 0 &&
+             gvl_release(me) == 0 && gvl_thread_detach(me) == 0 &&
+             gvl_destroy(g) == 0;
+    _exit(ok ? 0 : 3);
+  }
+  CHECK(atomic_load(&hf_forked));
+  CHECK(gvl_thread_holds(me));
+  atomic_store(&stop_spin, 1);
+  CHECK_OK(gvl_release(me));
+  tgvl_join(th);
+  tgvl_wait_child(hf_pid);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
 int main(void) {
   tgvl_watchdog(60);
   fork_holding();
   fork_not_holding(1);
   fork_not_holding(0);
   fork_during_call_with();
+  fork_in_hook();
   fork_under_load(40 / tgvl_slow() + 2);
   puts("ok");
   return 0;

@@ -370,24 +370,23 @@ int tkb__call_submit(tkb__call_t *c) {
 
 /* ---- teardown ---------------------------------------------------------------- */
 
+/* A batch of calls taken out of Tcl's queue.  A fixed array, so that a
+ * cancel never fails for want of memory: a call left in the queue would
+ * be dropped unanswered by Tcl_FinalizeThread.  Full, the rest stays
+ * queued for the next batch. */
+#define COLLECT_MAX 64
+
 typedef struct {
   tkb_t *tk;
-  tkb__call_t **list;
-  size_t n, cap;
+  size_t n;
+  tkb__call_t *list[COLLECT_MAX];
 } collect_t;
 
 static int collect_proc(Tcl_Event *ev, ClientData cd) {
   collect_t *col = cd;
-  if (ev->proc != call_event_proc) return 0;
+  if (ev->proc != call_event_proc || col->n == COLLECT_MAX) return 0;
   tkb__call_t *c = ((call_event_t *)ev)->call;
   if (col->tk != NULL && c->tk != col->tk) return 0;
-  if (col->n == col->cap) {
-    size_t cap = col->cap ? col->cap * 2 : 16;
-    tkb__call_t **nl = realloc(col->list, cap * sizeof(*nl));
-    if (nl == NULL) return 0; /* keep it queued: it fails with ECANCELED when run */
-    col->list = nl;
-    col->cap = cap;
-  }
   col->list[col->n++] = c;
   return 1;
 }
@@ -396,17 +395,22 @@ static int collect_proc(Tcl_Event *ev, ClientData cd) {
  * ECANCELED; with tk NULL, every bridge's (the driver's last act before
  * Tcl_FinalizeThread, which would drop them unanswered: a tkb_start queued
  * behind another's boot, whose bridge never joined the driver's list).  A
- * start or stop cancelled so leaves its bridge stopped, as post_cb does.
+ * start cancelled so leaves its bridge stopped, as post_cb does; not a
+ * stop: a second tkb_stop queued behind the first is cancelled by the
+ * first's teardown, which marks the bridge stopped only once it is done
+ * (tkb_stop waits for that).
  * Completion runs after Tcl_DeleteEvents, outside Tcl's queue lock,
- * because it may run host code. */
+ * because it may run host code; batches go on until none is left. */
 void tkb__call_cancel_queued(tkb_t *tk) {
-  collect_t col = {tk, NULL, 0, 0};
-  Tcl_DeleteEvents(collect_proc, &col);
-  for (size_t i = 0; i < col.n; i++) {
-    tkb__call_t *c = col.list[i];
-    if (c->kind == TKB_CALL_START || c->kind == TKB_CALL_STOP)
-      tkb__mark_stopped(c->tk);
-    tkb__call_finish(c, ECANCELED, NULL);
-  }
-  free(col.list);
+  collect_t col;
+  col.tk = tk;
+  do {
+    col.n = 0;
+    Tcl_DeleteEvents(collect_proc, &col);
+    for (size_t i = 0; i < col.n; i++) {
+      tkb__call_t *c = col.list[i];
+      if (c->kind == TKB_CALL_START) tkb__mark_stopped(c->tk);
+      tkb__call_finish(c, ECANCELED, NULL);
+    }
+  } while (col.n > 0);
 }
