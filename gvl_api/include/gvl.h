@@ -237,7 +237,8 @@ GVL_EXPORT int gvl_stats(gvl_t *g, gvl_stats_t *out);
 GVL_EXPORT gvl_thread_t *gvl_thread_attach(gvl_t *g, int prio);
 
 /* [not held] Detach and free the handle.  EBUSY if holding, owning a
- * gvl_mutex, inside fn of a gvl_call_with made on t's thread, or inside fn
+ * gvl_mutex, inside fn of a gvl_call_with on t's GVL made on t's thread
+ * (one on another GVL does not use t), or inside fn
  * of a gvl_call_without made on t (which needs the handle to end its region;
  * gvl_region_begin's region may be ended by detaching); EPERM from another
  * OS thread.  A thread that exits owning a gvl_mutex leaves it owned by its

@@ -193,7 +193,8 @@ GVL_EXPORT int gvl_trace_end(gvl_t *g, const char *cat, const char *name);
 /* [any] A complete span with times taken earlier by gvl_now_ns(), for
  * work whose start is known only afterwards (an event's arrival time as
  * libuv saw it) or measured by someone else.  It must nest with the
- * thread's other spans.  EINVAL if end_ns < start_ns. */
+ * thread's other spans.  EINVAL for a NULL cat or name, start_ns 0 (no
+ * time gvl_now_ns() gives) or end_ns < start_ns. */
 GVL_EXPORT int gvl_trace_span(gvl_t *g, const char *cat, const char *name,
                               uint64_t start_ns, uint64_t end_ns);
 /* [any] A point event; arg is shown as args.arg (e.g. an event id). */

@@ -244,6 +244,35 @@ static void in_region(void *(*fn)(void *)) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* Detach inside fn of gvl_call_with: EBUSY for the handle the call uses
+ * (the thread's on that GVL), allowed for its handle on another GVL. */
+static gvl_thread_t *dt_t;
+static gvl_t *dt_g2;
+
+static void *dt_same(void *arg) {
+  CHECK_EQ(gvl_thread_detach(dt_t), EBUSY);
+  return arg;
+}
+
+static void *dt_other(void *arg) {
+  CHECK_OK(gvl_thread_detach(dt_t));
+  return arg;
+}
+
+static void detach_inside(void) {
+  int x;
+  g = gvl_create(NULL);
+  dt_g2 = gvl_create(NULL);
+  CHECK(g != NULL && dt_g2 != NULL);
+  dt_t = gvl_thread_attach(g, 0);
+  CHECK(dt_t != NULL);
+  CHECK(gvl_call_with(g, 0, dt_same, &x) == &x);
+  CHECK(gvl_call_with(dt_g2, 0, dt_other, &x) == &x);
+  CHECK(gvl_thread_self(g) == NULL);
+  CHECK_OK(gvl_destroy(g));
+  CHECK_OK(gvl_destroy(dt_g2));
+}
+
 int main(void) {
   tgvl_watchdog(90);
   iters = 2000 / tgvl_slow();
@@ -253,6 +282,7 @@ int main(void) {
   destroy_while_inside();
   in_region(outer_fn);               /* regions nest */
   in_region(interrupted_then_call);  /* one ubf call per interrupt */
+  detach_inside();
   puts("ok");
   return 0;
 }
