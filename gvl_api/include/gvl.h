@@ -31,8 +31,8 @@
  *    timeout).
  *  - fork(): in the child only the forking thread exists.  Each GVL keeps
  *    that thread's attachments, is held by it if it held it, and has no
- *    waiters (a fork made while that thread waited for it, from a hook or
- *    a signal handler, hands it the GVL: its acquire returns holding); the
+ *    waiters (a fork made from a hook while that thread waited for it
+ *    hands it the GVL: its acquire returns holding); the
  *    other threads' handles are gone, and they leave the
  *    queues of any gvl_mutex or gvl_cond they waited on.  A gvl_mutex one
  *    of them owned still names its freed handle: as a pthread mutex held
@@ -306,7 +306,9 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  * slice ran out, and hands it back to the unboosted waiter after at most
  * one slice, so the unboosted threads keep at least every other slice.
  * A boosted acquire that finds the GVL free takes it (nobody waits); its
- * hold is charged all the same.
+ * hold is charged all the same.  boost_cap_pct 100 turns the cap off:
+ * boosted holds may take all of every window, so no boost is held back
+ * or demoted (boosts_refused stays 0).
  * Lending (GVL_F_LEND, Linux; elsewhere accepted and no-op): a thread
  * that queues itself above the holder's priority, and so asks it to give
  * the GVL up at its next safe point, lends the holder its own kernel

@@ -469,11 +469,10 @@ static void fork_parent(void) {
 static void fork_child_gvl(gvl_t *g, pthread_t self) {
   gvl_thread_t *t = g->threads, *next, *owner, *queued = NULL;
   owner = gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
-  /* The forking thread keeps the GVL if it held it, or was handed it and
-   * has not run since; otherwise it is free. */
-  bool mine = owner && pthread_equal(owner->tid, self) &&
-              (atomic_load_explicit(&owner->holding, memory_order_relaxed) ||
-               atomic_load_explicit(&owner->granted, memory_order_relaxed));
+  /* The forking thread keeps the GVL if the word names it: it holds it,
+   * was handed it and has not run since, or is in the middle of a fast
+   * acquire or release that will finish as usual; otherwise it is free. */
+  bool mine = owner && pthread_equal(owner->tid, self);
   int in_call = 0;
   g->threads = NULL;
   g->nthreads = 0;
@@ -511,16 +510,17 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
   }
   atomic_store_explicit(&g->in_call, in_call, memory_order_relaxed);
   gvl__pol_reset(g);
-  /* A fork made while the thread waited in the queue (from a hook, or a
-   * signal handler): nobody else is left to hand it the GVL, so it is
-   * handed it now; its wait sees the grant (a restarted futex wait, the
-   * new sequence) and the acquire returns holding. */
+  /* A fork made from a hook while the thread waited in the queue: nobody
+   * else is left to hand it the GVL, so it is handed it here, as a handoff
+   * would (at its queued priority), and its wait woken: the acquire
+   * returns holding. */
   if (queued) {
     owner = queued;
     mine = true;
     queued->grant_ns = gvl__now();
+    atomic_store_explicit(&queued->hold_prio, queued->qprio, memory_order_relaxed);
     atomic_store_explicit(&queued->granted, GVL__GRANTED, memory_order_relaxed);
-    (void)gvl__park_bump(&queued->park);
+    gvl__park_wake(&queued->park);
   }
   atomic_store_explicit(&g->word, mine ? (uintptr_t)owner : 0,
                         memory_order_relaxed);

@@ -326,24 +326,41 @@ static void hf_hook(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t ns) {
   if (hf_pid == 0) alarm(20);   /* the watchdog's alarm: a hung child fails in 20 s */
 }
 
-static void fork_in_hook(void) {
+/* refused: the acquire is a boost the cap refuses (it queues at normal
+ * priority), and the child's hold must be that of a handoff: unboosted,
+ * not counted as a boost. */
+static void fork_in_hook(int refused) {
   gvl_config_t c;
   pthread_t th;
   memset(&c, 0, sizeof c);
   c.hook = hf_hook;
+  atomic_store(&hf_me, NULL);
+  if (refused) {
+    c.boost_cap_pct = 1;
+    c.cap_window_ns = 800000000;
+  }
   CHECK(g = gvl_create(&c));
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  if (refused) {                       /* 50 ms boosted: past 1% of 0.8 s */
+    CHECK_OK(gvl_acquire_prio(me, GVL_PRIO_BOOST));
+    tgvl_sleep_us(50000);
+    CHECK_OK(gvl_release(me));
+  }
   atomic_store(&stop_spin, 0);
   atomic_store(&spinner_in, 0);
   atomic_store(&hf_forked, 0);
   tgvl_spawn(&th, hf_hog, NULL);
   tgvl_wait_ge(&spinner_in, 1);
-  gvl_thread_t *me = gvl_thread_attach(g, 0);
-  CHECK(me != NULL);
   atomic_store(&hf_me, me);
-  CHECK_OK(gvl_acquire(me));           /* queues behind the hog: READY */
+  /* Queues behind the hog: READY. */
+  CHECK_OK(refused ? gvl_acquire_prio(me, GVL_PRIO_BOOST) : gvl_acquire(me));
   if (hf_pid == 0) {
     /* The child: alone, holding, and the GVL works. */
-    int ok = gvl_thread_holds(me) && gvl_yield(me) == 0 &&
+    gvl_stats_t st;
+    int ok = gvl_thread_stats(me, &st) == 0 &&
+             st.boosts == (uint64_t)refused && st.boosts_refused == (uint64_t)refused &&
+             gvl_thread_holds(me) && gvl_yield(me) == 0 &&
              gvl_release(me) == 0 && gvl_acquire(me) == 0 &&
              gvl_release(me) == 0 && gvl_thread_detach(me) == 0 &&
              gvl_destroy(g) == 0;
@@ -365,7 +382,8 @@ int main(void) {
   fork_not_holding(1);
   fork_not_holding(0);
   fork_during_call_with();
-  fork_in_hook();
+  fork_in_hook(0);
+  fork_in_hook(1);
   fork_under_load(40 / tgvl_slow() + 2);
   puts("ok");
   return 0;
