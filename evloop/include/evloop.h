@@ -213,7 +213,8 @@ EVL_EXPORT int evl_run(evl_t *l);
  * the wait can end).  As with evl_cancel, a callback the loop thread had
  * taken for dispatch as a stop came from another thread may still start;
  * one that runs with the GVL does not start after a stop requested with
- * the GVL held.  After the driver returns, every pending registration
+ * the GVL held, unless it is in a pass nested in a callback's evl_step
+ * (the exception above wins).  After the driver returns, every pending registration
  * gets its last call: queued posts and armed timers get ECANCELED, watches
  * get ECANCELED, work not yet started is not run and gets ECANCELED, work
  * already running is waited for and gets its real status.
