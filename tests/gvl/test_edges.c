@@ -179,6 +179,17 @@ static void timedwait_forever(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* Returns once the waiter was seen asleep in 20 samples in a row, 1 ms
+ * apart: a spinning or yielding wait stays 'R' (bounded by the watchdog). */
+static void wait_waiter_asleep(void) {
+  int sleeping = 0;
+  while (sleeping < 20) {
+    sleeping = tgvl_thread_state(atomic_load(&waiter_tid)) == 'S'
+                   ? sleeping + 1 : 0;
+    tgvl_sleep_us(1000);
+  }
+}
+
 static void *late_waiter(void *arg) {
   gvl_thread_t *t = gvl_thread_attach(g, 0);
   CHECK(t != NULL);
@@ -186,7 +197,8 @@ static void *late_waiter(void *arg) {
   CHECK_OK(gvl_acquire(t));
   CHECK_OK(gvl_mutex_lock(t, &mx));
   atomic_store(&step, 1);
-  /* Signalled within its timeout, but the mutex comes only after it. */
+  /* cond_no_spin signals it within its timeout, but the mutex comes only
+   * after it; cond_timeout_no_spin lets it time out. */
   wait_rc = gvl_cond_timedwait(t, &cv, &mx, 50 * 1000000ull);
   leave(t);
   return arg;
@@ -212,12 +224,7 @@ static void cond_no_spin(void) {
   tgvl_sleep_us(100000);               /* its 50 ms pass */
   /* It waits for the mutex now, and must do so asleep (a spinning or
    * yielding wait stays 'R'); bounded only by the watchdog. */
-  int sleeping = 0;
-  while (sleeping < 20) {
-    sleeping = tgvl_thread_state(atomic_load(&waiter_tid)) == 'S'
-                   ? sleeping + 1 : 0;
-    tgvl_sleep_us(1000);
-  }
+  wait_waiter_asleep();
   CHECK_OK(gvl_acquire(me));
   CHECK_OK(gvl_mutex_unlock(me, &mx)); /* hands it the mutex, queues it */
   CHECK_OK(gvl_release(me));
@@ -231,19 +238,8 @@ static void cond_no_spin(void) {
 
 /* The same after a timeout: the waiter's reacquire of the GVL, which
  * another thread holds without a safe point, is part of its cond wait and
- * sleeps too (it spun, yielding, for all of spin_ns). */
-static void *timeout_waiter(void *arg) {
-  gvl_thread_t *t = gvl_thread_attach(g, 0);
-  CHECK(t != NULL);
-  atomic_store(&waiter_tid, (int)syscall(SYS_gettid));
-  CHECK_OK(gvl_acquire(t));
-  CHECK_OK(gvl_mutex_lock(t, &mx));
-  atomic_store(&step, 1);
-  wait_rc = gvl_cond_timedwait(t, &cv, &mx, 50 * 1000000ull);
-  leave(t);
-  return arg;
-}
-
+ * sleeps too (it spun, yielding, for all of spin_ns).  late_waiter, left
+ * unsignalled. */
 static void cond_timeout_no_spin(void) {
   gvl_config_t c;
   pthread_t th;
@@ -256,16 +252,11 @@ static void cond_timeout_no_spin(void) {
   atomic_store(&step, 0);
   gvl_thread_t *me = gvl_thread_attach(g, 0);
   CHECK(me != NULL);
-  tgvl_spawn(&th, timeout_waiter, NULL);
+  tgvl_spawn(&th, late_waiter, NULL);
   tgvl_wait_ge(&step, 1);
   CHECK_OK(gvl_acquire(me));           /* once the waiter sleeps in the wait */
   tgvl_sleep_us(100000);               /* its 50 ms pass: it wants the GVL */
-  int sleeping = 0;
-  while (sleeping < 20) {
-    sleeping = tgvl_thread_state(atomic_load(&waiter_tid)) == 'S'
-                   ? sleeping + 1 : 0;
-    tgvl_sleep_us(1000);
-  }
+  wait_waiter_asleep();
   CHECK_OK(gvl_release(me));
   tgvl_join(th);
   CHECK_EQ(wait_rc, ETIMEDOUT);

@@ -305,17 +305,6 @@ static gvl_thread_t *_Atomic hf_me;
 static atomic_int hf_forked;
 static pid_t hf_pid;
 
-static void *hf_hog(void *arg) {
-  gvl_thread_t *t = gvl_thread_attach(g, 0);
-  CHECK(t != NULL);
-  CHECK_OK(gvl_acquire(t));
-  atomic_store(&spinner_in, 1);
-  while (!atomic_load(&stop_spin)) CHECK_OK(gvl_check_ints(t));
-  CHECK_OK(gvl_release(t));
-  CHECK_OK(gvl_thread_detach(t));
-  return arg;
-}
-
 static void hf_hook(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t ns) {
   (void)arg;
   (void)ns;
@@ -350,7 +339,7 @@ static void fork_in_hook(int refused) {
   atomic_store(&stop_spin, 0);
   atomic_store(&spinner_in, 0);
   atomic_store(&hf_forked, 0);
-  tgvl_spawn(&th, hf_hog, NULL);
+  tgvl_spawn(&th, spinner, NULL);
   tgvl_wait_ge(&spinner_in, 1);
   atomic_store(&hf_me, me);
   /* Queues behind the hog: READY. */
