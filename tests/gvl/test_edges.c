@@ -204,19 +204,34 @@ static void *late_waiter(void *arg) {
   return arg;
 }
 
-static void cond_no_spin(void) {
+/* A GVL whose spins would last a day (slice_ns 0: the default), its
+ * mutex and cond, the caller attached and late_waiter in its cond wait. */
+static gvl_thread_t *cond_case_start(pthread_t *th, uint64_t slice_ns) {
   gvl_config_t c;
-  pthread_t th;
   memset(&c, 0, sizeof c);
-  c.spin_ns = GVL_MAX_NS;              /* a spinning wait would last a day */
+  c.spin_ns = GVL_MAX_NS;
+  c.slice_ns = slice_ns;
   CHECK(g = gvl_create(&c));
   CHECK_OK(gvl_mutex_init(&mx));
   CHECK_OK(gvl_cond_init(&cv));
   atomic_store(&step, 0);
   gvl_thread_t *me = gvl_thread_attach(g, 0);
   CHECK(me != NULL);
-  tgvl_spawn(&th, late_waiter, NULL);
+  tgvl_spawn(th, late_waiter, NULL);
   tgvl_wait_ge(&step, 1);
+  return me;
+}
+
+static void cond_case_end(gvl_thread_t *me) {
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_cond_destroy(&cv));
+  CHECK_OK(gvl_mutex_destroy(&mx));
+  CHECK_OK(gvl_destroy(g));
+}
+
+static void cond_no_spin(void) {
+  pthread_t th;
+  gvl_thread_t *me = cond_case_start(&th, 0);
   CHECK_OK(gvl_acquire(me));
   CHECK_OK(gvl_mutex_lock(me, &mx));
   CHECK_OK(gvl_cond_signal(me, &cv));  /* to the mutex's queue: we own it */
@@ -230,10 +245,7 @@ static void cond_no_spin(void) {
   CHECK_OK(gvl_release(me));
   tgvl_join(th);
   CHECK_EQ(wait_rc, 0);                /* signalled in time */
-  CHECK_OK(gvl_thread_detach(me));
-  CHECK_OK(gvl_cond_destroy(&cv));
-  CHECK_OK(gvl_mutex_destroy(&mx));
-  CHECK_OK(gvl_destroy(g));
+  cond_case_end(me);
 }
 
 /* The same after a timeout: the waiter's reacquire of the GVL, which
@@ -241,29 +253,15 @@ static void cond_no_spin(void) {
  * sleeps too (it spun, yielding, for all of spin_ns).  late_waiter, left
  * unsignalled. */
 static void cond_timeout_no_spin(void) {
-  gvl_config_t c;
   pthread_t th;
-  memset(&c, 0, sizeof c);
-  c.spin_ns = GVL_MAX_NS;
-  c.slice_ns = GVL_MAX_NS;             /* nor does a slice end the wait */
-  CHECK(g = gvl_create(&c));
-  CHECK_OK(gvl_mutex_init(&mx));
-  CHECK_OK(gvl_cond_init(&cv));
-  atomic_store(&step, 0);
-  gvl_thread_t *me = gvl_thread_attach(g, 0);
-  CHECK(me != NULL);
-  tgvl_spawn(&th, late_waiter, NULL);
-  tgvl_wait_ge(&step, 1);
+  gvl_thread_t *me = cond_case_start(&th, GVL_MAX_NS); /* nor a slice's end */
   CHECK_OK(gvl_acquire(me));           /* once the waiter sleeps in the wait */
   tgvl_sleep_us(100000);               /* its 50 ms pass: it wants the GVL */
   wait_waiter_asleep();
   CHECK_OK(gvl_release(me));
   tgvl_join(th);
   CHECK_EQ(wait_rc, ETIMEDOUT);
-  CHECK_OK(gvl_thread_detach(me));
-  CHECK_OK(gvl_cond_destroy(&cv));
-  CHECK_OK(gvl_mutex_destroy(&mx));
-  CHECK_OK(gvl_destroy(g));
+  cond_case_end(me);
 }
 
 /* ---- spin_not_past_slice ---------------------------------------------------
