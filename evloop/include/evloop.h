@@ -439,7 +439,10 @@ typedef struct {
                              handles left open at stop)                    */
   uint64_t acquisitions;  /* GVL acquisitions by the dispatcher            */
   uint64_t budget_hits;   /* dispatch phases cut short by the budget       */
-  uint64_t live;          /* registrations that have not had a last call   */
+  uint64_t live;          /* registrations not yet freed: counted from the
+                             call that makes one until the loop frees it,
+                             shortly after its last call (once its libuv
+                             handle is closed); 0 once evl_stop returns  */
 } evl_stats_t;
 
 /* [any] Read the counters (each is read atomically; the set is not a
