@@ -214,8 +214,8 @@ EVL_EXPORT int evl_run(evl_t *l);
  * taken for dispatch as a stop came from another thread may still start;
  * one that runs with the GVL does not start after a stop requested with
  * the GVL held, unless it is in a pass nested in a callback's evl_step
- * (the exception above wins).  After the driver returns, every pending registration
- * gets its last call: queued posts and armed timers get ECANCELED, watches
+ * (the exception above wins).  After the driver returns, every pending
+ * registration gets its last call: queued posts and armed timers get ECANCELED, watches
  * get ECANCELED, work not yet started is not run and gets ECANCELED, work
  * already running is waited for and gets its real status.
  * From a thread other than the loop thread (and not from a work function) it
@@ -281,9 +281,9 @@ EVL_EXPORT int evl_wakeup(evl_t *l);
  * loop thread's blocking regions (fn of a callback's gvl_call_without, as
  * tkbridge runs Tcl code): each callback that needs the GVL then takes it
  * with gvl_call_with, which suspends the region for that callback (gvl.h),
- * and gives it back after.  EINVAL, EPERM (not the loop
- * thread), EBUSY (called from inside a libuv callback, where uv_run cannot
- * be re-entered). */
+ * and gives it back after.  EINVAL, EPERM (not the loop thread), EBUSY
+ * (called from inside a libuv callback, where uv_run cannot be
+ * re-entered). */
 EVL_EXPORT int evl_step(evl_t *l, int64_t timeout_ms);
 
 /* [loop thread] The underlying loop, for layers above (NULL otherwise).

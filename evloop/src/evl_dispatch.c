@@ -186,6 +186,13 @@ static void evl__gvl_check(evl_t *l, int need, int *held) {
   *held = need && now;
 }
 
+/* Once a stop is requested, a top-level pass runs nothing more: what is
+ * left gets ECANCELED at shutdown.  A nested pass (a callback waiting in
+ * evl_step) carries on, so that its wait can end. */
+static int evl__pass_stopped(evl_t *l) {
+  return l->frame == NULL && !l->closed && atomic_load(&l->stopping);
+}
+
 /* One callback that needs the GVL, from a pass nested inside a blocking
  * region of the loop thread (a callback's gvl_call_without whose fn waits
  * in evl_step, as tkbridge's tkb_eval does around Tcl code): there the GVL
@@ -202,17 +209,15 @@ static void *evl__with_fn(void *arg) {
   evl_t *l = w->l;
   evl__item_t *it = l->dq_head;
   int status, final;
-  if (it == NULL || (l->frame == NULL && !l->closed && atomic_load(&l->stopping)))
-    return w;
+  if (it == NULL || evl__pass_stopped(l)) return w;
   w->ran = 1;
   evl__dq_pop(l);
   if (!evl__take(l, it, &status, &final)) return w;
   evl__invoke(l, it, status, final);
-  if (!gvl_thread_holds(l->gt)) {
-    /* gvl_call_with releases what it took: give it back to it. */
-    evl__report(l, EPERM, "evloop: callback returned without the GVL");
-    (void)gvl_acquire_prio(l->gt, l->prio);
-  }
+  int held = 1;
+  evl__gvl_check(l, 1, &held);
+  /* gvl_call_with releases what it took: give it back to it. */
+  if (!held) (void)gvl_acquire_prio(l->gt, l->prio);
   return w;
 }
 
@@ -241,10 +246,7 @@ int evl__dispatch(evl_t *l) {
   uint64_t t0 = 0;
   while (l->dq_head != NULL) {
     evl__item_t *it = l->dq_head;
-    /* Once a stop is requested, a top-level pass runs nothing more: what
-     * is left gets ECANCELED at shutdown.  A nested pass (a callback
-     * waiting in evl_step) carries on, so that its wait can end. */
-    if (l->frame == NULL && !l->closed && atomic_load(&l->stopping)) break;
+    if (evl__pass_stopped(l)) break;
     int need = !(it->flags & EVL_F_NOGVL), status, final, ran;
     if (need && !held && gvl_thread_in_region(l->gt)) {
       if ((err = evl__dispatch_with(l, &ran)) != 0 || !ran) break;
@@ -257,7 +259,7 @@ int evl__dispatch(evl_t *l) {
     if ((err = evl__gvl_for(l, need, &held, &t0)) != 0) break;
     /* Again with the GVL: the stop may have come from its holder while
      * this thread waited for it. */
-    if (l->frame == NULL && !l->closed && atomic_load(&l->stopping)) break;
+    if (evl__pass_stopped(l)) break;
     evl__dq_pop(l);
     if (!evl__take(l, it, &status, &final)) continue;
     evl__invoke(l, it, status, final);

@@ -26,15 +26,15 @@
  *    time slice, yielding the CPU after 2 us) only with two or more CPUs
  *    online and in the affinity mask of the thread that created the GVL (as
  *    it was then: a process pinned to one CPU, or a 1-CPU container, never
- *    spins), and never with GVL_F_NOSPIN.  Waits for a gvl_mutex or gvl_cond never spin
- *    (nor does a gvl_cond_timedwait's reacquire of the GVL after its
- *    timeout).
+ *    spins), and never with GVL_F_NOSPIN.  Waits for a gvl_mutex or
+ *    gvl_cond never spin (nor does a gvl_cond_timedwait's reacquire of the
+ *    GVL after its timeout).
  *  - fork(): in the child only the forking thread exists.  Each GVL keeps
  *    that thread's attachments, is held by it if it held it, and has no
  *    waiters (a fork made from a hook while that thread waited for it
- *    hands it the GVL: its acquire returns holding); the
- *    other threads' handles are gone, and they leave the
- *    queues of any gvl_mutex or gvl_cond they waited on.  A gvl_mutex one
+ *    hands it the GVL: its acquire returns holding); the other threads'
+ *    handles are gone, and they leave the queues of any gvl_mutex or
+ *    gvl_cond they waited on.  A gvl_mutex one
  *    of them owned still names its freed handle: as a pthread mutex held
  *    by another thread, it must not be used in the child.
  *
