@@ -4,8 +4,9 @@
  *
  * Locks: one mutex per loop, evl_t.mu.  It guards the id map, the two
  * incoming lists, the fd list and the flags other threads look at; every
- * field below names either "mu" or "loop" (touched only by the loop thread,
- * which needs no lock).  Threads wake the loop (evl__wake_send) only under
+ * field below names "mu", "loop" (touched only by the loop thread, which
+ * needs no lock) or "immutable" (set before the item or loop is published
+ * under mu, never written after).  Threads wake the loop (evl__wake_send) only under
  * mu, after checking wake_closed, so that no send can race with the close
  * of the wake-up; signal handlers, which cannot lock, send only through a
  * slot of evl_signal.c's table, which the loop empties before it closes.
@@ -51,9 +52,9 @@ struct evl__item {
   int kind;                /* EVL__*; immutable                          */
   unsigned flags;          /* EVL_F_* and EVL_READ_*; immutable          */
   void *arg;               /* immutable                                  */
-  evl_cb cb;               /* POST TIMER SIGNAL WORK                     */
-  evl_io_cb io_cb;         /* FD                                         */
-  evl_read_cb read_cb;     /* READ                                       */
+  evl_cb cb;               /* POST TIMER SIGNAL WORK; immutable          */
+  evl_io_cb io_cb;         /* FD; immutable                              */
+  evl_read_cb read_cb;     /* READ; immutable                            */
 
   evl__item_t *hnext;      /* mu: id map chain                           */
   evl__item_t *inext;      /* mu: incoming "start" list                  */
@@ -84,17 +85,19 @@ struct evl__item {
 
   uint64_t timeout_ms;     /* TIMER; immutable                           */
   uint64_t call_ns;        /* TIMER: uv_hrtime() at evl_timer; immutable  */
-  uint64_t repeat_ms;
+  uint64_t repeat_ms;      /* TIMER; immutable                           */
   int fd;                  /* FD; immutable                              */
-  unsigned want;           /* FD: EVL_READABLE | EVL_WRITABLE            */
+  unsigned want;           /* FD: EVL_READABLE | EVL_WRITABLE; immutable */
   int signum;              /* SIGNAL; immutable                          */
   int sig_slot;            /* SIGNAL, loop: its slot in evl_signal.c's
                               table while the watch is on, else -1       */
   unsigned sig_gen;        /* SIGNAL, loop: that table's generation      */
   evl_work_fn work_fn;     /* WORK                                       */
-  char *path;              /* READ: owned copy                           */
-  size_t limit;            /* READ                                       */
-  char *data;              /* READ: result (pool thread, then loop)      */
+  char *path;              /* READ: owned copy; immutable                */
+  size_t limit;            /* READ; immutable                            */
+  char *data;              /* READ: result, with len and read_err, written
+                              by the pool thread, then the loop's (libuv
+                              orders the two)                           */
   size_t len;
   int read_err;
 
@@ -163,7 +166,7 @@ struct evl_s {
   atomic_int stopping;     /* written under mu, read anywhere            */
 
   int has_thread;          /* immutable after evl_start                  */
-  pthread_t thread;
+  pthread_t thread;        /* immutable after evl_start                  */
 
   uv_loop_t loop;          /* loop                                       */
   evl__wake_t wake;        /* fds immutable while open; sent under mu,

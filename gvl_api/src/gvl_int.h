@@ -239,8 +239,10 @@ struct gvl_thread_s {
   int qprio;                    /* priority t queued with                  */
   _Atomic int hold_prio;        /* priority of the current hold: stored by t
                                    before it queues or takes a free GVL, or
-                                   by the handoff under g->mu before it
-                                   grants; read by others under g->mu       */
+                                   under g->mu by the handoff before it
+                                   grants, by take_back for the taker and by
+                                   the fork child; read by others under
+                                   g->mu                                   */
   _Atomic uint32_t granted;     /* GVL__GRANTED, or GVL__GRANTED_HOT, set by
                                    the handoff under g->mu; HOT -> GRANTED
                                    by t's CAS (it takes the GVL), HOT -> 0

@@ -682,7 +682,12 @@ static gvl_thread_t *pick_for_yield(gvl_thread_t *t, int ctr, bool *fired,
   /* The cap may have changed meanwhile (gvl_set_boost_cap is [any]) and
    * now hold the waiter back: then nothing is handed over, and the caller
    * counts nothing. */
-  return gvl__pol_pick(g, now, !t->boosted);
+  w = gvl__pol_pick(g, now, !t->boosted);
+  /* The timer or a boost may have asked t again meanwhile: a request the
+   * handoff answers, which must not stay with t in the queue (PREEMPT is
+   * only ever set on the thread the word names). */
+  if (w) clear_preempt(t);
+  return w;
 }
 
 /* Hand the GVL to the best waiter and queue behind it, at no higher a

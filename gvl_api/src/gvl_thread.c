@@ -429,8 +429,9 @@ int gvl__destroy(gvl_t *g) {
     return EBUSY;
   }
   /* Only idle cached foreign attachments are left: orphan them.  Their
-   * threads free them on their next gvl_call_with, attach, or exit; all of
-   * those take registry_mu, which we hold. */
+   * threads free them on their next gvl_call_with, gvl_thread_self, attach
+   * or exit (some without registry_mu): nothing here touches one again
+   * once it is orphaned. */
   for (gvl_thread_t *t = g->threads, *next; t; t = next) {
     next = t->gnext;           /* t may be freed as soon as it is orphaned */
     atomic_store_explicit(&t->orphan, true, memory_order_release);

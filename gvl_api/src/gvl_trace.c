@@ -376,7 +376,9 @@ static void fill_gvl_event(rec_t *r, gvl_thread_t *t, gvl_event_t ev) {
   r->cpu = ev == GVL_EV_PREEMPT_REQ ? -1 : (int16_t)sched_getcpu();
   switch (ev) {
   case GVL_EV_READY:
-    r->prio = (int16_t)t->qprio;   /* written by this thread when it queued */
+    r->prio = (int16_t)t->qprio;   /* written under g->mu when t was queued,
+                                      before READY fires (by t, or by the
+                                      thread that queued t) */
     r->req = (int16_t)t->req_prio;
     break;
   case GVL_EV_RESUMED:

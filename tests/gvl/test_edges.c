@@ -303,6 +303,89 @@ static void spin_not_past_slice(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- hook_window_preempt -------------------------------------------------
+ * A yield with a hook drops g->mu to fire SUSPENDED before it hands over;
+ * the timer may ask the holder to yield again meanwhile.  That request
+ * dies with the handoff: a queued thread never carries PREEMPT (ARCHITECTURE
+ * invariant 5), and its next hold is not cut short at its first safe point
+ * when nobody asked. */
+static gvl_thread_t *_Atomic hw_a, *_Atomic hw_c;
+static atomic_int hw_armed, hw_c_ready;
+static atomic_uint hw_seen = 0xffffffffu;
+
+static unsigned ints_of(gvl_thread_t *t) {
+  return __atomic_load_n(&GVL__HEAD(t)->ints, __ATOMIC_RELAXED);
+}
+
+static void hw_hook(void *arg, gvl_thread_t *t, gvl_event_t ev, uint64_t now) {
+  (void)arg; (void)now;
+  if (ev == GVL_EV_READY && t == atomic_load(&hw_c))
+    atomic_store(&hw_c_ready, 1);
+  if (ev != GVL_EV_SUSPENDED || t != atomic_load(&hw_a) ||
+      !atomic_exchange(&hw_armed, 0))
+    return;
+  /* g->mu is dropped here: wait for the timer to ask again. */
+  while (!(ints_of(t) & GVL__INT_PREEMPT)) tgvl_sleep_us(200);
+}
+
+static void *hw_timer(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  atomic_store(&step, 1);
+  CHECK_OK(gvl_acquire(t));       /* queues, takes the timer role */
+  atomic_store(&hw_seen, ints_of(atomic_load(&hw_a)));  /* A is queued */
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+static void *hw_equal(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  atomic_store(&hw_c, t);
+  CHECK_OK(gvl_acquire(t));       /* same priority: asks nobody */
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+static void hook_window_preempt(void) {
+  gvl_config_t c;
+  pthread_t th;
+  memset(&c, 0, sizeof c);
+  c.slice_ns = 1000000;
+  c.flags = GVL_F_NOSPIN;
+  c.hook = hw_hook;
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *a = gvl_thread_attach(g, 0);
+  CHECK(a != NULL);
+  atomic_store(&hw_a, a);
+  atomic_store(&step, 0);
+  CHECK_OK(gvl_acquire(a));
+  tgvl_spawn(&th, hw_timer, NULL);
+  tgvl_wait_ge(&step, 1);
+  while (!(ints_of(a) & GVL__INT_PREEMPT)) tgvl_sleep_us(200);  /* asked */
+  atomic_store(&hw_armed, 1);
+  CHECK_OK(gvl_check_ints(a));    /* hands over to the timer, and back */
+  tgvl_join(th);
+  CHECK_EQ(atomic_load(&hw_seen) & GVL__INT_PREEMPT, 0);
+  CHECK_EQ(ints_of(a) & GVL__INT_PREEMPT, 0);
+  /* A fresh hold, a slice of an hour, a waiter that asks nobody: a safe
+   * point keeps the GVL. */
+  CHECK_OK(gvl_set_slice(g, TGVL_HOUR_NS));
+  uint64_t p0 = tgvl_tstats(a).preemptions;
+  atomic_store(&hw_c_ready, 0);
+  tgvl_spawn(&th, hw_equal, NULL);
+  while (!atomic_load(&hw_c_ready)) tgvl_sleep_us(200);
+  CHECK_OK(gvl_check_ints(a));
+  CHECK_EQ(tgvl_tstats(a).preemptions, p0);
+  CHECK_OK(gvl_release(a));
+  tgvl_join(th);
+  atomic_store(&hw_c, NULL);
+  CHECK_OK(gvl_thread_detach(a));
+  CHECK_OK(gvl_destroy(g));
+}
+
 /* ---- wait_ready ---------------------------------------------------------- */
 
 static tgvl_log_t hlog;
@@ -555,6 +638,7 @@ static const tgvl_case_t cases[] = {
   {"cond_no_spin", cond_no_spin},
   {"cond_timeout_no_spin", cond_timeout_no_spin},
   {"spin_not_past_slice", spin_not_past_slice},
+  {"hook_window_preempt", hook_window_preempt},
   {"wait_ready", wait_ready},
   {"fork_mutex_waiter", fork_mutex_waiter},
   {"fork_cond_waiter", fork_cond_waiter},
