@@ -19,7 +19,10 @@
 #      that ignores the cap, a revocable grant taken without CAS, taken
 #      back without the timer role, or taken back with the slice restarted,
 #      a boosted release that leaves a revocable grant past its slice;
-#   4. the model's limit: with two boosted threads a normal one can starve
+#   4. the same with a hook's window in every yield (-DHOOKS: mu dropped
+#      between the pick and the handoff), safety and liveness, and its
+#      broken variant (a request made in the window left on the yielder);
+#   5. the model's limit: with two boosted threads a normal one can starve
 #      (aging and the boost cap are time-based and not modelled).
 #
 # Exits non-zero if any check does not give the expected verdict, or if a
@@ -181,6 +184,11 @@ lane2() {
   expect_fail bug-hottimer   safety   -      'assertion violated' -DBUG_HOTTIMER
   expect_fail bug-hotslice   liveness served 'acceptance cycle'   -DBUG_HOTSLICE
   expect_fail bug-hotboostslice liveness served 'acceptance cycle' -DBUG_HOTBOOSTSLICE
+  # A hook's window in a yield (mu dropped for SUSPENDED): safe, live, and
+  # a request made in it must not stay with the yielder.
+  expect_pass hooks          safety   -      -DHOOKS
+  expect_fail bug-hookflag   safety   -      'assertion violated' -DHOOKS -DBUG_HOOKFLAG
+  expect_pass served-hooks   liveness served -DHOOKS
   # Not a bug: two boosted threads starve a normal one unless time-based
   # aging or the boost cap steps in, and neither is in the model.
   expect_fail two-boosted    liveness served 'acceptance cycle'   -DTWO_BOOSTED

@@ -119,6 +119,12 @@
  *   -DBUG_HOTBOOSTSLICE the release of a boosted hold leaves a revocable
  *                    grant past the slice: the boosted thread can take
  *                    every grant back and starve its waiter
+ *   -DBUG_HOOKFLAG   (with -DHOOKS) a yield does not clear a preempt
+ *                    request made while mu was dropped for its SUSPENDED
+ *                    hook: the yielder is queued with its flag set
+ * -DHOOKS adds that window: a yield or safe point may (nondeterministically)
+ * drop mu between its first pick and the handoff, as with a hook or a
+ * trace session.
  * -DTWO_BOOSTED boosts threads 1 and 2: they can then hand the GVL back and
  * forth forever past the normal thread 0, so `served` fails.  In the
  * library the cap bounds their share over real time and aging lifts thread
@@ -421,6 +427,9 @@ active [N] proctype T()
   byte w, s, i, W;
   byte wk_timer = NONE, wk_w = NONE;   /* wakes noted by handoff */
   bit ok, boosted, it, timed, tout, region, myhot;
+#ifdef HOOKS
+  bit hooked;
+#endif
 
   assert(me < N);
 
@@ -652,9 +661,37 @@ back:
 
   /* ---- hand_over (gvl_yield, preemption) ---- */
 hand_over:
+#ifdef HOOKS
+  /* pick_for_yield with a hook: clear_preempt and a pick that finds a
+   * waiter, then mu dropped for SUSPENDED and taken again, and the pick
+   * made again.  Meanwhile waiters may queue and ask, and the timer may
+   * tick: the holder's flag can be set again in the window. */
+  if
+  :: atomic {
+       mu == ID(me) ->
+       if
+       :: qlen > 0 -> preempt[me] = 0; hooked = 1; unlock_mu()
+       :: else -> skip   /* [unreached-ok] hand_over is entered with a waiter queued */
+       fi
+     };
+     if
+     :: hooked -> lock_mu()
+     :: else -> skip
+     fi
+  :: skip
+  fi;
+#endif
   atomic {
     mu == ID(me) ->
+#ifdef HOOKS
+    if
+    :: !hooked -> preempt[me] = 0
+    :: else -> skip                        /* cleared before the window */
+    fi;
+    hooked = 0;
+#else
     preempt[me] = 0;
+#endif
     if                                     /* charge_hold, before the pick */
     :: boosted -> capx = 1
     :: else -> skip
@@ -669,6 +706,10 @@ hand_over:
     assert(W == NONE || ELIG(W) || boosted || sliceover);
     if
     :: W != NONE ->
+#if defined(HOOKS) && !defined(BUG_HOOKFLAG)
+       preempt[me] = 0;   /* a request made in the hook's window: the
+                             handoff answers it (pick_for_yield) */
+#endif
        /* queue behind W, at the lower of the two priorities */
        ok = (hold_prio[me] < qprio[W] -> hold_prio[me] : qprio[W]);
        incs--;
