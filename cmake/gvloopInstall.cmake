@@ -115,9 +115,12 @@ endif()" COMPONENT ${comp})
 endfunction()
 
 # gvloop_install_strip_archives(<component>...): an install with --strip
-# (CPack's too) strips the shared objects but not static archives, whose
-# debug info names the build's source tree: strip theirs as well, for each
-# archive the component's install put in place (call it last).
+# (CPack's too) strips the shared objects it installs as targets, but not
+# static archives, whose debug info names the build's source tree, nor
+# OCaml's stub libraries (dll*.so) installed as files: strip those, once
+# each, as each component's install puts them in place (call it last).
+# Never through a symbolic link: gvloop.labltk's folder links the system
+# labltk's files, which belong to another package.
 function(gvloop_install_strip_archives)
   if(NOT CMAKE_STRIP)
     return()
@@ -125,9 +128,23 @@ function(gvloop_install_strip_archives)
   foreach(comp IN LISTS ARGN)
     install(CODE "if(CMAKE_INSTALL_DO_STRIP)
   foreach(f IN LISTS CMAKE_INSTALL_MANIFEST_FILES)
-    if(f MATCHES \"\\\\.a$\")
-      execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-debug \"\$ENV{DESTDIR}\${f}\")
+    set(p \"\$ENV{DESTDIR}\${f}\")
+    list(FIND GVLOOP_STRIPPED \"\${f}\" seen)
+    if(IS_SYMLINK \"\${p}\" OR NOT seen EQUAL -1)
+      continue()
     endif()
+    if(f MATCHES \"\\\\.a$\")
+      set(how --strip-debug)
+    elseif(f MATCHES \"/dll[^/]*\\\\.so$\")
+      set(how --strip-unneeded)
+    else()
+      continue()
+    endif()
+    execute_process(COMMAND \"${CMAKE_STRIP}\" \${how} \"\${p}\" RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR \"strip \${how} \${p} failed: \${rc}\")
+    endif()
+    list(APPEND GVLOOP_STRIPPED \"\${f}\")
   endforeach()
 endif()" COMPONENT ${comp})
   endforeach()

@@ -57,18 +57,27 @@ def strip_comment(block):
 
 
 def paragraphs(text):
-    """Comment text to roff: blank lines separate paragraphs; indented
-    lines (lists, code) are kept as they are."""
-    res, para = [], []
+    """Comment text to roff: blank lines separate paragraphs; a line that
+    starts with "- " (after any indent) is a list item, continued by the
+    lines indented at least to its text; other indented lines (code,
+    tables) are kept as they are."""
+    res, para, item = [], [], None
     for line in text.split("\n"):
+        bullet = re.match(r"^(\s*)- (.*)$", line)
+        lead = len(line) - len(line.lstrip())
+        if item is not None and line.strip() and not bullet and lead >= item[0]:
+            item[1].append(line.strip())
+            continue
+        item = None
+        if para and (not line.strip() or bullet or line.startswith(("  ", "\t"))):
+            res.append(("p", " ".join(para)))
+            para = []
         if not line.strip():
-            if para:
-                res.append(("p", " ".join(para)))
-                para = []
-        elif line.startswith(("  ", "-", "\t")):
-            if para:
-                res.append(("p", " ".join(para)))
-                para = []
+            continue
+        if bullet:
+            item = (len(bullet.group(1)) + 2, [bullet.group(2).strip()])
+            res.append(("li", item[1]))
+        elif line.startswith(("  ", "\t")):
             res.append(("nf", line))
         else:
             para.append(line.strip())
@@ -81,10 +90,13 @@ def paragraphs(text):
                 out.append(".PP\n.nf")
                 in_nf = True
             out.append(esc(txt))
+            continue
+        if in_nf:
+            out.append(".fi")
+            in_nf = False
+        if kind == "li":
+            out.append(".IP \\(bu 2\n" + esc(" ".join(txt)))
         else:
-            if in_nf:
-                out.append(".fi")
-                in_nf = False
             out.append(".PP\n" + esc(txt))
     if in_nf:
         out.append(".fi")

@@ -83,8 +83,21 @@ if [ -n "$meta" ] && command -v ocamlfind >/dev/null; then
 fi
 
 # --strip (what CPack does): the static archives keep no debug info, which
-# names the build's source tree.  Then `uninstall` takes all of it away.
+# names the build's source tree, and nothing outside the staging tree is
+# touched: the build links files of other packages (labltk's), which an
+# install links in turn and a strip must not write through.  Installed
+# twice (an update), then `uninstall` takes all of it away.
+outside=$(find "$build" -type l -exec readlink -f {} + 2>/dev/null | grep -v "^$build/" | sort -u || true)
+sums() { [ -z "$outside" ] || printf '%s\n' "$outside" | xargs -r -d '\n' sha256sum; }
+before=$(sums)
 DESTDIR=$tmp/strip cmake --install "$build" --strip >/dev/null
+DESTDIR=$tmp/strip cmake --install "$build" --strip >/dev/null
+if [ "$(sums)" != "$before" ]; then
+  echo "FAIL install --strip changed files outside the staging tree:" >&2
+  diff <(printf '%s\n' "$before") <(sums) >&2
+  exit 1
+fi
+echo "ok   install --strip changed nothing outside the staging tree ($(printf '%s' "$outside" | grep -c . || true) linked files)"
 for a in $(find "$tmp/strip" -name 'lib*.a'); do
   if grep -qaF "$src/" "$a"; then
     echo "FAIL $a, installed with --strip, still names $src" >&2
