@@ -51,7 +51,13 @@ set(CPACK_DEBIAN_TCLPKG_PACKAGE_SECTION interpreters)
 set(CPACK_DEBIAN_TCLPKG_PACKAGE_DEPENDS "libevloop0 (= ${_v}), libgvl0 (= ${_v}), tcl8.6")
 set(CPACK_DEBIAN_TCLPKG_PACKAGE_SUGGESTS "tk8.6")
 set(CPACK_DEBIAN_SHELLS_PACKAGE_SECTION interpreters)
-set(CPACK_DEBIAN_SHELLS_PACKAGE_DEPENDS "libtkbridge0 (= ${_v})")
+set(CPACK_DEBIAN_SHELLS_PACKAGE_DEPENDS "libtkbridge0 (= ${_v}), libevloop0 (= ${_v}), libgvl0 (= ${_v})")
+# The runtime libraries refresh the linker cache through dpkg's ldconfig
+# trigger, as Debian's libraries do (Policy 8.1.1).
+file(WRITE ${CMAKE_BINARY_DIR}/deb/triggers "activate-noawait ldconfig\n")
+foreach(_c GVL EVLOOP TKBRIDGE)
+  set(CPACK_DEBIAN_${_c}_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/deb/triggers)
+endforeach()
 # Self-contained (libgvl is linked in statically); tied to the compiler and
 # labltk it was built with (hosts/ocaml).
 set(CPACK_DEBIAN_OCAML_PACKAGE_SECTION ocaml)

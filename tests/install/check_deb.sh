@@ -28,9 +28,23 @@ rm -f "$build"/*.deb
 (cd "$build" && cpack -G DEB >/dev/null)
 debs=("$build"/*.deb)
 [ ${#debs[@]} = ${#pkgs[@]} ] || { echo "check_deb.sh: expected ${#pkgs[@]} packages: ${debs[*]}" >&2; exit 1; }
+xt=$(mktemp -d)
 for d in "${debs[@]}"; do
-  printf '%s: %s\n' "$(dpkg-deb -f "$d" Package)" "$(dpkg-deb -f "$d" Depends)"
+  p=$(dpkg-deb -f "$d" Package)
+  printf '%s: %s\n' "$p" "$(dpkg-deb -f "$d" Depends)"
+  case $p in lib*[0-9])   # a runtime library: dpkg's ldconfig trigger
+    dpkg-deb --ctrl-tarfile "$d" | tar -xO ./triggers 2>/dev/null | grep -qx 'activate-noawait ldconfig' ||
+      { echo "check_deb.sh: $p has no ldconfig trigger" >&2; exit 1; } ;;
+  esac
+  # Binaries ship stripped (shared objects with debug info name the build tree).
+  dpkg-deb -x "$d" "$xt/$p"
+  while IFS= read -r -d '' f; do
+    if file "$f" | grep -q 'not stripped'; then
+      echo "check_deb.sh: $p ships ${f#"$xt/$p"} unstripped" >&2; exit 1
+    fi
+  done < <(find "$xt/$p" -type f -name '*.so*' -print0)
 done
+rm -rf "$xt"
 cleanup() { $SUDO dpkg -P "${pkgs[@]}" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 $SUDO dpkg -i "${debs[@]}" >/dev/null
