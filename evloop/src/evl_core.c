@@ -98,9 +98,9 @@ static void evl__step_timer_cb(uv_timer_t *h) {
  * evl_stdfd.h. */
 static int evl__uv_init(evl_t *l) {
   evl__fd_hold_t held;
-  evl__std_hold(&held);
   l->wake.rfd = l->wake.wfd = -1;
-  int r = uv_loop_init(&l->loop);
+  int r = evl__std_hold(&held, EVL__FD_NEED_MAX) ? UV_EMFILE
+                                                 : uv_loop_init(&l->loop);
   if (r == 0) {
     r = -evl__wake_open(&l->wake);
     if (r == 0) r = uv_poll_init(&l->loop, &l->wake_poll, l->wake.rfd);

@@ -19,8 +19,8 @@ int evl__fd_low(void) {
   return rl.rlim_cur / 4 > 3 ? (int)(rl.rlim_cur / 4) : 3;
 }
 
-void evl__std_hold(evl__fd_hold_t *h) {
-  int low = evl__fd_low();
+int evl__std_hold(evl__fd_hold_t *h, int need) {
+  int low = evl__fd_low(), probe[EVL__FD_NEED_MAX], got = 0;
   h->n = 0;
   /* open() takes the lowest free number: stop at the first at or above
    * low (or when nothing is left to open). */
@@ -28,11 +28,19 @@ void evl__std_hold(evl__fd_hold_t *h) {
     int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (fd < 0) break;
     if (fd >= low) {
-      close(fd);
+      probe[got++] = fd;
       break;
     }
     h->fd[h->n++] = fd;
   }
+  if (need > EVL__FD_NEED_MAX) need = EVL__FD_NEED_MAX;
+  while (got > 0 && got < need) {
+    int fd = fcntl(probe[0], F_DUPFD_CLOEXEC, low);
+    if (fd < 0) break;
+    probe[got++] = fd;
+  }
+  for (int i = 0; i < got; i++) close(probe[i]);
+  return got >= need ? 0 : EMFILE;
 }
 
 /* Close only what is still ours: another thread may have dup2()'d a file

@@ -21,6 +21,10 @@
 #define EVL_STDFD_H
 
 #define EVL__FD_LOW_MAX 64
+/* The most descriptors a loop's start needs: libuv's epoll descriptor,
+ * its process-wide and per-loop signal pipes, an async's eventfd, and the
+ * loop's own wake-up. */
+#define EVL__FD_NEED_MAX 7
 
 /* The lowest number for descriptors of gvloop's own: 64, or less under a
  * low RLIMIT_NOFILE (a quarter of it, at least 3). */
@@ -31,8 +35,12 @@ typedef struct {
   int fd[EVL__FD_LOW_MAX];
 } evl__fd_hold_t;
 
-/* Take every free number below evl__fd_low(). */
-void evl__std_hold(evl__fd_hold_t *h);
+/* Take every free number below evl__fd_low(), then check that need more
+ * numbers are free: libuv abort()s when the first loop of a process cannot
+ * make its signal pipe, so a loop is not started without room for all of
+ * its descriptors.  Returns 0, or EMFILE (the numbers taken are held
+ * either way: release them). */
+int evl__std_hold(evl__fd_hold_t *h, int need);
 /* Close the numbers evl__std_hold took. */
 void evl__std_release(const evl__fd_hold_t *h);
 

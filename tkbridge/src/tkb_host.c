@@ -40,7 +40,7 @@ static int host_ping_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const
 static int host_stats_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
   host_cmds_t *hc = cd;
   if (objc != 1) {
-    Tcl_WrongNumArgs(ip, 1, objv, "");
+    Tcl_WrongNumArgs(ip, 1, objv, NULL);
     return TCL_ERROR;
   }
   Tcl_Obj *d = Tcl_NewDictObj();

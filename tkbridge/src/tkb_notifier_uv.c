@@ -438,7 +438,8 @@ static int ntf_wait(const Tcl_Time *tp) {
 static int standalone_init(ntf_t *n) {
   evl__fd_hold_t held;
   int rc = -1;
-  evl__std_hold(&held);
+  /* A loop and its async: up to 6 descriptors (evl_stdfd.h). */
+  if (evl__std_hold(&held, EVL__FD_NEED_MAX - 1) != 0) goto out;
   if (uv_loop_init(&n->own) != 0) goto out;
   n->loop = &n->own;
   n->own_async = calloc(1, sizeof(uv_async_t));
