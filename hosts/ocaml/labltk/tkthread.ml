@@ -17,15 +17,34 @@ let gui_id = ref None
 let gui_safe () = !gui_id = Some (Thread.id (Thread.self ()))
 let running () = !gui_id <> None
 
-let rec run_jobs () =
+(* Runs the jobs queued before it started, as labltk's does at each tick: a
+   job that queues another (one that re-posts itself, say) must not keep Tk
+   from its events.  What came meanwhile runs at the next pass, once the
+   loop has served them. *)
+let run_jobs () =
+  let take () =
+    Mutex.lock m;
+    let j = Queue.take_opt jobs in
+    Mutex.unlock m;
+    j
+  in
   Mutex.lock m;
-  match Queue.take_opt jobs with
-  | None -> Mutex.unlock m
-  | Some j ->
-      Mutex.unlock m;
-      (try j () with e ->
-         prerr_endline ("Tkthread: job raised " ^ Printexc.to_string e));
-      run_jobs ()
+  let n = Queue.length jobs in
+  Mutex.unlock m;
+  let rec go n =
+    if n > 0 then
+      match take () with
+      | None -> ()
+      | Some j ->
+          (try j () with e ->
+             prerr_endline ("Tkthread: job raised " ^ Printexc.to_string e));
+          go (n - 1)
+  in
+  go n;
+  Mutex.lock m;
+  let more = not (Queue.is_empty jobs) in
+  Mutex.unlock m;
+  if more then wake ()
 
 let () = Callback.register "gvltk_run_jobs" run_jobs
 
@@ -61,12 +80,23 @@ let main_loop () =
   run_jobs ();
   Fun.protect ~finally:(fun () -> uninstall (); gui_id := None) tk_loop
 
+(* A GUI thread that cannot open Tk (no display) is no longer running, so
+   that sync raises instead of waiting for it.  start names it under [m]
+   before this can look. *)
 let thread_main () =
-  ignore (Tk.openTk ());
+  (match Tk.openTk () with
+   | _ -> ()
+   | exception e ->
+       Mutex.lock m;
+       if !gui_id = Some (Thread.id (Thread.self ())) then gui_id := None;
+       Mutex.unlock m;
+       raise e);
   main_loop ()
 
 let start () =
+  Mutex.lock m;
   let th = Thread.create thread_main () in
   (* Like labltk's: the GUI thread counts as running from here on. *)
   gui_id := Some (Thread.id th);
+  Mutex.unlock m;
   th
