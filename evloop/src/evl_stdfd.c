@@ -23,11 +23,12 @@ int evl__std_hold(evl__fd_hold_t *h, int need) {
   int low = evl__fd_low(), probe[EVL__FD_NEED_MAX], got = 0;
   h->n = 0;
   /* open() takes the lowest free number: stop at the first at or above
-   * low (or when nothing is left to open). */
-  while (h->n < EVL__FD_LOW_MAX) {
+   * low (or when nothing is left to open), which is the first free one
+   * there: keep it to count from. */
+  for (;;) {
     int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (fd < 0) break;
-    if (fd >= low) {
+    if (fd >= low || h->n == EVL__FD_LOW_MAX) {
       probe[got++] = fd;
       break;
     }

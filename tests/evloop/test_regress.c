@@ -34,6 +34,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "evl_test.h"
@@ -504,7 +505,40 @@ static void test_step_in_region(gvl_t *g) {
   CHECK_EQ(evl_destroy(l), 0);
 }
 
+/* Every number below 64 free, the standard descriptors too (a daemon that
+ * closed them): the loop still starts, and its own descriptors stay off
+ * the low numbers, which a program's next open takes.  In a child, so
+ * that this process keeps its descriptors; the child reports through a
+ * pipe moved up to 200. */
+static void test_all_low_fds_free(void) {
+  int p[2];
+  CHECK_EQ(pipe(p), 0);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    if (dup2(p[1], 200) != 200) _exit(10);
+    for (int fd = 0; fd < 200; fd++) close(fd);
+    gvl_t *g = gvl_create(NULL);
+    evl_t *l = g ? evl_start(g, NULL) : NULL;
+    int first = open("/dev/null", O_RDONLY);   /* the lowest free number */
+    char r = (char)(l == NULL ? 'S' : first != 0 ? 'L' : 'k');
+    if (l) evl_destroy(l);
+    if (g) gvl_destroy(g);
+    if (write(200, &r, 1) != 1) _exit(11);
+    _exit(0);
+  }
+  close(p[1]);
+  char r = 0;
+  CHECK_EQ(read(p[0], &r, 1), 1);
+  close(p[0]);
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  CHECK_EQ(r, 'k');    /* 'S': evl_start failed; 'L': it took number 0 */
+}
+
 int main(void) {
+  test_all_low_fds_free();
   test_stop_by_holder();
   gvl_t *g = t_gvl();
   test_timers_never_early(g);
