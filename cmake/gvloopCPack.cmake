@@ -86,10 +86,15 @@ if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
     if(TARGET ${_tgt})
       install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${_pkg}
               RENAME copyright COMPONENT ${_comp})
+      install(FILES ${PROJECT_SOURCE_DIR}/CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${_pkg}
+              RENAME changelog COMPONENT ${_comp})
     endif()
   endforeach()
 endif()
 # Binaries ship stripped, as Debian's do (the build type keeps debug info in
 # the build tree).
 set(CPACK_STRIP_FILES ON)
+# Manual pages and changelogs ship compressed (gzip -9n), as Debian's do;
+# after the staging install, before the packages are made.
+set(CPACK_PRE_BUILD_SCRIPTS ${PROJECT_SOURCE_DIR}/cmake/gvloopCPackGzip.cmake)
 include(CPack)

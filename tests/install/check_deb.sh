@@ -58,6 +58,9 @@ if [ ${#ocaml[@]} -gt 0 ]; then
 fi
 for page in gvl evloop tkbridge gvl_acquire evl_strerror tkb_eval; do
   env -i PATH=/usr/bin:/bin man -w 3 "$page" >/dev/null || { echo "man 3 $page: not installed" >&2; exit 1; }
+  # Compressed, and a call's page (.so man3/<header>.3) still finds its target.
+  env -i PATH=/usr/bin:/bin MANWIDTH=80 man 3 "$page" 2>&1 | grep -q "FUNCTIONS" ||
+    { echo "man 3 $page: does not render" >&2; exit 1; }
 done
 echo "ok   man 3 gvl, evloop, tkbridge and a page per call"
 for p in "${pkgs[@]}"; do
