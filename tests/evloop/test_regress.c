@@ -33,6 +33,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -537,8 +538,40 @@ static void test_all_low_fds_free(void) {
   CHECK_EQ(r, 'k');    /* 'S': evl_start failed; 'L': it took number 0 */
 }
 
+/* Fewer than seven descriptors free (two here): evl_start fails with EMFILE (libuv
+ * would abort the process if the first loop's pipes failed), and works
+ * again once there is room.  In a child, with a low limit. */
+static void test_start_emfile(void) {
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    struct rlimit rl = {64, 64};
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(10);
+    int fds[64], n = 0, fd;
+    while (n < 64 && (fd = open("/dev/null", O_RDONLY)) >= 0) fds[n++] = fd;
+    if (n < 4) _exit(11);
+    for (int i = 0; i < 2; i++) close(fds[--n]);     /* two free */
+    gvl_t *g = gvl_create(NULL);
+    if (!g) _exit(12);
+    errno = 0;
+    evl_t *l = evl_start(g, NULL);
+    if (l != NULL || errno != EMFILE) _exit(13);
+    while (n > 0) close(fds[--n]);
+    l = evl_start(g, NULL);
+    if (l == NULL) _exit(14);
+    evl_destroy(l);
+    gvl_destroy(g);
+    _exit(0);
+  }
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 0);
+}
+
 int main(void) {
   test_all_low_fds_free();
+  test_start_emfile();
   test_stop_by_holder();
   gvl_t *g = t_gvl();
   test_timers_never_early(g);
