@@ -14,7 +14,7 @@
 #define RUNS 3
 
 static gvl_t *g;
-static atomic_uint stop_all, ready;
+static atomic_uint stop_all, ready, steps;
 
 static void *nap(void *arg) {
   tgvl_sleep_us(50);
@@ -45,6 +45,7 @@ static void *worker(void *arg) {
       CHECK_OK(gvl_trace_set_thread_name(name));
     }
     step(t, i);
+    atomic_fetch_add(&steps, 1);
   }
   CHECK_OK(gvl_thread_detach(t));
   return NULL;
@@ -65,7 +66,11 @@ int main(int argc, char **argv) {
     snprintf(name, sizeof name, "threads%d", r);
     ttrace_path(&e, name, path[r], sizeof path[r]);
     CHECK_OK(gvl_trace_start(g, path[r], &c));
+    /* Counted, not timed: under valgrind on a busy machine 20 ms can
+     * pass without a worker running at all. */
+    unsigned s0 = atomic_load(&steps);
     tgvl_sleep_us(20000);
+    tgvl_wait_ge(&steps, s0 + 2 * THREADS);
     CHECK_OK(gvl_trace_stop(g));
     CHECK_OK(gvl_trace_stats(g, &st));
     CHECK_GE(st.threads, 1);
