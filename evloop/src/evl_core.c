@@ -99,9 +99,10 @@ static void evl__step_timer_cb(uv_timer_t *h) {
 static int evl__uv_init(evl_t *l) {
   evl__fd_hold_t held;
   l->wake.rfd = l->wake.wfd = -1;
-  int r = evl__std_hold(&held, EVL__FD_NEED_MAX) ? UV_EMFILE
+  int r = evl__std_hold(&held, EVL__FD_NEED_EVL) ? UV_EMFILE
                                                  : uv_loop_init(&l->loop);
   if (r == 0) {
+    evl__std_loop_made();
     r = -evl__wake_open(&l->wake);
     if (r == 0) r = uv_poll_init(&l->loop, &l->wake_poll, l->wake.rfd);
     if (r == 0) {

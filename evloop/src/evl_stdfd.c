@@ -6,6 +6,7 @@
 #include "evl_stdfd.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -19,21 +20,36 @@ int evl__fd_low(void) {
   return rl.rlim_cur / 4 > 3 ? (int)(rl.rlim_cur / 4) : 3;
 }
 
+/* Set once a loop of this copy of the code has been made: libuv's
+ * process-wide signal pipe exists from then on. */
+static atomic_int loop_made;
+
+void evl__std_loop_made(void) {
+  atomic_store_explicit(&loop_made, 1, memory_order_relaxed);
+}
+
 int evl__std_hold(evl__fd_hold_t *h, int need) {
-  int low = evl__fd_low(), probe[EVL__FD_NEED_MAX], got = 0;
+  int low = evl__fd_low(), probe[EVL__FD_NEED_MAX], got = 0, err = 0;
   h->n = 0;
   /* open() takes the lowest free number: stop at the first at or above
    * low (or when nothing is left to open), which is the first free one
    * there: keep it to count from. */
   for (;;) {
     int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (fd < 0) break;
+    if (fd < 0) {
+      err = errno;
+      break;
+    }
     if (fd >= low || h->n == EVL__FD_LOW_MAX) {
       probe[got++] = fd;
       break;
     }
     h->fd[h->n++] = fd;
   }
+  /* No /dev/null to count with (a bare chroot): leave it to libuv. */
+  if (got == 0 && err != EMFILE && err != ENFILE) return 0;
+  if (!atomic_load_explicit(&loop_made, memory_order_relaxed))
+    need += EVL__FD_FIRST_EXTRA;
   if (need > EVL__FD_NEED_MAX) need = EVL__FD_NEED_MAX;
   while (got > 0 && got < need) {
     int fd = fcntl(probe[0], F_DUPFD_CLOEXEC, low);

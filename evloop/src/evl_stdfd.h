@@ -21,10 +21,16 @@
 #define EVL_STDFD_H
 
 #define EVL__FD_LOW_MAX 64
-/* The most descriptors a loop's start needs: libuv's epoll descriptor,
- * its process-wide and per-loop signal pipes, an async's eventfd, and the
- * loop's own wake-up. */
-#define EVL__FD_NEED_MAX 7
+/* Descriptors a loop's start needs (libuv 1.44, Linux): an evloop loop 5
+ * (libuv's epoll descriptor, its per-loop signal pipe, its async eventfd,
+ * the loop's own wake-up), a notifier's loop 4 (no wake-up of its own),
+ * and the first loop of the process 2 more: libuv's process-wide signal
+ * pipe, which it abort()s without.  (Later libuv versions also open
+ * io_uring descriptors, whose failure they survive.) */
+#define EVL__FD_NEED_EVL 5
+#define EVL__FD_NEED_NTF 4
+#define EVL__FD_FIRST_EXTRA 2
+#define EVL__FD_NEED_MAX (EVL__FD_NEED_EVL + EVL__FD_FIRST_EXTRA)
 
 /* The lowest number for descriptors of gvloop's own: 64, or less under a
  * low RLIMIT_NOFILE (a quarter of it, at least 3). */
@@ -36,11 +42,14 @@ typedef struct {
 } evl__fd_hold_t;
 
 /* Take every free number below evl__fd_low(), then check that need more
- * numbers are free: libuv abort()s when the first loop of a process cannot
- * make its signal pipe, so a loop is not started without room for all of
- * its descriptors.  Returns 0, or EMFILE (the numbers taken are held
- * either way: release them). */
+ * numbers are free (EVL__FD_FIRST_EXTRA more until evl__std_loop_made):
+ * libuv abort()s when the first loop of a process cannot make its signal
+ * pipe, so a loop is not started without room for all of its descriptors.
+ * Returns 0, or EMFILE (the numbers taken are held either way: release
+ * them).  Without /dev/null nothing is held or checked. */
 int evl__std_hold(evl__fd_hold_t *h, int need);
+/* A uv_loop_init has succeeded (in this library's copy of this file). */
+void evl__std_loop_made(void);
 /* Close the numbers evl__std_hold took. */
 void evl__std_release(const evl__fd_hold_t *h);
 

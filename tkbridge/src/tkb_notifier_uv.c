@@ -438,9 +438,9 @@ static int ntf_wait(const Tcl_Time *tp) {
 static int standalone_init(ntf_t *n) {
   evl__fd_hold_t held;
   int rc = -1;
-  /* A loop and its async: up to 6 descriptors (evl_stdfd.h). */
-  if (evl__std_hold(&held, EVL__FD_NEED_MAX - 1) != 0) goto out;
+  if (evl__std_hold(&held, EVL__FD_NEED_NTF) != 0) goto out;
   if (uv_loop_init(&n->own) != 0) goto out;
+  evl__std_loop_made();
   n->loop = &n->own;
   n->own_async = calloc(1, sizeof(uv_async_t));
   if (n->own_async == NULL) goto out;
@@ -530,6 +530,7 @@ int tkb__ntf_install(void) {
 int tkb__ntf_bind(evl_t *l, void (*on_stop)(void *), void *arg) {
   if (l == NULL) return EINVAL;
   if (tls_bind != NULL || tls_ntf != NULL) return EBUSY;
+  evl__std_loop_made();   /* l's loop exists, and so does libuv's own pipe */
   tls_bind = l;
   tls_on_stop = on_stop;
   tls_on_stop_arg = arg;

@@ -9,10 +9,25 @@ external boosted : unit -> bool = "gvltk_boosted"
 
 let top = Widget.default_toplevel
 
-(* Jobs for the GUI thread, guarded by [m]. *)
+(* Jobs for the GUI thread, guarded by [m], as are [gui_id] (written) and
+   [gui_gen], which counts the GUI threads that have ended: a sync waiting
+   for a job of one that ended (its loop ended, or Tk did not open) gives
+   up, told through [ended]. *)
 let jobs : (unit -> unit) Queue.t = Queue.create ()
 let m = Mutex.create ()
+let ended = Condition.create ()
 let gui_id = ref None
+let gui_gen = ref 0
+
+(* The GUI thread [id] (None: whichever) is no longer running. *)
+let gui_ended id =
+  Mutex.lock m;
+  if id = None || !gui_id = id then begin
+    gui_id := None;
+    incr gui_gen;
+    Condition.broadcast ended
+  end;
+  Mutex.unlock m
 
 let gui_safe () = !gui_id = Some (Thread.id (Thread.self ()))
 let running () = !gui_id <> None
@@ -54,31 +69,43 @@ let async f x =
   Mutex.unlock m;
   wake ()
 
+(* The job of a sync that gave up does nothing when a later GUI thread
+   runs it. *)
 let sync f x =
   if gui_safe () then f x
-  else if not (running ()) then failwith "Tkthread.sync"
   else begin
-    let rm = Mutex.create () and c = Condition.create () in
-    let res = ref None in
+    let res = ref None and live = ref true in
     let job () =
-      let r = try Ok (f x) with e -> Error e in
-      Mutex.lock rm; res := Some r; Condition.signal c; Mutex.unlock rm
+      Mutex.lock m;
+      let go = !live in
+      Mutex.unlock m;
+      if go then begin
+        let r = try Ok (f x) with e -> Error e in
+        Mutex.lock m; res := Some r; Condition.broadcast ended; Mutex.unlock m
+      end
     in
-    async job ();
-    Mutex.lock rm;
-    while !res = None do Condition.wait c rm done;
-    Mutex.unlock rm;
-    match !res with
+    Mutex.lock m;
+    if !gui_id = None then (Mutex.unlock m; failwith "Tkthread.sync");
+    let gen = !gui_gen in
+    Queue.add job jobs;
+    Mutex.unlock m;
+    wake ();
+    Mutex.lock m;
+    while !res = None && !gui_gen = gen do Condition.wait ended m done;
+    let r = !res in
+    if r = None then live := false;
+    Mutex.unlock m;
+    match r with
     | Some (Ok y) -> y
     | Some (Error e) -> raise e
-    | None -> assert false
+    | None -> failwith "Tkthread.sync"
   end
 
 let main_loop () =
   gui_id := Some (Thread.id (Thread.self ()));
   install ();
   run_jobs ();
-  Fun.protect ~finally:(fun () -> uninstall (); gui_id := None) tk_loop
+  Fun.protect ~finally:(fun () -> uninstall (); gui_ended None) tk_loop
 
 (* A GUI thread that cannot open Tk (no display) is no longer running, so
    that sync raises instead of waiting for it.  start names it under [m]
@@ -87,16 +114,14 @@ let thread_main () =
   (match Tk.openTk () with
    | _ -> ()
    | exception e ->
-       Mutex.lock m;
-       if !gui_id = Some (Thread.id (Thread.self ())) then gui_id := None;
-       Mutex.unlock m;
+       gui_ended (Some (Thread.id (Thread.self ())));
        raise e);
   main_loop ()
 
 let start () =
   Mutex.lock m;
-  let th = Thread.create thread_main () in
-  (* Like labltk's: the GUI thread counts as running from here on. *)
-  gui_id := Some (Thread.id th);
-  Mutex.unlock m;
-  th
+  Fun.protect ~finally:(fun () -> Mutex.unlock m) (fun () ->
+    let th = Thread.create thread_main () in
+    (* Like labltk's: the GUI thread counts as running from here on. *)
+    gui_id := Some (Thread.id th);
+    th)
