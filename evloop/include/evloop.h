@@ -195,9 +195,10 @@ typedef struct {
  * cfg->no_thread, spawns the loop thread, which attaches to g (holding
  * nothing) and runs the driver.  Returns NULL with errno set: EINVAL (NULL g,
  * a priority outside [GVL_PRIO_MIN, GVL_PRIO_MAX]), ENOMEM, EMFILE (fewer
- * than seven descriptors free: the loop's own need that many, and libuv
- * would abort the process if the first loop could not make its pipes), or
- * the error of uv_loop_init / pthread_create / gvl_thread_attach. */
+ * descriptors free than the loop needs: seven for the process's first
+ * loop, whose pipes libuv would otherwise abort the process for, five
+ * for a later one), or the error of uv_loop_init / pthread_create /
+ * gvl_thread_attach. */
 EVL_EXPORT evl_t *evl_start(gvl_t *g, const evl_config_t *cfg);
 
 /* [host thread, no_thread mode] Run the loop on the calling thread until it
