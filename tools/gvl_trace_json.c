@@ -83,7 +83,16 @@ static bool get(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
 static bool trace_read(FILE *f, const char *path, trace_t *t) {
   const char *why = "truncated";
   memset(t, 0, sizeof *t);
-  if (!get(f, &t->h, sizeof t->h) || memcmp(t->h.magic, GVL__TF_MAGIC, 8)) {
+  size_t got = fread(&t->h, 1, sizeof t->h, f);
+  if (got == 0 && !ferror(f)) {
+    why = "empty (a program killed before it stopped its trace leaves one)";
+    goto bad;
+  }
+  if (ferror(f)) {
+    why = strerror(errno ? errno : EIO);   /* a directory: EISDIR */
+    goto bad;
+  }
+  if (got != sizeof t->h || memcmp(t->h.magic, GVL__TF_MAGIC, 8)) {
     why = "not a raw GVL trace (gvl_trace_start writes one)";
     goto bad;
   }
@@ -113,6 +122,10 @@ static bool trace_read(FILE *f, const char *path, trace_t *t) {
     if (!(t->str[i] = malloc(len + 1u))) goto oom;
     if (!get(f, t->str[i], len)) goto bad;
     t->str[i][len] = '\0';
+  }
+  if (fgetc(f) != EOF) {
+    why = "not a whole raw GVL trace (bytes after its end: two writers?)";
+    goto bad;
   }
   return true;
 oom:

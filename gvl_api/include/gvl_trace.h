@@ -19,8 +19,11 @@
  * What the JSON shows, per OS thread, from the GVL's own events:
  *   "wait" / "wait boosted"   from the moment a thread queues for the GVL
  *                             until it gets it (args: prio, req_prio, cpu,
- *                             boost: granted / refused (by the cap) /
- *                             interactive (promoted by the GVL))
+ *                             boost: granted / refused (a boost the
+ *                             cap demoted) / interactive (promoted by the
+ *                             GVL; a promotion the cap demoted is shown
+ *                             as a plain wait, though gvl_stats counts it
+ *                             among boosts_refused))
  *   "wake-up"                 the end of a wait that was a handoff: from the
  *                             releaser's SUSPENDED (read just before it
  *                             hands over in gvl_release, just after in a
@@ -33,8 +36,13 @@
  *                             the GVL came from / was handed to, reason:
  *                             release, yield, preempted, blocking, cond
  *                             wait, died); a thread that holds the GVL
- *                             when the trace starts is shown holding from
- *                             the start (args: held_before_trace)
+ *                             when the trace starts and gives it up
+ *                             during the trace is shown holding from the
+ *                             start (args: held_before_trace); one that
+ *                             holds it throughout is not shown (nothing
+ *                             of its hold is recorded), and until its
+ *                             hold ends requests made of it show on the
+ *                             requester's track
  *   "blocking"                a gvl_call_without() region: released around
  *                             a blocking call until the thread asks again
  *   "cond wait"               a gvl_cond wait with the GVL released (a
@@ -46,14 +54,16 @@
  * and, from other layers (evloop, tkbridge, the host), spans, instants and
  * counters given to gvl_trace_begin()/_end()/_span()/_instant()/_counter().
  *
- * GVL states appear under the process "GVL", one track per thread; the
+ * GVL states appear under the process "GVL <n>" (n tells GVLs apart), one
+ * track per thread; the
  * other layers' spans under the process "layers", with the same thread ids,
  * so both line up on one time axis.  Timestamps are CLOCK_MONOTONIC,
  * relative to the start of the trace (otherData.t0_ns holds the origin);
  * an event that happened before the start is not recorded (a thread that
- * holds the GVL at the start is drawn holding from it).  Threads are named
- * by gvl_thread_set_name() (gvl.h) or gvl_trace_set_thread_name(), else by
- * their OS name (with the thread id if it is only the program's name).
+ * holds the GVL at the start is drawn holding from it, as above).  Threads
+ * are named by gvl_thread_set_name() (gvl.h) or gvl_trace_set_thread_name(),
+ * else by their OS name as it was at their first event of the run (with the
+ * thread id if it is only the program's name, except for the main thread).
  *
  * Cost.  Off (the default) the lock pays one plain load and a branch per
  * event it already reports to the hook, and gvl_check_ints() nothing at
@@ -84,13 +94,16 @@
  * file.  "%p" in the path is replaced by the process id and "%g" by a
  * number that tells GVLs apart; without "%g", the second and later GVLs of
  * the process write to "path.<n>.gvlt" (or "path.<n>.json" for a path
- * ending in .json) so that no file is overwritten.
+ * ending in .json) so that no file is overwritten.  A path another trace
+ * is writing (the same GVLOOP_TRACE in an exec'd or forked child) gets the
+ * process id inserted the same way, "path.<pid>.gvlt", said on stderr.
  * GVLOOP_TRACE_EVENTS=N sets events_per_thread (at most 2^24: more is
  * 2^24); GVLOOP_TRACE_MODE=ring or =stop selects GVL_TRACE_RING or
  * GVL_TRACE_STOP_FULL.  A value that is not a number, or another mode,
  * prints one line on stderr and is ignored.  A trace started
- * this way that cannot open its file prints one line on stderr and is not
- * started.
+ * this way that cannot open its file (or whose path, expanded, is over 4095
+ * bytes) prints one line on stderr and is not started; one whose file
+ * cannot be written prints one line on stderr when it is written.
  *
  * Thread rules (as in gvl.h):
  *   [any]  any thread, attached to the GVL or not, holding it or not.
@@ -109,9 +122,15 @@
  * Return values: 0 or a positive errno code:
  *   EINVAL   NULL or out-of-range argument
  *   EALREADY gvl_trace_start() while a trace of that GVL is running
+ *   EBUSY    gvl_trace_start() on a file another trace (of any GVL, in this
+ *            or another process) is writing: it is left as it is (an
+ *            advisory lock on the file, held until it is written, tells)
  *   ESRCH    gvl_trace_stop() with no trace running
  *   ENOMEM   allocation failure
- *   EIO      (or the errno of the failed call) writing the file failed
+ *   EIO      (or the errno of the failed call) writing the file failed;
+ *            EPIPE for a pipe or FIFO whose reader has gone (SIGPIPE is
+ *            blocked in the writing thread meanwhile, and one the write
+ *            raised is taken back)
  *   any errno of open() for a path that cannot be opened
  */
 #ifndef GVL_TRACE_H
@@ -150,7 +169,8 @@ typedef struct {
 /* [any] Start tracing g into the raw file at path (created or truncated
  * now, so that a bad path fails here; written at the stop; gvl-trace turns
  * it into JSON; not inherited across exec).  cfg may be NULL for defaults.
- * EALREADY if g is already traced.  If another thread is still writing g's
+ * EALREADY if g is already traced; EBUSY, and the file untouched, if
+ * another trace is writing it.  If another thread is still writing g's
  * last file, waits for that first. */
 GVL_EXPORT int gvl_trace_start(gvl_t *g, const char *path,
                                const gvl_trace_config_t *cfg);

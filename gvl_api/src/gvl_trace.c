@@ -48,10 +48,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEF_EVENTS   32768u
@@ -105,6 +109,7 @@ typedef struct session {
   _Atomic uint64_t full_stop; /* GVL_TRACE_STOP_FULL: the run whose
                                 self-stop was claimed                     */
   int fd;                    /* the open file, or -1; mu                  */
+  uint64_t env_run;          /* the run GVLOOP_TRACE started, or 0; mu    */
   /* Written under mu by a start; read by recorders while busy in a live
    * run, and by the stop's writer, with no start possible meanwhile. */
   uint32_t cap, max_threads;
@@ -499,6 +504,30 @@ static int start_locked(session_t *s, int fd, const gvl_trace_config_t *c) {
   return 0;
 }
 
+/* Open path for a trace, or set *err: EBUSY when another trace (of this or
+ * another process: an exec'd or forked child with the same GVLOOP_TRACE)
+ * is writing it, which an advisory lock held until the file is closed
+ * tells.  It is emptied only once the lock is ours. */
+static int open_trace_file(const char *path, int *err) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    *err = errno ? errno : EIO;
+    return -1;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    (void)close(fd);
+    *err = EBUSY;
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) {
+    *err = errno ? errno : EIO;
+    (void)close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 int gvl_trace_start(gvl_t *g, const char *path, const gvl_trace_config_t *cfg) {
   static const gvl_trace_config_t defaults;
   const gvl_trace_config_t *c = cfg ? cfg : &defaults;
@@ -513,8 +542,7 @@ int gvl_trace_start(gvl_t *g, const char *path, const gvl_trace_config_t *cfg) {
   /* Opened without s->mu: open() can block (a FIFO waits for its reader,
    * which may be a process that another thread is about to fork, and
    * fork_prepare takes s->mu). */
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  int err = errno ? errno : EIO;
+  int err = 0, fd = open_trace_file(path, &err);
   pthread_mutex_lock(&s->mu);
   rc = fd < 0 ? err : start_locked(s, fd, c);
   s->starting = 0;
@@ -542,6 +570,26 @@ static int write_trace(session_t *s, int fd);   /* below */
  * run to stop (a full buffer's self-stop), which returns at once if that
  * run is over; 0: whichever runs (a stop, destroy, exit), which waits for
  * a write in progress before it says ESRCH. */
+/* write_trace with SIGPIPE blocked in this thread: a reader that went away
+ * (a FIFO, a pipe) is an error the caller gets (EPIPE), not the end of the
+ * process.  A SIGPIPE the write raised is taken back; one that was pending
+ * already is left for its owner. */
+static int write_nosigpipe(session_t *s, int fd) {
+  sigset_t pipe_set, old, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  if (pthread_sigmask(SIG_BLOCK, &pipe_set, &old) != 0) return write_trace(s, fd);
+  bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+  int rc = write_trace(s, fd);
+  if (rc == EPIPE && !was_pending) {
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
 static int stop_session(session_t *s, uint64_t run) {
   int rc = 0;
   pthread_mutex_lock(&s->mu);
@@ -556,13 +604,17 @@ static int stop_session(session_t *s, uint64_t run) {
   s->t_end = gvl__now();
   s->stopping = 1;
   int fd = s->fd;      /* only this stop closes it; a fork's child its copy */
+  bool env = s->env_run == atomic_load(&s->run);
   pthread_mutex_unlock(&s->mu);
   /* Nobody records into this session until the next start, which waits
    * for stopping to clear: the buffers are ours to read. */
-  rc = write_trace(s, fd);
+  rc = write_nosigpipe(s, fd);
   pthread_mutex_lock(&s->mu);
   /* EINTR: Linux has closed the descriptor all the same. */
   if (close(fd) && errno != EINTR && !rc) rc = errno ? errno : EIO;
+  if (rc && env)   /* nobody else can learn of it: see gvl__trace_env */
+    fprintf(stderr, "gvloop: GVLOOP_TRACE: writing the trace failed: %s\n",
+            strerror(rc));
   s->fd = -1;
   for (uint32_t i = 0; i < s->nbufs; i++) {
     free(s->bufs[i]->ev);
@@ -638,14 +690,31 @@ int gvl_thread_set_name(gvl_thread_t *t, const char *name) {
 
 /* ---- the environment and destroy --------------------------------------------- */
 
+/* Insert ".<n>" before a trailing ".gvlt" or ".json" of out (or at its
+ * end); false if it does not fit. */
+static bool insert_number(char *out, size_t size, uint64_t n) {
+  size_t len = strlen(out);
+  bool ext = len >= 5 && (!strcmp(out + len - 5, ".json") ||
+                          !strcmp(out + len - 5, ".gvlt"));
+  char tail[8] = "";
+  if (ext) {
+    memcpy(tail, out + len - 5, 6);
+    out[len - 5] = '\0';
+  }
+  size_t at = strlen(out);
+  int k = snprintf(out + at, size - at, ".%" PRIu64 "%s", n, tail);
+  return k > 0 && (size_t)k < size - at;
+}
+
 /* Expand %p and %g; without %g, GVLs after the first get ".<n>" inserted
  * before a trailing ".gvlt" or ".json" so that no GVL overwrites another's
- * file. */
-static void env_path(char *out, size_t size, const char *tmpl, uint64_t id,
+ * file.  False if the path does not fit in size. */
+static bool env_path(char *out, size_t size, const char *tmpl, uint64_t id,
                      bool nth) {
   size_t o = 0;
   bool has_g = false;
-  for (const char *p = tmpl; *p && o + 24 < size; p++) {
+  const char *p;
+  for (p = tmpl; *p && o + 24 < size; p++) {
     if (p[0] == '%' && (p[1] == 'p' || p[1] == 'g')) {
       has_g |= p[1] == 'g';
       o += (size_t)snprintf(out + o, size - o, "%" PRIu64,
@@ -656,16 +725,9 @@ static void env_path(char *out, size_t size, const char *tmpl, uint64_t id,
     }
   }
   out[o] = '\0';
-  if (has_g || !nth) return;
-  size_t len = strlen(out);
-  bool ext = len >= 5 && (!strcmp(out + len - 5, ".json") ||
-                          !strcmp(out + len - 5, ".gvlt"));
-  char tail[8] = "";
-  if (ext) {
-    memcpy(tail, out + len - 5, 6);
-    out[len - 5] = '\0';
-  }
-  snprintf(out + strlen(out), size - strlen(out), ".%" PRIu64 "%s", id, tail);
+  if (*p) return false;
+  if (has_g || !nth) return true;
+  return insert_number(out, size, id);
 }
 
 void gvl__trace_env(gvl_t *g) {
@@ -693,11 +755,36 @@ void gvl__trace_env(gvl_t *g) {
   else if (mode && *mode)
     fprintf(stderr, "gvloop: GVLOOP_TRACE_MODE=%s is neither ring nor stop; ignored\n", mode);
   unsigned nth = atomic_fetch_add(&env_traces, 1);
-  env_path(path, sizeof path, tmpl, g->uid, nth > 0);
+  /* The user asked for a trace and has no other way to learn of a failure:
+   * each is said on stderr. */
+  if (!env_path(path, sizeof path, tmpl, g->uid, nth > 0)) {
+    fprintf(stderr, "gvloop: GVLOOP_TRACE: the path is too long; not traced\n");
+    return;
+  }
   int rc = gvl_trace_start(g, path, &c);
-  if (rc)   /* the user asked for a trace and has no other way to learn */
+  if (rc == EBUSY) {
+    /* Another process's trace writes it (the same GVLOOP_TRACE passed to
+     * an exec'd or forked child): this one goes beside it. */
+    char alt[sizeof path];
+    memcpy(alt, path, sizeof alt);
+    if (insert_number(alt, sizeof alt, (uint64_t)getpid())) {
+      fprintf(stderr, "gvloop: GVLOOP_TRACE: %s is being written by another trace; "
+              "tracing to %s\n", path, alt);
+      memcpy(path, alt, sizeof path);
+      rc = gvl_trace_start(g, path, &c);
+    }
+  }
+  if (rc) {
     fprintf(stderr, "gvloop: GVLOOP_TRACE: cannot trace to %s: %s\n", path,
             strerror(rc));
+    return;
+  }
+  session_t *s = session_get(g, false);
+  if (s) {
+    pthread_mutex_lock(&s->mu);
+    if (atomic_load(&s->on)) s->env_run = atomic_load(&s->run);
+    pthread_mutex_unlock(&s->mu);
+  }
 }
 
 /* The trace is stopped (and written) while the session is still in the

@@ -7,7 +7,9 @@
  */
 #include "ttrace.h"
 
+#include <fcntl.h>
 #include <glob.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -201,6 +203,90 @@ static void from_env(const ttrace_env_t *e) {
   CHECK_OK(unlink(second));
 }
 
+/* A file another trace is writing: gvl_trace_start fails with EBUSY and
+ * leaves it alone (also for a second GVL of this process); the file is
+ * free again once that trace stopped.  A child process started with
+ * GVLOOP_TRACE naming that file (as an exec'd child inherits it) traces
+ * beside it, to busy.<its pid>.gvlt.  Uses self_path: after main set it. */
+static const char *self_path;      /* argv[0]: ctest passes a full path */
+static int exit_child(void);
+
+static void busy_file(const ttrace_env_t *e) {
+  char path[512], alt[600], env[600];
+  int st;
+  pid_t pid;
+  ttrace_path(e, "busy", path, sizeof path);
+  gvl_t *g1 = gvl_create(NULL), *g2 = gvl_create(NULL);
+  CHECK(g1 && g2);
+  CHECK_OK(gvl_trace_start(g1, path, NULL));
+  gvl_thread_t *t = gvl_thread_attach(g1, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_EQ(gvl_trace_start(g2, path, NULL), EBUSY);
+  CHECK_EQ(gvl_trace_active(g2), 0);
+  snprintf(env, sizeof env, "GVLOOP_TRACE=%s", path);
+  char *const argv[] = {(char *)self_path, "--exit-child", NULL};
+  char *const envp[] = {env, NULL};
+  CHECK_OK(posix_spawn(&pid, self_path, NULL, NULL, argv, envp));
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 0);
+  CHECK_OK(gvl_thread_detach(t));
+  CHECK_OK(gvl_trace_stop(g1));
+  TTRACE_CHECK(e, path, "--holds", "1");     /* g1's, whole */
+  snprintf(alt, sizeof alt, "%s/busy.%ld.gvlt", e->dir, (long)pid);
+  TTRACE_CHECK(e, alt, "--holds", "2");      /* the child's */
+  CHECK_OK(unlink(alt));
+  CHECK_OK(gvl_trace_start(g2, path, NULL));  /* free again */
+  CHECK_OK(gvl_trace_stop(g2));
+  CHECK_OK(gvl_destroy(g1));
+  CHECK_OK(gvl_destroy(g2));
+}
+
+/* A reader that went away (a FIFO closed by its reader) is an error the
+ * stop returns, EPIPE, not a SIGPIPE that ends the process; a SIGPIPE is
+ * not left pending either.  The reader opens the FIFO (which lets the
+ * start's open return) and closes it once the trace runs. */
+static atomic_uint fifo_step;
+
+static void *fifo_reader(void *arg) {
+  int fd = open((const char *)arg, O_RDONLY);
+  CHECK(fd >= 0);
+  tgvl_wait_ge(&fifo_step, 1);
+  close(fd);
+  atomic_store(&fifo_step, 2);
+  return NULL;
+}
+
+static void fifo_gone(const ttrace_env_t *e) {
+  char path[512];
+  pthread_t th;
+  ttrace_path(e, "fifo", path, sizeof path);
+  CHECK_OK(mkfifo(path, 0600));
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  atomic_store(&fifo_step, 0);
+  tgvl_spawn(&th, fifo_reader, path);
+  CHECK_OK(gvl_trace_start(g, path, NULL));   /* opens once the reader does */
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  for (int i = 0; i < 100; i++) {
+    CHECK_OK(gvl_acquire(t));
+    CHECK_OK(gvl_trace_instant(g, "test", "fill", (uint64_t)i));
+    CHECK_OK(gvl_release(t));
+  }
+  atomic_store(&fifo_step, 1);
+  tgvl_join(th);                               /* the reader has gone */
+  CHECK_EQ(gvl_trace_stop(g), EPIPE);
+  sigset_t pending;
+  CHECK_OK(sigpending(&pending));
+  CHECK_EQ(sigismember(&pending, SIGPIPE), 0);
+  CHECK_OK(gvl_thread_detach(t));
+  CHECK_OK(gvl_destroy(g));
+  CHECK_OK(unlink(path));
+}
+
 /* gvl_create and gvl_destroy leave errno alone (gvl.h), also where
  * GVLOOP_TRACE makes them parse the environment, fail to open a trace
  * (reported on stderr) or write one. */
@@ -221,6 +307,23 @@ static void env_errno(const ttrace_env_t *e) {
   }
   CHECK_OK(unsetenv("GVLOOP_TRACE"));
   CHECK_OK(unsetenv("GVLOOP_TRACE_EVENTS"));
+  /* A path too long to expand is refused, not cut short (it would name
+   * another file). */
+  static char longp[4095];   /* dir/././.../ttt...t.gvlt, 4094 bytes */
+  size_t at = (size_t)snprintf(longp, sizeof longp, "%s/", e->dir);
+  while (at + 2 + 200 + 5 < sizeof longp - 1) {
+    memcpy(longp + at, "./", 2);
+    at += 2;
+  }
+  memset(longp + at, 't', sizeof longp - 1 - 5 - at);
+  memcpy(longp + sizeof longp - 1 - 5, ".gvlt", 6);
+  CHECK_EQ(strlen(longp), sizeof longp - 1);
+  CHECK_OK(setenv("GVLOOP_TRACE", longp, 1));
+  gvl_t *gl_ = gvl_create(NULL);
+  CHECK(gl_ != NULL);
+  CHECK_OK(unsetenv("GVLOOP_TRACE"));
+  CHECK_EQ(gvl_trace_active(gl_), 0);
+  CHECK_OK(gvl_destroy(gl_));
   /* Not the first GVLOOP_TRACE of the process: written to errno.<n>.gvlt. */
   char pattern[600];
   glob_t gl;
@@ -271,8 +374,6 @@ static int exit_child(void) {
   if (!t || gvl_acquire(t) || gvl_release(t) || gvl_acquire(t)) return 1;
   exit(0);                         /* still holding, GVL never destroyed */
 }
-
-static const char *self_path;      /* argv[0]: ctest passes a full path */
 
 static void exit_writes(const ttrace_env_t *e) {
   char path[512], env[600];
@@ -347,6 +448,22 @@ static void tool_edges(const ttrace_env_t *e) {
   fclose(out);
   const char *argv[] = {e->conv, bad, "/dev/null", NULL};
   CHECK_EQ(ttrace_run(argv), 1);
+  /* A whole trace with bytes after its end (two writers of one file) is
+   * refused too; the trace alone converts. */
+  snprintf(bad, sizeof bad, "%s/edges-tail.gvlt", e->dir);
+  in = fopen(path, "rb");
+  out = fopen(bad, "wb");
+  CHECK(in != NULL && out != NULL);
+  size_t n;
+  while ((n = fread(junk, 1, sizeof junk, in)) > 0)
+    CHECK_EQ(fwrite(junk, 1, n, out), n);
+  CHECK_EQ(fwrite("tail", 1, 4, out), 4);
+  fclose(in);
+  fclose(out);
+  const char *tail_argv[] = {e->conv, bad, "/dev/null", NULL};
+  CHECK_EQ(ttrace_run(tail_argv), 1);
+  const char *whole_argv[] = {e->conv, path, "/dev/null", NULL};
+  CHECK_EQ(ttrace_run(whole_argv), 0);
   snprintf(full, sizeof full, "%s/edges-full", e->dir);
   (void)unlink(full);
   if (mknod(full, S_IFCHR | 0600, makedev(1, 7)) == 0) {   /* /dev/full */
@@ -374,6 +491,8 @@ int main(int argc, char **argv) {
   json_named(&e);
   from_env(&e);
   env_errno(&e);
+  busy_file(&e);
+  fifo_gone(&e);
   forked(&e);
   exit_writes(&e);
   before_and_unnamed(&e);
