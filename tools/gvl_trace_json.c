@@ -123,7 +123,9 @@ static bool trace_read(FILE *f, const char *path, trace_t *t) {
     if (!get(f, t->str[i], len)) goto bad;
     t->str[i][len] = '\0';
   }
-  if (fgetc(f) != EOF) {
+  /* A regular file holds one trace; a FIFO may bring the next one. */
+  struct stat sb;
+  if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && fgetc(f) != EOF) {
     why = "not a whole raw GVL trace (bytes after its end: two writers?)";
     goto bad;
   }

@@ -197,8 +197,9 @@ typedef struct {
  * a priority outside [GVL_PRIO_MIN, GVL_PRIO_MAX]), ENOMEM, EMFILE (fewer
  * descriptors free than the loop needs: seven for the process's first
  * loop, whose pipes libuv would otherwise abort the process for, five
- * for a later one), or the error of uv_loop_init / pthread_create /
- * gvl_thread_attach. */
+ * for a later one; counted at and above the numbers kept for the host's
+ * own files, 64 or a quarter of the open-file limit), or the error of
+ * uv_loop_init / pthread_create / gvl_thread_attach. */
 EVL_EXPORT evl_t *evl_start(gvl_t *g, const evl_config_t *cfg);
 
 /* [host thread, no_thread mode] Run the loop on the calling thread until it

@@ -101,8 +101,8 @@
  * 2^24); GVLOOP_TRACE_MODE=ring or =stop selects GVL_TRACE_RING or
  * GVL_TRACE_STOP_FULL.  A value that is not a number, or another mode,
  * prints one line on stderr and is ignored.  A trace started
- * this way that cannot open its file (or whose path, expanded, is over 4095
- * bytes) prints one line on stderr and is not started; one whose file
+ * this way that cannot open its file (or whose path, expanded, is over
+ * 4070 bytes) prints one line on stderr and is not started; one whose file
  * cannot be written prints one line on stderr when it is written.
  *
  * Thread rules (as in gvl.h):

@@ -110,6 +110,11 @@ typedef struct session {
                                 self-stop was claimed                     */
   int fd;                    /* the open file, or -1; mu                  */
   uint64_t env_run;          /* the run GVLOOP_TRACE started, or 0; mu    */
+  _Atomic int opening;       /* the file a start has opened and not yet
+                                made s->fd, or -1: a child forked then
+                                closes its copy, which would keep the
+                                file's lock (EBUSY) after the parent's
+                                stop                                     */
   /* Written under mu by a start; read by recorders while busy in a live
    * run, and by the stop's writer, with no start possible meanwhile. */
   uint32_t cap, max_threads;
@@ -173,6 +178,8 @@ static void fork_child(void) {
     s->starting = 0;   /* the starting thread's open, if any, is not ours */
     if (s->fd >= 0) (void)close(s->fd);
     s->fd = -1;
+    int o = atomic_exchange(&s->opening, -1);
+    if (o >= 0) (void)close(o);
     /* Threads counted in are not in the child; the counters stay as they
      * were at the fork (the run has stopped there, for the child). */
     atomic_store(&s->nobuf_busy, 0);
@@ -203,6 +210,7 @@ static session_t *session_get(gvl_t *g, bool create) {
       s = NULL;
     } else {
       s->fd = -1;
+      atomic_init(&s->opening, -1);
       s->g = g;
       s->next = reg_head;
       reg_head = s;
@@ -508,24 +516,23 @@ static int start_locked(session_t *s, int fd, const gvl_trace_config_t *c) {
  * another process: an exec'd or forked child with the same GVLOOP_TRACE)
  * is writing it, which an advisory lock held until the file is closed
  * tells.  It is emptied only once the lock is ours. */
-static int open_trace_file(const char *path, int *err) {
+static int open_trace_file(const char *path, int *err, _Atomic int *opening) {
   int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0) {
     *err = errno ? errno : EIO;
     return -1;
   }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
-    (void)close(fd);
-    *err = EBUSY;
-    return -1;
-  }
+  atomic_store(opening, fd);   /* before the lock: see session_t.opening */
   struct stat st;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) {
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+    *err = EBUSY;
+  else if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0)
     *err = errno ? errno : EIO;
-    (void)close(fd);
-    return -1;
-  }
-  return fd;
+  else
+    return fd;
+  atomic_store(opening, -1);   /* before the number can be reused */
+  (void)close(fd);
+  return -1;
 }
 
 int gvl_trace_start(gvl_t *g, const char *path, const gvl_trace_config_t *cfg) {
@@ -542,8 +549,9 @@ int gvl_trace_start(gvl_t *g, const char *path, const gvl_trace_config_t *cfg) {
   /* Opened without s->mu: open() can block (a FIFO waits for its reader,
    * which may be a process that another thread is about to fork, and
    * fork_prepare takes s->mu). */
-  int err = 0, fd = open_trace_file(path, &err);
+  int err = 0, fd = open_trace_file(path, &err, &s->opening);
   pthread_mutex_lock(&s->mu);
+  atomic_store(&s->opening, -1);
   rc = fd < 0 ? err : start_locked(s, fd, c);
   s->starting = 0;
   pthread_cond_broadcast(&s->settled);

@@ -69,32 +69,34 @@ let async f x =
   Mutex.unlock m;
   wake ()
 
-(* The job of a sync that gave up does nothing when a later GUI thread
-   runs it. *)
+(* The job of a sync runs only on the GUI thread it was queued for: one
+   that ended without running it made the sync give up, and a later GUI
+   thread that finds it queued does nothing with it. *)
 let sync f x =
   if gui_safe () then f x
   else begin
-    let res = ref None and live = ref true in
+    let res = ref None in
+    Mutex.lock m;
+    if !gui_id = None then (Mutex.unlock m; failwith "Tkthread.sync");
+    let gen = !gui_gen in
     let job () =
       Mutex.lock m;
-      let go = !live in
+      let go = !gui_gen = gen in
       Mutex.unlock m;
       if go then begin
         let r = try Ok (f x) with e -> Error e in
         Mutex.lock m; res := Some r; Condition.broadcast ended; Mutex.unlock m
       end
     in
-    Mutex.lock m;
-    if !gui_id = None then (Mutex.unlock m; failwith "Tkthread.sync");
-    let gen = !gui_gen in
     Queue.add job jobs;
     Mutex.unlock m;
     wake ();
     Mutex.lock m;
-    while !res = None && !gui_gen = gen do Condition.wait ended m done;
-    let r = !res in
-    if r = None then live := false;
-    Mutex.unlock m;
+    let r =
+      Fun.protect ~finally:(fun () -> Mutex.unlock m) (fun () ->
+        while !res = None && !gui_gen = gen do Condition.wait ended m done;
+        !res)
+    in
     match r with
     | Some (Ok y) -> y
     | Some (Error e) -> raise e
