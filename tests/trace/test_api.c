@@ -211,10 +211,24 @@ static void from_env(const ttrace_env_t *e) {
 static const char *self_path;      /* argv[0]: ctest passes a full path */
 static int exit_child(void);
 
-static void busy_file(const ttrace_env_t *e) {
-  char path[512], alt[600], env[600];
+/* Run this program afresh as --exit-child with GVLOOP_TRACE=path only;
+ * it must exit 0.  Returns its pid. */
+static pid_t run_exit_child(const char *path) {
+  char env[600];
   int st;
   pid_t pid;
+  snprintf(env, sizeof env, "GVLOOP_TRACE=%s", path);
+  char *const argv[] = {(char *)self_path, "--exit-child", NULL};
+  char *const envp[] = {env, NULL};
+  CHECK_OK(posix_spawn(&pid, self_path, NULL, NULL, argv, envp));
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 0);
+  return pid;
+}
+
+static void busy_file(const ttrace_env_t *e) {
+  char path[512], alt[600];
   ttrace_path(e, "busy", path, sizeof path);
   gvl_t *g1 = gvl_create(NULL), *g2 = gvl_create(NULL);
   CHECK(g1 && g2);
@@ -225,13 +239,7 @@ static void busy_file(const ttrace_env_t *e) {
   CHECK_OK(gvl_release(t));
   CHECK_EQ(gvl_trace_start(g2, path, NULL), EBUSY);
   CHECK_EQ(gvl_trace_active(g2), 0);
-  snprintf(env, sizeof env, "GVLOOP_TRACE=%s", path);
-  char *const argv[] = {(char *)self_path, "--exit-child", NULL};
-  char *const envp[] = {env, NULL};
-  CHECK_OK(posix_spawn(&pid, self_path, NULL, NULL, argv, envp));
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  CHECK(WIFEXITED(st));
-  CHECK_EQ(WEXITSTATUS(st), 0);
+  pid_t pid = run_exit_child(path);
   CHECK_OK(gvl_thread_detach(t));
   CHECK_OK(gvl_trace_stop(g1));
   TTRACE_CHECK(e, path, "--holds", "1");     /* g1's, whole */
@@ -376,17 +384,9 @@ static int exit_child(void) {
 }
 
 static void exit_writes(const ttrace_env_t *e) {
-  char path[512], env[600];
-  int st;
-  pid_t pid;
+  char path[512];
   ttrace_path(e, "exit", path, sizeof path);
-  snprintf(env, sizeof env, "GVLOOP_TRACE=%s", path);
-  char *const argv[] = {(char *)self_path, "--exit-child", NULL};
-  char *const envp[] = {env, NULL};
-  CHECK_OK(posix_spawn(&pid, self_path, NULL, NULL, argv, envp));
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  CHECK(WIFEXITED(st));
-  CHECK_EQ(WEXITSTATUS(st), 0);
+  (void)run_exit_child(path);
   TTRACE_CHECK(e, path, "--holds", "2");
 }
 
