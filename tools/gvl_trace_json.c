@@ -84,12 +84,12 @@ static bool trace_read(FILE *f, const char *path, trace_t *t) {
   const char *why = "truncated";
   memset(t, 0, sizeof *t);
   size_t got = fread(&t->h, 1, sizeof t->h, f);
-  if (got == 0 && !ferror(f)) {
-    why = "empty (a program killed before it stopped its trace leaves one)";
-    goto bad;
-  }
   if (ferror(f)) {
     why = strerror(errno ? errno : EIO);   /* a directory: EISDIR */
+    goto bad;
+  }
+  if (got == 0) {
+    why = "empty (a program killed before it stopped its trace leaves one)";
     goto bad;
   }
   if (got != sizeof t->h || memcmp(t->h.magic, GVL__TF_MAGIC, 8)) {

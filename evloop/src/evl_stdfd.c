@@ -6,8 +6,8 @@
 #include "evl_stdfd.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -109,7 +109,8 @@ typedef struct session {
   _Atomic uint64_t full_stop; /* GVL_TRACE_STOP_FULL: the run whose
                                 self-stop was claimed                     */
   int fd;                    /* the open file, or -1; mu                  */
-  uint64_t env_run;          /* the run GVLOOP_TRACE started, or 0; mu    */
+  uint64_t env_run;          /* the run, if GVLOOP_TRACE started it, or 0;
+                                set by the start; mu                      */
   _Atomic int opening;       /* the file a start has opened and not yet
                                 made s->fd, or -1: a child forked then
                                 closes its copy, which would keep the
@@ -494,7 +495,8 @@ static int start_claim(session_t *s) {
 }
 
 /* s->mu held, the start claimed: begin the run into fd. */
-static int start_locked(session_t *s, int fd, const gvl_trace_config_t *c) {
+static int start_locked(session_t *s, int fd, const gvl_trace_config_t *c,
+                        bool env) {
   uint32_t maxt = c->max_threads ? c->max_threads : DEF_THREADS;
   /* A run takes a spare header before it adds one (buf_for_run), so the
    * array never needs more than the largest max_threads. */
@@ -507,6 +509,7 @@ static int start_locked(session_t *s, int fd, const gvl_trace_config_t *c) {
   atomic_store(&s->lost_nobuf, 0);
   s->t0 = gvl__now();
   atomic_store(&s->run, atomic_fetch_add(&next_run, 1));
+  s->env_run = env ? atomic_load(&s->run) : 0;
   atomic_store(&s->on, 1);
   atomic_store_explicit(&s->g->trace, (void *)s, memory_order_release);
   return 0;
@@ -535,7 +538,9 @@ static int open_trace_file(const char *path, int *err, _Atomic int *opening) {
   return -1;
 }
 
-int gvl_trace_start(gvl_t *g, const char *path, const gvl_trace_config_t *cfg) {
+/* gvl_trace_start; env: started by GVLOOP_TRACE (gvl__trace_env). */
+static int trace_start(gvl_t *g, const char *path,
+                       const gvl_trace_config_t *cfg, bool env) {
   static const gvl_trace_config_t defaults;
   const gvl_trace_config_t *c = cfg ? cfg : &defaults;
   session_t *s;
@@ -552,12 +557,16 @@ int gvl_trace_start(gvl_t *g, const char *path, const gvl_trace_config_t *cfg) {
   int err = 0, fd = open_trace_file(path, &err, &s->opening);
   pthread_mutex_lock(&s->mu);
   atomic_store(&s->opening, -1);
-  rc = fd < 0 ? err : start_locked(s, fd, c);
+  rc = fd < 0 ? err : start_locked(s, fd, c, env);
   s->starting = 0;
   pthread_cond_broadcast(&s->settled);
   pthread_mutex_unlock(&s->mu);
   if (rc && fd >= 0) (void)close(fd);
   return rc;
+}
+
+int gvl_trace_start(gvl_t *g, const char *path, const gvl_trace_config_t *cfg) {
+  return trace_start(g, path, cfg, false);
 }
 
 int gvl_trace_active(gvl_t *g) {
@@ -574,10 +583,6 @@ static void drain(session_t *s) {
 
 static int write_trace(session_t *s, int fd);   /* below */
 
-/* Turn recording off, write the file, free the event arrays.  run: the
- * run to stop (a full buffer's self-stop), which returns at once if that
- * run is over; 0: whichever runs (a stop, destroy, exit), which waits for
- * a write in progress before it says ESRCH. */
 /* write_trace with SIGPIPE blocked in this thread: a reader that went away
  * (a FIFO, a pipe) is an error the caller gets (EPIPE), not the end of the
  * process.  A SIGPIPE the write raised is taken back; one that was pending
@@ -598,6 +603,10 @@ static int write_nosigpipe(session_t *s, int fd) {
   return rc;
 }
 
+/* Turn recording off, write the file, free the event arrays.  run: the
+ * run to stop (a full buffer's self-stop), which returns at once if that
+ * run is over; 0: whichever runs (a stop, destroy, exit), which waits for
+ * a write in progress before it says ESRCH. */
 static int stop_session(session_t *s, uint64_t run) {
   int rc = 0;
   pthread_mutex_lock(&s->mu);
@@ -769,7 +778,7 @@ void gvl__trace_env(gvl_t *g) {
     fprintf(stderr, "gvloop: GVLOOP_TRACE: the path is too long; not traced\n");
     return;
   }
-  int rc = gvl_trace_start(g, path, &c);
+  int rc = trace_start(g, path, &c, true);
   if (rc == EBUSY) {
     /* Another process's trace writes it (the same GVLOOP_TRACE passed to
      * an exec'd or forked child): this one goes beside it. */
@@ -779,20 +788,12 @@ void gvl__trace_env(gvl_t *g) {
       fprintf(stderr, "gvloop: GVLOOP_TRACE: %s is being written by another trace; "
               "tracing to %s\n", path, alt);
       memcpy(path, alt, sizeof path);
-      rc = gvl_trace_start(g, path, &c);
+      rc = trace_start(g, path, &c, true);
     }
   }
-  if (rc) {
+  if (rc)
     fprintf(stderr, "gvloop: GVLOOP_TRACE: cannot trace to %s: %s\n", path,
             strerror(rc));
-    return;
-  }
-  session_t *s = session_get(g, false);
-  if (s) {
-    pthread_mutex_lock(&s->mu);
-    if (atomic_load(&s->on)) s->env_run = atomic_load(&s->run);
-    pthread_mutex_unlock(&s->mu);
-  }
 }
 
 /* The trace is stopped (and written) while the session is still in the
