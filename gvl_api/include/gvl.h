@@ -319,7 +319,9 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  * to reach its safe point.  A waiter that spins lends only once 10 us of
  * its spin (or all of its spin, if shorter) have passed without the grant,
  * so a holder that hands over sooner is not lent; one that does not spin
- * lends as it queues.  A thread attached to two GVLs at once is never
+ * lends as it queues.  The time the lend itself takes (system calls) is not
+ * spin: the waiter then spins on for what its spin had left, within the
+ * slice.  A thread attached to two GVLs at once is never
  * lent to.  The holder gets its own scheduling back as it gives the GVL up
  * (release, yield, safe point, blocking region, cond wait): before a
  * release returns, before a yield or safe point waits for the GVL again,

@@ -406,7 +406,17 @@ void gvl__wait_granted(gvl_t *g, gvl_thread_t *t, uint64_t start) {
     uint64_t first = end - start < GVL__LEND_AFTER_NS ? end - start
                                                        : GVL__LEND_AFTER_NS;
     if (spin && spin_for_grant(t, start, start + first)) return;
+    uint64_t l0 = spin ? gvl__now() : 0;
     lend_late(g, t);
+    if (spin) {
+      /* The lend is a few system calls, tens of us in a virtual machine,
+       * and the grant it brings often comes just after: their time is not
+       * spin, so the spin goes on for what it had left (within the slice).
+       * Asleep, t would cost the booster a wake-up of the same order. */
+      uint64_t cap = start + slice;
+      end += gvl__now() - l0;
+      if (end > cap) end = cap;
+    }
   }
   if (spin && spin_for_grant(t, start, end)) return;
   (void)gvl__wait_granted_until(g, t, 0);

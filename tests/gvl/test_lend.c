@@ -25,6 +25,11 @@
  *   take_back   a lend made to a waiter with a revocable grant, which
  *               cannot run (a real-time thread above the lend keeps its
  *               CPU), ends when gvl_call_without takes the grant back
+ *   lend_time   (test_gvl_lend_wrap only: the lend's system call made slow
+ *               by a wrapper) the time a spinning booster spends lending
+ *               is not counted against its spin: a grant that comes after
+ *               spin_ns of wall time, but within spin_ns of spinning, finds
+ *               it spinning, not asleep
  *
  * Asserted: states of the kernel's scheduling and counts.  Changing another
  * thread's scheduling needs CAP_SYS_NICE: without it the program exits 77
@@ -450,7 +455,96 @@ static void take_back(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- the lend's own time is not spin ----------------------------------- */
+
+#ifdef TGVL_LEND_WRAP
+#include "gvl_int.h"
+
+/* Every lend and restore goes through here (static link, --wrap): while
+ * lt_slow is set, a lend takes LT_LEND_NS of busy time before it is made,
+ * as a slow sched_setattr would. */
+int __real_gvl__ksched_set(int tid, const gvl__ksched_t *s);
+int __wrap_gvl__ksched_set(int tid, const gvl__ksched_t *s);
+#define LT_SPIN_NS  (20ull * 1000000u)   /* the booster's spin_ns           */
+#define LT_LEND_NS  (60ull * 1000000u)   /* one lend's time, > LT_SPIN_NS    */
+#define LT_AFTER_NS (5ull * 1000000u)    /* holder's answer after the lend   */
+static atomic_int lt_slow, lt_lent;
+
+int __wrap_gvl__ksched_set(int tid, const gvl__ksched_t *s) {
+  if (atomic_exchange(&lt_slow, 0)) {
+    uint64_t end = gvl_now_ns() + LT_LEND_NS;
+    while (gvl_now_ns() < end) {
+    }
+    int rc = __real_gvl__ksched_set(tid, s);
+    atomic_store(&lt_lent, 1);
+    return rc;
+  }
+  return __real_gvl__ksched_set(tid, s);
+}
+
+static long nvcsw_self(void) {
+  struct rusage ru;
+  CHECK_OK(getrusage(RUSAGE_THREAD, &ru));
+  return ru.ru_nvcsw;
+}
+
+static long lt_sleeps = -1;
+
+static void *lt_booster(void *arg) {
+  CHECK_OK(ks_set_self(FIFO1));
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  atomic_store(&lt_slow, 1);
+  long v0 = nvcsw_self();
+  CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
+  lt_sleeps = nvcsw_self() - v0;   /* a futex sleep is a voluntary switch */
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+/* The holder, in native code without safe points, answers the booster only
+ * LT_AFTER_NS after the lend is made: past spin_ns of the booster's wall
+ * time (10 us of spin, the lend, then the answer), but well within spin_ns
+ * of its spinning (10 us + LT_AFTER_NS).  The booster must take the grant spinning.  (Before the
+ * lend's time was left out it slept: one voluntary switch.) */
+static void lend_time(void) {
+  cpu_set_t set;
+  CHECK_OK(sched_getaffinity(0, sizeof set, &set));
+  if (CPU_COUNT(&set) < 2) {
+    printf("skipped: a booster spins only with two CPUs\n");
+    exit(77);
+  }
+  gvl_config_t c = {0};
+  c.flags = GVL_F_LEND | GVL_F_NOINTERACTIVE;
+  c.spin_ns = LT_SPIN_NS;
+  c.slice_ns = 3600ull * 1000000000ull;
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *h = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(h);
+  CHECK_OK(gvl_acquire(h));
+  pthread_t b;
+  tgvl_spawn(&b, lt_booster, NULL);
+  while (!atomic_load(&lt_lent)) {
+  }
+  uint64_t end = gvl_now_ns() + LT_AFTER_NS;
+  while (gvl_now_ns() < end) {
+  }
+  CHECK_OK(gvl_check_ints(h));       /* hands over, and back */
+  tgvl_join(b);
+  CHECK_EQ(tgvl_stats(g).lends, 1);
+  CHECK_EQ(lt_sleeps, 0);
+  CHECK(ks_eq(ks_get(ktid()), OTHER0));
+  CHECK_OK(gvl_release(h));
+  CHECK_OK(gvl_thread_detach(h));
+  CHECK_OK(gvl_destroy(g));
+}
+#endif
+
 static const tgvl_case_t cases[] = {
+#ifdef TGVL_LEND_WRAP
+  {"lend_time", lend_time},
+#endif
   {"fifo", fifo}, {"off", off},   {"rank", rank},
   {"paths", paths}, {"fork", fork_lent}, {"multi", multi},
   {"child_thread", child_thread}, {"hammer", hammer},
