@@ -23,7 +23,10 @@
  *    over a sliding window (the starvation guard; see gvl_acquire_prio for
  *    the exact bound); past the cap boosted waiters are served last.
  *  - No spinning on one CPU: a waiter spins (bounded by spin_ns and by the
- *    time slice, yielding the CPU after 2 us) only with two or more CPUs
+ *    time slice, yielding the CPU after 2 us, except a waiter above normal
+ *    priority whose holder last ran on another CPU, where Linux's rseq
+ *    area tells: there a yield could only hand its own CPU to another
+ *    process for a whole kernel time slice) only with two or more CPUs
  *    online and in the affinity mask of the thread that created the GVL (as
  *    it was then: a process pinned to one CPU, or a 1-CPU container, never
  *    spins), and never with GVL_F_NOSPIN.  Waits for a gvl_mutex or

@@ -148,6 +148,10 @@ int gvl__ksched_set(int tid, const gvl__ksched_t *s);
 /* Higher runs first; -1 (SCHED_DEADLINE, or no support): never lend from
  * or to it. */
 int gvl__ksched_rank(const gvl__ksched_t *s);
+/* The calling thread's word that the kernel keeps at the number of the CPU
+ * it last ran on (Linux's rseq area, registered by glibc), or NULL where
+ * there is none.  Another thread may read it while this one lives. */
+const volatile uint32_t *gvl__ksched_cpu_word(void);
 
 /* Revocable grants (g->hot_kind): none; a release into a blocking region
  * (gvl_call_without); the release that ends a boosted hold. */
@@ -208,6 +212,15 @@ struct gvl_thread_s {
                                    enqueue of t itself; t only             */
   int ktid;                     /* kernel thread id (GVL_F_LEND); set at
                                    attach and in the fork child            */
+  const volatile uint32_t *cpu_word; /* gvl__ksched_cpu_word of t's thread,
+                                   or NULL; set at attach (the fork child's
+                                   thread has the same); read by others
+                                   under g->mu while t owns the GVL or is
+                                   queued for it, so its thread lives      */
+  int other_cpu;                /* the CPU the thread t waits for last ran
+                                   on, -1 unknown: the holder as t queues,
+                                   or the waiter a yield of t served; t
+                                   only (written under g->mu)              */
   _Atomic bool multi;           /* its OS thread has been attached to two
                                    GVLs at once: never lent to; set by t's
                                    OS thread at attach                     */

@@ -196,6 +196,14 @@ static void unlend(gvl_thread_t *t) {
       memory_order_relaxed);
 }
 
+/* The CPU t's thread last ran on, -1 unknown; g->mu held, t owning the
+ * GVL or queued for it, so its thread lives. */
+static int cpu_of(const gvl_thread_t *t) {
+  if (!t->cpu_word) return -1;
+  int32_t c = (int32_t)*t->cpu_word;
+  return c >= 0 ? c : -1;
+}
+
 /* Give the timer role to t (NULL: nobody), g->mu held.  A new timer has
  * not looked yet, so it has no deadline (timer_due 0). */
 static void give_timer(gvl_t *g, gvl_thread_t *t) {
@@ -233,6 +241,7 @@ static gvl_thread_t *enqueue(gvl_t *g, gvl_thread_t *t, int prio,
   /* The caller lends when it waits: at once if it will not spin, else
    * only if a spin did not bring the grant (gvl__wait_granted). */
   if (!wk) {
+    t->other_cpu = owner && owner != t ? cpu_of(owner) : -1;
     t->lend_ask = ask && (g->flags & GVL_F_LEND);
     if (t->lend_ask && !g->spin_ns) {
       lend(g, t, owner);
@@ -348,11 +357,24 @@ static inline bool took(gvl_thread_t *t) {
       memory_order_acquire);
 }
 
+/* Does the thread t waits for (t->other_cpu) run elsewhere than t, as far
+ * as the kernel's rseq words tell?  Unknown counts as no. */
+static bool elsewhere(const gvl_thread_t *t) {
+  if (t->other_cpu < 0 || !t->cpu_word) return false;
+  int32_t mine = (int32_t)*t->cpu_word;
+  return mine >= 0 && mine != t->other_cpu;
+}
+
 /* Spin for a grant that should come within microseconds.  Bounded by
- * spin_ns (0 on one CPU, see gvl__wait_granted), and after
- * the first 2 us every round yields the CPU, in case the holder waits for
- * this very CPU to reach its safe point. */
+ * spin_ns (0 on one CPU, see gvl__wait_granted), and after the first 2 us
+ * every round yields the CPU, in case the thread t waits for (the holder,
+ * or the waiter it handed the GVL to) waits for this very CPU, unless it is
+ * known to have run on another.  There the yield would only help whatever
+ * else shares t's CPU: under EEVDF a yield moves the yielder's deadline a
+ * whole slice on, and beside one busy loop a loop thread that yielded so
+ * got its CPU back 3.8 ms later, its grant long made (kernel trace). */
 static bool spin_for_grant(gvl_thread_t *t, uint64_t start, uint64_t end) {
+  bool yield = t->qprio <= 0 || !elsewhere(t);
   for (;;) {
     for (int i = 0; i < 64; i++) {
       if (took(t)) return true;
@@ -360,7 +382,7 @@ static bool spin_for_grant(gvl_thread_t *t, uint64_t start, uint64_t end) {
     }
     uint64_t now = gvl__now();
     if (now >= end) return false;
-    if (now - start > 2000) sched_yield();
+    if (yield && now - start > 2000) sched_yield();
   }
 }
 
@@ -725,6 +747,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   (void)enqueue(g, t, gvl__pol_requeue_prio(mine, w->qprio), now, NULL);
   wakes_t wk = {.n = 0};
   handoff(g, w, now, GVL__GRANTED, &wk);
+  t->other_cpu = cpu_of(w);
   /* Preempted by a boost and next in line: back soon.  Behind another
    * waiter, a spin would only take a CPU that others need. */
   atomic_store_explicit(&t->spin_hint, w->qprio > mine && g->qhead == t,

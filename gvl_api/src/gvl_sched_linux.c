@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gvl_sched_linux.c -- a thread's kernel scheduling, read and set by its
- * kernel thread id, for GVL_F_LEND (gvl_lock.c, "lending").
+ * kernel thread id, for GVL_F_LEND (gvl_lock.c, "lending"), and the CPU it
+ * last ran on, for the spin (gvl_lock.c, spin_for_grant).
  *
  * sched_getattr/sched_setattr carry policy, nice and real-time priority in
  * one call, for any thread of the process.  glibc 2.36 has no wrappers, so
@@ -16,6 +17,12 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#if defined(__has_include)
+#if __has_include(<sys/rseq.h>)
+#include <sys/rseq.h>   /* glibc 2.35 and later */
+#define GVL__HAVE_RSEQ 1
+#endif
+#endif
 
 struct gvl__sched_attr {     /* the kernel's struct sched_attr, version 0 */
   uint32_t size;
@@ -75,4 +82,21 @@ int gvl__ksched_rank(const gvl__ksched_t *s) {
   case SCHED_IDLE:  return 0;
   default:          return -1;
   }
+}
+
+/* glibc 2.35 and later register an rseq area for every thread, at
+ * __rseq_offset from the thread pointer; the kernel writes cpu_id there
+ * whenever the thread returns to user space on another CPU, so a thread
+ * that is not running shows the CPU it last ran on (and will most likely
+ * run on next).  Without it (older glibc, registration refused or turned
+ * off, valgrind): NULL. */
+const volatile uint32_t *gvl__ksched_cpu_word(void) {
+#ifdef GVL__HAVE_RSEQ
+  if (__rseq_size == 0) return NULL;
+  struct rseq *r =
+      (struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
+  return &r->cpu_id;
+#else
+  return NULL;
+#endif
 }

@@ -18,3 +18,4 @@ int gvl__ksched_rank(const gvl__ksched_t *s) {
   (void)s;
   return -1;
 }
+const volatile uint32_t *gvl__ksched_cpu_word(void) { return NULL; }

@@ -121,6 +121,8 @@ static gvl_thread_t *attach(gvl_t *g, int prio, bool foreign) {
   t->g = g;
   t->tid = pthread_self();
   t->ktid = gvl__ksched_tid();
+  t->cpu_word = gvl__ksched_cpu_word();
+  t->other_cpu = -1;
   /* One OS thread on two GVLs: neither may lend to it (gvl_lock.c). */
   for (gvl_thread_t *o = tls_head; o; o = o->tls_next) {
     if (atomic_load_explicit(&o->orphan, memory_order_acquire)) continue;

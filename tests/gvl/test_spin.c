@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * When a spinning waiter yields its CPU (gvl.h, "No spinning on one CPU").
+ * A static link whose sched_yield is wrapped counts the waiter's yields
+ * while the holder, pinned to a CPU, computes 5 ms without a safe point:
+ *
+ *   boost_elsewhere  a boosted waiter on another CPU than the holder spins
+ *                    through the hold and never yields (the yield could
+ *                    only give its own CPU to some other process, for a
+ *                    whole kernel time slice)
+ *   boost_beside     a boosted waiter on the holder's own CPU yields, so
+ *                    that the holder can run to its safe point
+ *   plain_elsewhere  a waiter at normal priority on another CPU yields
+ *                    after 2 us, as before: others may need its CPU
+ *
+ * Needs two CPUs and the kernel's rseq area (glibc 2.35 and later; not
+ * under valgrind): else exit 77 (ctest: skipped).
+ */
+#include "tgvl.h"
+
+#include <stdbool.h>
+#include <sys/resource.h>
+#include <sys/rseq.h>
+
+int __real_sched_yield(void);
+int __wrap_sched_yield(void);
+
+static _Thread_local bool counting;
+static atomic_int yields;
+static long sleeps = -1;               /* the waiter's voluntary switches */
+
+static long nvcsw_self(void) {
+  struct rusage ru;
+  CHECK_OK(getrusage(RUSAGE_THREAD, &ru));
+  return ru.ru_nvcsw;
+}
+
+int __wrap_sched_yield(void) {
+  if (counting) atomic_fetch_add(&yields, 1);
+  return __real_sched_yield();
+}
+
+#define SPIN_NS  (200ull * 1000000u)   /* the waiter spins through the hold */
+#define HOLD_NS  (5ull * 1000000u)     /* the holder's native stretch       */
+
+static gvl_t *g;
+static int cpus[2];
+static tgvl_log_t spin_log;            /* the hook's: READY, the waiter queued */
+
+typedef struct {
+  int cpu;
+  int prio;
+} waiter_t;
+
+static void *waiter(void *arg) {
+  waiter_t *w = arg;
+  tgvl_pin(w->cpu);
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  counting = true;
+  long v0 = nvcsw_self();
+  CHECK_OK(w->prio > 0 ? gvl_acquire_prio(t, w->prio) : gvl_acquire(t));
+  sleeps = nvcsw_self() - v0;   /* a futex sleep is a voluntary switch */
+  counting = false;
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* The calling thread holds on cpus[0]; a waiter at prio on `cpu` queues;
+ * the holder computes HOLD_NS without a safe point, then gives the GVL up.
+ * Returns the waiter's yields. */
+static int one(int cpu, int prio) {
+  gvl_config_t c = {0};
+  c.spin_ns = SPIN_NS;
+  c.slice_ns = TGVL_HOUR_NS;
+  c.flags = GVL_F_NOINTERACTIVE;
+  c.hook = tgvl_hook;
+  c.hook_arg = &spin_log;
+  tgvl_log_reset(&spin_log);
+  CHECK(g = gvl_create(&c));          /* unpinned: the GVL spins */
+  tgvl_pin(cpus[0]);
+  gvl_thread_t *h = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(h);
+  CHECK_OK(gvl_acquire(h));
+  waiter_t w = {.cpu = cpu, .prio = prio};
+  pthread_t th;
+  tgvl_spawn(&th, waiter, &w);
+  while (tgvl_count(&spin_log, GVL_EV_READY) < 1) tgvl_sleep_us(100);
+  uint64_t end = gvl_now_ns() + HOLD_NS;
+  while (gvl_now_ns() < end) {
+  }
+  if (prio > 0)
+    CHECK_OK(gvl_check_ints(h));      /* the boost asked: hands over */
+  else
+    CHECK_OK(gvl_release(h));
+  tgvl_join(th);
+  if (prio > 0) CHECK_OK(gvl_release(h));
+  CHECK_EQ(tgvl_stats(g).handoffs >= 1, 1);
+  CHECK_OK(gvl_thread_detach(h));
+  CHECK_OK(gvl_destroy(g));
+  return atomic_load(&yields);
+}
+
+/* It spun through the hold (no sleep), and without a yield. */
+static void boost_elsewhere(void) {
+  CHECK_EQ(one(cpus[1], GVL_PRIO_BOOST), 0);
+  CHECK_EQ(sleeps, 0);
+}
+static void boost_beside(void) { CHECK_GT(one(cpus[0], GVL_PRIO_BOOST), 0); }
+static void plain_elsewhere(void) { CHECK_GT(one(cpus[1], GVL_PRIO_NORMAL), 0); }
+
+static const tgvl_case_t cases[] = {
+  {"boost_elsewhere", boost_elsewhere},
+  {"boost_beside", boost_beside},
+  {"plain_elsewhere", plain_elsewhere},
+};
+
+int main(int argc, char **argv) {
+  tgvl_watchdog(120);
+  cpu_set_t set;
+  CHECK_OK(sched_getaffinity(0, sizeof set, &set));
+  if (CPU_COUNT(&set) < 2) {
+    printf("skipped: needs two CPUs\n");
+    return 77;
+  }
+  if (__rseq_size == 0) {
+    printf("skipped: no rseq area (glibc.pthread.rseq=0, or valgrind)\n");
+    return 77;
+  }
+  for (int i = 0, n = 0; n < 2; i++)
+    if (CPU_ISSET(i, &set)) cpus[n++] = i;
+  return tgvl_run_cases(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
