@@ -196,8 +196,9 @@ static void unlend(gvl_thread_t *t) {
       memory_order_relaxed);
 }
 
-/* The CPU t's thread last ran on, -1 unknown; g->mu held, t owning the
- * GVL or queued for it, so its thread lives. */
+/* The CPU t's thread last ran on, -1 unknown.  On another thread than t's,
+ * only with g->mu held and t owning the GVL or queued for it, so that its
+ * thread lives. */
 static int cpu_of(const gvl_thread_t *t) {
   if (!t->cpu_word) return -1;
   int32_t c = (int32_t)*t->cpu_word;
@@ -360,9 +361,8 @@ static inline bool took(gvl_thread_t *t) {
 /* Does the thread t waits for (t->other_cpu) run elsewhere than t, as far
  * as the kernel's rseq words tell?  Unknown counts as no. */
 static bool elsewhere(const gvl_thread_t *t) {
-  if (t->other_cpu < 0 || !t->cpu_word) return false;
-  int32_t mine = (int32_t)*t->cpu_word;
-  return mine >= 0 && mine != t->other_cpu;
+  int mine = cpu_of(t);
+  return t->other_cpu >= 0 && mine >= 0 && mine != t->other_cpu;
 }
 
 /* Spin for a grant that should come within microseconds.  Bounded by

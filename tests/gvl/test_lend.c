@@ -417,14 +417,7 @@ static void *tb_region(void *arg) {
 }
 
 static void take_back(void) {
-  cpu_set_t set;
-  CHECK_OK(sched_getaffinity(0, sizeof set, &set));
-  if (CPU_COUNT(&set) < 2) {
-    printf("skipped: needs two CPUs\n");
-    exit(77);
-  }
-  for (int i = 0, n = 0; n < 2; i++)
-    if (CPU_ISSET(i, &set)) tb_cpu[n++] = i;
+  tgvl_two_cpus(tb_cpu);
   gvl_config_t c = {0};
   c.flags = GVL_F_LEND | GVL_F_NOSPIN | GVL_F_NOINTERACTIVE;
   c.slice_ns = 3600ull * 1000000000ull;
@@ -482,12 +475,6 @@ int __wrap_gvl__ksched_set(int tid, const gvl__ksched_t *s) {
   return __real_gvl__ksched_set(tid, s);
 }
 
-static long nvcsw_self(void) {
-  struct rusage ru;
-  CHECK_OK(getrusage(RUSAGE_THREAD, &ru));
-  return ru.ru_nvcsw;
-}
-
 static long lt_sleeps = -1;
 
 static void *lt_booster(void *arg) {
@@ -495,9 +482,9 @@ static void *lt_booster(void *arg) {
   gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(t);
   atomic_store(&lt_slow, 1);
-  long v0 = nvcsw_self();
+  long v0 = tgvl_sleeps_self();
   CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
-  lt_sleeps = nvcsw_self() - v0;   /* a futex sleep is a voluntary switch */
+  lt_sleeps = tgvl_sleeps_self() - v0;
   CHECK_OK(gvl_release(t));
   CHECK_OK(gvl_thread_detach(t));
   return arg;
@@ -506,15 +493,12 @@ static void *lt_booster(void *arg) {
 /* The holder, in native code without safe points, answers the booster only
  * LT_AFTER_NS after the lend is made: past spin_ns of the booster's wall
  * time (10 us of spin, the lend, then the answer), but well within spin_ns
- * of its spinning (10 us + LT_AFTER_NS).  The booster must take the grant spinning.  (Before the
- * lend's time was left out it slept: one voluntary switch.) */
+ * of its spinning (10 us + LT_AFTER_NS).  The booster must take the grant
+ * spinning.  (Before the lend's time was left out it slept: one voluntary
+ * switch.)  A booster spins only with two CPUs. */
 static void lend_time(void) {
-  cpu_set_t set;
-  CHECK_OK(sched_getaffinity(0, sizeof set, &set));
-  if (CPU_COUNT(&set) < 2) {
-    printf("skipped: a booster spins only with two CPUs\n");
-    exit(77);
-  }
+  int cpus[2];
+  tgvl_two_cpus(cpus);
   gvl_config_t c = {0};
   c.flags = GVL_F_LEND | GVL_F_NOINTERACTIVE;
   c.spin_ns = LT_SPIN_NS;

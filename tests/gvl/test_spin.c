@@ -19,7 +19,6 @@
 #include "tgvl.h"
 
 #include <stdbool.h>
-#include <sys/resource.h>
 #include <sys/rseq.h>
 
 int __real_sched_yield(void);
@@ -28,12 +27,6 @@ int __wrap_sched_yield(void);
 static _Thread_local bool counting;
 static atomic_int yields;
 static long sleeps = -1;               /* the waiter's voluntary switches */
-
-static long nvcsw_self(void) {
-  struct rusage ru;
-  CHECK_OK(getrusage(RUSAGE_THREAD, &ru));
-  return ru.ru_nvcsw;
-}
 
 int __wrap_sched_yield(void) {
   if (counting) atomic_fetch_add(&yields, 1);
@@ -58,9 +51,9 @@ static void *waiter(void *arg) {
   gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(t);
   counting = true;
-  long v0 = nvcsw_self();
+  long v0 = tgvl_sleeps_self();
   CHECK_OK(w->prio > 0 ? gvl_acquire_prio(t, w->prio) : gvl_acquire(t));
-  sleeps = nvcsw_self() - v0;   /* a futex sleep is a voluntary switch */
+  sleeps = tgvl_sleeps_self() - v0;
   counting = false;
   CHECK_OK(gvl_release(t));
   CHECK_OK(gvl_thread_detach(t));
@@ -132,17 +125,10 @@ static const tgvl_case_t cases[] = {
 
 int main(int argc, char **argv) {
   tgvl_watchdog(120);
-  cpu_set_t set;
-  CHECK_OK(sched_getaffinity(0, sizeof set, &set));
-  if (CPU_COUNT(&set) < 2) {
-    printf("skipped: needs two CPUs\n");
-    return 77;
-  }
+  tgvl_two_cpus(cpus);
   if (__rseq_size == 0) {
     printf("skipped: no rseq area (glibc.pthread.rseq=0, or valgrind)\n");
     return 77;
   }
-  for (int i = 0, n = 0; n < 2; i++)
-    if (CPU_ISSET(i, &set)) cpus[n++] = i;
   return tgvl_run_cases(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

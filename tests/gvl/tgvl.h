@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -136,6 +137,27 @@ static inline void tgvl_pin(int cpu) {
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   CHECK_OK(pthread_setaffinity_np(pthread_self(), sizeof set, &set));
+}
+
+/* The first two CPUs the calling thread may run on, into cpus[]; where
+ * there is only one, the case cannot run: exit 77 (ctest: skipped). */
+static inline void tgvl_two_cpus(int cpus[2]) {
+  cpu_set_t set;
+  CHECK_OK(sched_getaffinity(0, sizeof set, &set));
+  if (CPU_COUNT(&set) < 2) {
+    printf("skipped: needs two CPUs\n");
+    exit(77);
+  }
+  for (int i = 0, n = 0; n < 2; i++)
+    if (CPU_ISSET(i, &set)) cpus[n++] = i;
+}
+
+/* The calling thread's voluntary context switches so far (a futex sleep is
+ * one; a sched_yield or a preemption is not). */
+static inline long tgvl_sleeps_self(void) {
+  struct rusage ru;
+  CHECK_OK(getrusage(RUSAGE_THREAD, &ru));
+  return ru.ru_nvcsw;
 }
 
 /* A thread's state letter in /proc (R running, S sleeping, ...). */
