@@ -140,10 +140,11 @@ typedef struct {
   void    *on_error_arg;
   void   (*on_ready)(evl_t *l, evl_id_t id, void *arg);
                             /* optional instrumentation: called on the loop
-                               thread, inside uv_run, without the GVL, when
-                               libuv reports an event for id (timer due, fd
-                               ready, signal, work done) or a post reaches
-                               the loop.  It must not block or call evloop. */
+                               thread without the GVL when libuv reports an
+                               event for id (inside uv_run: timer due, fd
+                               ready, signal, work done) or when the loop
+                               takes in a post.  It must not block or call
+                               evloop. */
   void    *on_ready_arg;
   int      sched_policy;    /* kernel scheduling of the loop thread that
                                evl_start spawns: 0 (EVL_SCHED_KEEP) leaves
@@ -223,7 +224,9 @@ EVL_EXPORT int evl_run(evl_t *l);
  * get ECANCELED, work not yet started is not run and gets ECANCELED, work
  * already running is waited for and gets its real status.
  * From a thread other than the loop thread (and not from a work function) it
- * waits until the loop thread has finished, releasing the GVL meanwhile if
+ * waits until the loop thread has finished (the loop thread running another
+ * loop nested, in a callback or beside evl_attach, is still l's and only
+ * requests the stop), releasing the GVL meanwhile if
  * the caller holds it; an interrupt (gvl_thread_interrupt) does not end
  * that wait, and one pending on the caller is still pending when it
  * returns.  In no_thread mode, if evl_run is not running it
@@ -246,7 +249,10 @@ EVL_EXPORT int evl_attach(evl_t *l);
 /* [the thread that called evl_attach, outside any callback] Stop (if not
  * requested yet), shut down (every pending registration gets its last
  * call, on this thread) and give up the loop-thread role.  The GVL state of
- * the caller is kept.  EINVAL, EPERM (not attached by this thread), EBUSY
+ * the caller is kept: if evl_attach attached the thread to the GVL and the
+ * caller holds the GVL through that handle (evl_gvl_thread), the handle
+ * stays attached and held, and is the host's to release and detach
+ * (gvl_thread_self finds it).  EINVAL, EPERM (not attached by this thread), EBUSY
  * (inside a callback, cfg.on_error or a libuv callback). */
 EVL_EXPORT int evl_detach(evl_t *l);
 
@@ -265,8 +271,12 @@ EVL_EXPORT int evl_backend(evl_t *l, int *fd_out, int *timeout_ms_out);
  * never ran, the shutdown runs on the calling thread (which attaches to the
  * GVL for it if needed).  The thread that called evl_attach may destroy
  * outside any callback (evl_detach is done first).  l is invalid
- * afterwards.  EINVAL, EBUSY (called on the loop thread in a callback, in
- * cfg.on_error or from a driver, or from a work function). */
+ * afterwards.  No other call on l may run beside it or follow it, except
+ * evl_stop calls that made their stop request before evl_destroy began:
+ * evl_destroy waits until those are done with l before it frees it.
+ * EINVAL, EBUSY (called on the loop thread in a callback, in cfg.on_error
+ * or from a driver, from a loop run nested on l's loop thread, or from a
+ * work function). */
 EVL_EXPORT int evl_destroy(evl_t *l);
 
 /* [any] 1 once a stop was requested, else 0 (0 for NULL). */
@@ -321,7 +331,9 @@ EVL_EXPORT int evl_post_flags(evl_t *l, evl_cb cb, void *arg, unsigned flags,
  * call with status 0 starts after it.  Otherwise a call with status 0 that
  * the loop thread had taken for dispatch as the cancel came may still
  * start after it returns (the last call is ECANCELED all the same).  EVL_ENOREG if
- * the id is unknown or has already had its last call (or was cancelled);
+ * the id is unknown, was cancelled, or has had its last call or been taken
+ * for it (that call may still be starting, except for a cancel made with the
+ * GVL held of a callback that runs with it);
  * EBUSY for work whose function has started (its completion still runs with
  * status 0).  For an fd watch, close the fd only after the last call. */
 EVL_EXPORT int evl_cancel(evl_t *l, evl_id_t id);
@@ -446,7 +458,9 @@ typedef struct {
   uint64_t live;          /* registrations not yet freed: counted from the
                              call that makes one until the loop frees it,
                              shortly after its last call (once its libuv
-                             handle is closed); 0 once evl_stop returns  */
+                             handle is closed); 0 once an evl_stop that
+                             waits (see evl_stop), evl_run or evl_detach
+                             returns                                      */
 } evl_stats_t;
 
 /* [any] Read the counters (each is read atomically; the set is not a

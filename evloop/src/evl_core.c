@@ -477,21 +477,34 @@ static void evl__wait_finished(evl_t *l) {
   if (intr) gvl_thread_interrupt(me);
 }
 
+/* Is l the loop of this thread, or of a loop this thread runs nested
+ * (evl_run inside a callback or an attached thread)?  Then the thread is
+ * l's loop thread, busy inside another loop: waiting for l to finish would
+ * wait for itself. */
+static int evl__on_this_thread(const evl_t *l) {
+  for (const evl_t *x = evl__tls_loop; x != NULL; x = x->saved_tls)
+    if (x == l) return 1;
+  return 0;
+}
+
 int evl_stop(evl_t *l) {
   int wait;
   if (l == NULL) return EINVAL;
-  evl__set_stopping(l);
-  if (evl__tls_loop == l) {
-    if (l->in_uv_run) uv_stop(&l->loop);
+  if (evl__on_this_thread(l) || evl__tls_work == l) {
+    evl__set_stopping(l);
+    if (evl__tls_work != l && l->in_uv_run) uv_stop(&l->loop);
     return 0;
   }
-  if (evl__tls_work == l) return 0;
+  /* The stop request and the count that keeps evl_destroy from freeing l
+   * are one critical section: a thread that has requested the stop is
+   * counted until its last touch of l. */
   pthread_mutex_lock(&l->mu);
+  atomic_store(&l->stopping, 1);
+  evl__wake_locked(l);
   wait = l->run_state == EVL__RS_RUNNING;
-  l->stop_waiters += wait;
+  l->stop_waiters++;
   pthread_mutex_unlock(&l->mu);
-  if (!wait) return 0;
-  evl__wait_finished(l);
+  if (wait) evl__wait_finished(l);
   /* The last touch of l: evl_destroy waits for it before it frees l. */
   pthread_mutex_lock(&l->mu);
   if (--l->stop_waiters == 0) pthread_cond_broadcast(&l->cv);
@@ -506,6 +519,8 @@ int evl_destroy(evl_t *l) {
   if (evl__tls_loop == l) {
     /* Only the attached host thread, outside callbacks, may destroy here. */
     if ((err = evl_detach(l)) != 0) return err == EPERM ? EBUSY : err;
+  } else if (evl__on_this_thread(l)) {
+    return EBUSY;   /* l's loop thread, inside a loop it runs nested */
   }
   evl__set_stopping(l);
   pthread_mutex_lock(&l->mu);

@@ -160,7 +160,7 @@ struct evl_s {
                               reads it without                          */
   int wake_closed;         /* mu: no more evl__wake_send but a handler's */
   int run_state;           /* mu: EVL__RS_*                              */
-  int stop_waiters;        /* mu: threads inside evl_stop's wait         */
+  int stop_waiters;        /* mu: threads in evl_stop after its request  */
   int attached;            /* mu: the loop thread came from evl_attach   */
   int start_done;          /* mu: loop thread finished its start-up      */
   int start_err;           /* mu                                         */

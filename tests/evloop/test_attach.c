@@ -257,8 +257,37 @@ static void test_fork_in_cb(gvl_t *g) {
   CHECK_EQ(evl_destroy(l), 0);
 }
 
+/* evl_detach keeps the caller's GVL state: a thread that evl_attach
+ * attached and that holds the GVL through the loop's handle still holds it
+ * afterwards, through that same handle, which is then the host's. */
+static void test_detach_keeps_held(gvl_t *g) {
+  evl_config_t cfg;
+  gvl_thread_t *h;
+  evl_t *l;
+  atomic_int n = 0;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.no_thread = 1;
+  l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  CHECK(gvl_thread_self(g) == NULL);
+  CHECK_EQ(evl_attach(l), 0);
+  h = evl_gvl_thread(l);
+  CHECK(h != NULL && gvl_thread_self(g) == h);
+  CHECK_EQ(evl_post(l, t_count_ok, &n, NULL), 0);
+  CHECK_EQ(gvl_acquire(h), 0);
+  CHECK_EQ(evl_detach(l), 0);      /* the post's last call, on this thread */
+  CHECK_EQ(atomic_load(&n), 0);    /* ECANCELED: counted only with 0 */
+  CHECK(gvl_thread_self(g) == h);
+  CHECK(gvl_thread_holds(h));
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(gvl_release(h), 0);
+  CHECK_EQ(gvl_thread_detach(h), 0);
+  CHECK(gvl_thread_self(g) == NULL);
+}
+
 int main(void) {
   gvl_t *g = t_gvl();
+  test_detach_keeps_held(g);
   test_backend_after_slow_cb(g);
   test_fork_in_cb(g);
   test_thread_mode(g);

@@ -153,8 +153,60 @@ static void test_interrupt_kept(gvl_t *g, int destroy) {
   CHECK_EQ(gvl_thread_detach(me), 0);
 }
 
+/* A thread that runs another loop nested (evl_run inside a callback, or
+ * beside its own evl_attach) is still the loop thread of the outer one:
+ * evl_stop on it only requests the stop and evl_destroy is EBUSY, where
+ * waiting for that loop to finish would wait for this very thread. */
+static evl_t *outer, *inner;
+static atomic_int nested_calls;
+
+static void inner_cb(evl_t *l, void *arg, int status) {
+  int destroy = (int)(intptr_t)arg;
+  if (status != 0) return;
+  CHECK(!evl_in_loop_thread(outer));  /* the innermost loop is l */
+  if (destroy) CHECK_EQ(evl_destroy(outer), EBUSY);
+  else CHECK_EQ(evl_stop(outer), 0);
+  CHECK_EQ(evl_stopping(outer), !destroy);
+  atomic_fetch_add(&nested_calls, 1);
+  CHECK_EQ(evl_stop(l), 0);
+}
+
+static void outer_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  if (status != 0) return;
+  CHECK_EQ(evl_post(inner, inner_cb, arg, NULL), 0);
+  CHECK_EQ(evl_run(inner), 0);
+}
+
+static void test_stop_from_nested_run(gvl_t *g, int attached, int destroy) {
+  evl_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.no_thread = 1;
+  inner = evl_start(g, &cfg);
+  CHECK(inner != NULL);
+  atomic_store(&nested_calls, 0);
+  if (attached) {
+    outer = evl_start(g, &cfg);
+    CHECK(outer != NULL);
+    CHECK_EQ(evl_attach(outer), 0);
+    CHECK_EQ(evl_post(inner, inner_cb, (void *)(intptr_t)destroy, NULL), 0);
+    CHECK_EQ(evl_run(inner), 0);
+    CHECK_EQ(evl_detach(outer), 0);
+  } else {
+    outer = t_loop(g);
+    CHECK_EQ(evl_post(outer, outer_cb, (void *)(intptr_t)destroy, NULL), 0);
+    t_wait_ge(&nested_calls, 1);
+  }
+  CHECK_EQ(atomic_load(&nested_calls), 1);
+  CHECK_EQ(evl_destroy(outer), 0);
+  CHECK_EQ(evl_destroy(inner), 0);
+}
+
 int main(void) {
   gvl_t *g = t_gvl();
+  for (int attached = 0; attached < 2; attached++)
+    for (int destroy = 0; destroy < 2; destroy++)
+      test_stop_from_nested_run(g, attached, destroy);
   test_race_stop(g);
   test_stop_everything(g);
   test_concurrent_stop(g);
