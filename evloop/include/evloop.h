@@ -153,6 +153,18 @@ typedef struct {
                                at sched_priority (1..99).  See "Scheduling"
                                below.  Not with no_thread (EINVAL)          */
   int      sched_priority;  /* 0 with EVL_SCHED_KEEP                        */
+  void   (*on_stop)(evl_t *l, void *arg);
+                            /* optional, for a driver whose host code can
+                               run long without looking at evl_stopping
+                               (tkbridge unwinds running Tcl scripts here):
+                               called once, on the thread that makes the
+                               first stop request (evl_stop, evl_destroy,
+                               evl_detach; not when the loop ends because
+                               the driver returned), as evl_stopping(l)
+                               becomes 1 and before that call waits, with
+                               no evloop lock held.  It must not block or
+                               call evloop other than evl_stopping          */
+  void    *on_stop_arg;
 } evl_config_t;
 
 /* Values for cfg.sched_policy.

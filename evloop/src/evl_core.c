@@ -67,6 +67,8 @@ static int evl__configure(evl_t *l, const evl_config_t *cfg) {
   l->on_error_arg = cfg->on_error_arg;
   l->on_ready = cfg->on_ready;
   l->on_ready_arg = cfg->on_ready_arg;
+  l->on_stop = cfg->on_stop;
+  l->on_stop_arg = cfg->on_stop_arg;
   return 0;
 }
 
@@ -184,11 +186,26 @@ static void evl__leave(evl_t *l) {
   pthread_mutex_unlock(&l->mu);
 }
 
-static void evl__set_stopping(evl_t *l) {
-  pthread_mutex_lock(&l->mu);
-  atomic_store(&l->stopping, 1);
+/* Request the stop, under l->mu: 1 if this was the first request. */
+static int evl__request_stop_locked(evl_t *l) {
+  int first = !atomic_exchange(&l->stopping, 1);
   evl__wake_locked(l);
+  return first;
+}
+
+/* After the first request, outside l->mu (the hook takes locks of its
+ * own): cfg.on_stop lets a driver end host code that would not look at
+ * evl_stopping soon, such as a Tcl script that never enters the notifier. */
+static void evl__stop_hook(evl_t *l, int first) {
+  if (first && l->on_stop != NULL) l->on_stop(l, l->on_stop_arg);
+}
+
+static void evl__set_stopping(evl_t *l) {
+  int first;
+  pthread_mutex_lock(&l->mu);
+  first = evl__request_stop_locked(l);
   pthread_mutex_unlock(&l->mu);
+  evl__stop_hook(l, first);
 }
 
 /* One uv_run pass without the GVL, then a dispatch.  It waits (at most
@@ -488,7 +505,7 @@ static int evl__on_this_thread(const evl_t *l) {
 }
 
 int evl_stop(evl_t *l) {
-  int wait;
+  int wait, first;
   if (l == NULL) return EINVAL;
   if (evl__on_this_thread(l) || evl__tls_work == l) {
     evl__set_stopping(l);
@@ -499,11 +516,11 @@ int evl_stop(evl_t *l) {
    * are one critical section: a thread that has requested the stop is
    * counted until its last touch of l. */
   pthread_mutex_lock(&l->mu);
-  atomic_store(&l->stopping, 1);
-  evl__wake_locked(l);
+  first = evl__request_stop_locked(l);
   wait = l->run_state == EVL__RS_RUNNING;
   l->stop_waiters++;
   pthread_mutex_unlock(&l->mu);
+  evl__stop_hook(l, first);
   if (wait) evl__wait_finished(l);
   /* The last touch of l: evl_destroy waits for it before it frees l. */
   pthread_mutex_lock(&l->mu);

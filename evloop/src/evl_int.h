@@ -142,6 +142,8 @@ struct evl_s {
   void *on_error_arg;
   void (*on_ready)(evl_t *, evl_id_t, void *);
   void *on_ready_arg;
+  void (*on_stop)(evl_t *, void *);
+  void *on_stop_arg;
 
   pthread_mutex_t mu;
   pthread_cond_t cv;       /* run_state, start_done or stop_waiters

@@ -202,11 +202,88 @@ static void test_stop_from_nested_run(gvl_t *g, int attached, int destroy) {
   CHECK_EQ(evl_destroy(inner), 0);
 }
 
+/* cfg.on_stop: once, on the thread that made the first stop request,
+ * with evl_stopping already 1 and before that request's wait (so a hook
+ * that ends the driver's work lets the stop finish); never when the loop
+ * ends because its driver returned. */
+static atomic_int hook_calls, hook_saw_stopping;
+static pthread_t hook_thread;
+static atomic_int drv_release;
+
+static void on_stop_hook(evl_t *l, void *arg) {
+  (void)arg;
+  hook_thread = pthread_self();
+  atomic_store(&hook_saw_stopping, evl_stopping(l));
+  atomic_fetch_add(&hook_calls, 1);
+  atomic_store(&drv_release, 1);
+}
+
+/* A driver that looks only at drv_release, as a busy host script would. */
+static void deaf_driver(evl_t *l, void *arg) {
+  (void)l;
+  (void)arg;
+  while (!atomic_load(&drv_release)) t_sleep_ms(1);
+}
+
+static void stop_in_cb(evl_t *l, void *arg, int status) {
+  if (status != 0) return;
+  *(pthread_t *)arg = pthread_self();
+  CHECK_EQ(evl_stop(l), 0);
+}
+
+static void test_on_stop(gvl_t *g) {
+  evl_config_t cfg;
+  evl_t *l;
+  pthread_t loop_thread;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.on_stop = on_stop_hook;
+  /* From another thread, with a driver only the hook can end. */
+  cfg.driver = deaf_driver;
+  atomic_store(&hook_calls, 0);
+  atomic_store(&drv_release, 0);
+  l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_stop(l), 0);   /* returns: the hook released the driver */
+  CHECK_EQ(atomic_load(&hook_calls), 1);
+  CHECK(pthread_equal(hook_thread, pthread_self()));
+  CHECK_EQ(atomic_load(&hook_saw_stopping), 1);
+  CHECK_EQ(evl_stop(l), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(atomic_load(&hook_calls), 1);
+  /* From a callback: on the loop thread. */
+  cfg.driver = NULL;
+  atomic_store(&hook_calls, 0);
+  l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_post(l, stop_in_cb, &loop_thread, NULL), 0);
+  t_wait_ge(&hook_calls, 1);
+  CHECK(pthread_equal(hook_thread, loop_thread));
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(atomic_load(&hook_calls), 1);
+  /* By evl_destroy. */
+  atomic_store(&hook_calls, 0);
+  l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(atomic_load(&hook_calls), 1);
+  CHECK(pthread_equal(hook_thread, pthread_self()));
+  /* A driver that returns by itself ends the loop: no hook. */
+  cfg.driver = deaf_driver;
+  atomic_store(&hook_calls, 0);
+  atomic_store(&drv_release, 1);
+  l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  while (!evl_stopping(l)) t_sleep_ms(1);   /* set by the loop's end */
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(atomic_load(&hook_calls), 0);
+}
+
 int main(void) {
   gvl_t *g = t_gvl();
   for (int attached = 0; attached < 2; attached++)
     for (int destroy = 0; destroy < 2; destroy++)
       test_stop_from_nested_run(g, attached, destroy);
+  test_on_stop(g);
   test_race_stop(g);
   test_stop_everything(g);
   test_concurrent_stop(g);

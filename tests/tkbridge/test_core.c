@@ -706,6 +706,60 @@ static void t_shutdown_running(void) {
   fx_stop(&f);
 }
 
+/* evl_stop while a script runs that never enters Tcl's event loop (a
+ * CPU-bound loop, a loop of host commands): the evloop's stop unwinds it,
+ * as tkb_stop does, and the waiting tkb_eval gives TKB_ETCL. */
+static atomic_int busy_started;
+
+static int busy_mark(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                     tkb_result_t *res) {
+  (void)tk;
+  (void)arg;
+  (void)argc;
+  (void)argv;
+  (void)res;
+  atomic_store(&busy_started, 1);
+  return 0;
+}
+
+typedef struct {
+  tkb_t *tk;
+  const char *script;
+  int rc;
+} busy_eval_t;
+
+static void *busy_eval(void *arg) {
+  busy_eval_t *b = arg;
+  b->rc = tkb_eval(b->tk, b->script, NULL);
+  return NULL;
+}
+
+static void t_stop_busy(void) {
+  static const char *const scripts[] = {
+      "mark; while 1 {}",
+      "mark; while 1 {mark}",
+      "mark; proc spin {} {while 1 {incr ::n}}; spin",
+  };
+  for (int i = 0; i < 3; i++) {
+    fx_t f;
+    pthread_t th;
+    busy_eval_t b;
+    fx_start(&f, 1);
+    CHECK_RC(tkb_command_create(f.tk, "mark", busy_mark, NULL), 0);
+    atomic_store(&busy_started, 0);
+    b.tk = f.tk;
+    b.script = scripts[i];
+    b.rc = -1;
+    CHECK(pthread_create(&th, NULL, busy_eval, &b) == 0);
+    while (!atomic_load(&busy_started)) usleep(1000);
+    CHECK_RC(evl_stop(f.l), 0);
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK_RC(b.rc, TKB_ETCL);
+    CHECK_RC(tkb_eval(f.tk, "set x 1", NULL), ECANCELED);
+    fx_stop(&f);
+  }
+}
+
 /* A host command that stops its own bridge, and notes whether the interp
  * was gone when tkb_stop returned (1: still there; -1: not run yet). */
 static atomic_int interp_after_stop = -1;
@@ -1646,6 +1700,7 @@ static const tcase_t cases[] = {
     {"destroy_race", t_destroy_race},
     {"start_race", t_start_race},
     {"stop_twice", t_stop_twice},
+    {"stop_busy", t_stop_busy},
     {"start_interrupt", t_start_interrupt},
     {"run_stop_interp", t_run_stop_interp},
     {"on_error_stop", t_on_error_stop},

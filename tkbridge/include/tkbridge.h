@@ -171,7 +171,10 @@ typedef struct {
 } tkb_stats_t;
 
 /* [any] Fill ec->driver and ec->driver_arg so that the evloop's loop thread
- * runs Tcl's event loop (Tcl_DoOneEvent) instead of its default loop.  An
+ * runs Tcl's event loop (Tcl_DoOneEvent) instead of its default loop, and
+ * ec->on_stop and ec->on_stop_arg so that a stop of the evloop (evl_stop,
+ * evl_destroy) unwinds every bridge's running script at once, as tkb_stop
+ * does, also one that never enters the event loop (`while 1 {}`).  An
  * evloop passed to tkb_start must have been started with such a config;
  * several bridges may share one. */
 TKB_EXPORT int tkb_evl_config(evl_config_t *ec);

@@ -357,10 +357,26 @@ static void tkb__driver(evl_t *l, void *arg) {
 
 /* ---- public calls ---------------------------------------------------------------- */
 
+/* cfg.on_stop: the evloop is stopping, and a script that never enters
+ * Tcl's event loop (a CPU-bound loop, a loop of host commands) would keep
+ * the driver from ever seeing it, and evl_stop would wait for ever.  Ask
+ * every bridge of l to unwind now, as tkb_stop does.  live_mu keeps each
+ * from being freed meanwhile (tk_free unlinks it first); the order is
+ * live_mu, then tk->mu, nowhere the other way round. */
+static void tkb__on_evl_stop(evl_t *l, void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&live_mu);
+  for (tkb_t *p = live_head; p; p = p->live_next)
+    if (p->l == l) begin_stop(p);
+  pthread_mutex_unlock(&live_mu);
+}
+
 int tkb_evl_config(evl_config_t *ec) {
   if (ec == NULL) return EINVAL;
   ec->driver = tkb__driver;
   ec->driver_arg = NULL;
+  ec->on_stop = tkb__on_evl_stop;
+  ec->on_stop_arg = NULL;
   return 0;
 }
 
