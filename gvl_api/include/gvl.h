@@ -353,8 +353,9 @@ GVL_EXPORT int gvl_acquire_prio(gvl_thread_t *t, int prio);
  * gvl_stats_t.retakes. */
 GVL_EXPORT int gvl_release(gvl_thread_t *t);
 
-/* [held] Thread.pass: if someone waits, hand the GVL to the best waiter and
- * queue again, at the back, at no higher a priority than that waiter's
+/* [held] Thread.pass: if someone waits, hand the GVL to the best waiter (a
+ * waiter the boost cap holds back is served only as gvl_acquire_prio says:
+ * an unboosted t within its slice keeps the GVL then) and queue again, at the back, at no higher a priority than that waiter's
  * (behind every waiter of that priority); returns holding the GVL again.  With nobody waiting it
  * returns at once (a load and a branch). */
 GVL_EXPORT int gvl_yield(gvl_thread_t *t);
@@ -372,7 +373,9 @@ struct gvl__thread_head {
 
 /* [held] Safe point.  Costs one relaxed load and a predicted branch when
  * nothing is pending.  When a preempt request is pending, gives the GVL to
- * the waiter that asked and returns holding it again (0).  Returns EINTR
+ * the best waiter, which is the one that asked unless another outranks it
+ * by then (or keeps it when the boost cap holds every waiter back, as
+ * gvl_acquire_prio says), and returns holding it again (0).  Returns EINTR
  * (once) after gvl_thread_interrupt(); EINVAL for NULL.  The handle's
  * thread is checked only when something is pending (then EPERM from
  * another thread). */
@@ -388,7 +391,9 @@ static inline int gvl_check_ints(gvl_thread_t *t) {
   return 0;
 }
 
-/* [any] Interrupt t: its next gvl_check_ints() returns EINTR; if t is in a
+/* [any] Interrupt t: its next gvl_check_ints() returns EINTR (unless its
+ * next gvl_call_without or gvl_region_begin returns EINTR first, which
+ * consumes the interrupt); if t is in a
  * gvl_call_without() region its ubf is called (on the calling thread; not
  * while a gvl_call_with inside that region runs, see gvl_call_with); a
  * gvl_call_without() not yet started does not call fn.  A wait in

@@ -76,8 +76,10 @@ static void tls_remove(gvl_thread_t *t) {
 }
 
 /* A waker may still be on its way to wake t (wake_refs, a few instructions
- * and a system call): give it the CPU, then sleep a little, until done. */
+ * and a system call): give it the CPU, then sleep a little, until done.
+ * A signal's EINTR from the sleep is not the caller's errno. */
 static void wait_wakers(gvl_thread_t *t) {
+  int saved = errno;
   for (int i = 0; atomic_load_explicit(&t->wake_refs, memory_order_acquire); i++) {
     if (i < 16) {
       sched_yield();
@@ -86,6 +88,7 @@ static void wait_wakers(gvl_thread_t *t) {
       nanosleep(&ts, NULL);
     }
   }
+  errno = saved;
 }
 
 static void thread_free(gvl_thread_t *t) {

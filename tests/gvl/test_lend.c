@@ -475,16 +475,15 @@ int __wrap_gvl__ksched_set(int tid, const gvl__ksched_t *s) {
   return __real_gvl__ksched_set(tid, s);
 }
 
-static long lt_sleeps = -1;
 
 static void *lt_booster(void *arg) {
   CHECK_OK(ks_set_self(FIFO1));
   gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(t);
   atomic_store(&lt_slow, 1);
-  long v0 = tgvl_sleeps_self();
+  tgvl_parks_on = 1;
   CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
-  lt_sleeps = tgvl_sleeps_self() - v0;
+  tgvl_parks_on = 0;
   CHECK_OK(gvl_release(t));
   CHECK_OK(gvl_thread_detach(t));
   return arg;
@@ -494,8 +493,8 @@ static void *lt_booster(void *arg) {
  * LT_AFTER_NS after the lend is made: past spin_ns of the booster's wall
  * time (10 us of spin, the lend, then the answer), but well within spin_ns
  * of its spinning (10 us + LT_AFTER_NS).  The booster must take the grant
- * spinning.  (Before the lend's time was left out it slept: one voluntary
- * switch.)  A booster spins only with two CPUs. */
+ * spinning.  (Before the lend's time was left out it slept in its GVL
+ * wait.)  A booster spins only with two CPUs. */
 static void lend_time(void) {
   int cpus[2];
   tgvl_two_cpus(cpus);
@@ -517,7 +516,8 @@ static void lend_time(void) {
   CHECK_OK(gvl_check_ints(h));       /* hands over, and back */
   tgvl_join(b);
   CHECK_EQ(tgvl_stats(g).lends, 1);
-  CHECK_EQ(lt_sleeps, 0);
+  long parks = atomic_load(&tgvl_parks);
+  CHECK_EQ(parks, 0);
   CHECK(ks_eq(ks_get(ktid()), OTHER0));
   CHECK_OK(gvl_release(h));
   CHECK_OK(gvl_thread_detach(h));

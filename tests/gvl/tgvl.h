@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -152,13 +151,22 @@ static inline void tgvl_two_cpus(int cpus[2]) {
     if (CPU_ISSET(i, &set)) cpus[n++] = i;
 }
 
-/* The calling thread's voluntary context switches so far (a futex sleep is
- * one; a sched_yield or a preemption is not). */
-static inline long tgvl_sleeps_self(void) {
-  struct rusage ru;
-  CHECK_OK(getrusage(RUSAGE_THREAD, &ru));
-  return ru.ru_nvcsw;
+#ifdef TGVL_PARK_WRAP
+#include "gvl_int.h"
+/* Static links with -Wl,--wrap=gvl__park_wait: how often a thread slept in
+ * the GVL's own waits (a waiter whose spin ran out), counted while
+ * tgvl_parks_on is set on it.  Unlike its voluntary context switches, this
+ * leaves out sleeps that are not the GVL's (a lock of a sanitizer's
+ * runtime, a page fault on a loaded machine). */
+void __real_gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns);
+void __wrap_gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns);
+static _Thread_local int tgvl_parks_on;
+static atomic_long tgvl_parks;
+void __wrap_gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns) {
+  if (tgvl_parks_on) atomic_fetch_add(&tgvl_parks, 1);
+  __real_gvl__park_wait(p, seq, deadline_ns);
 }
+#endif
 
 /* A thread's state letter in /proc (R running, S sleeping, ...). */
 static inline char tgvl_thread_state(int tid) {
