@@ -233,6 +233,9 @@ const char *gvl__err_text(int err) {
 const char *gvl__err_name(int err) {
   const char *s = NULL;
   if (err == 0) return "OK";
+  /* The name the libraries use, where the C library knows the value by
+   * another (Linux: EOPNOTSUPP). */
+  if (err == ENOTSUP) return "ENOTSUP";
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
   if (err > 0) s = strerrorname_np(err);
 #else
@@ -250,7 +253,6 @@ const char *gvl__err_name(int err) {
     case EAGAIN: s = "EAGAIN"; break;
     case EBADF: s = "EBADF"; break;
     case EFBIG: s = "EFBIG"; break;
-    case ENOTSUP: s = "ENOTSUP"; break;
     default: break;
   }
 #endif

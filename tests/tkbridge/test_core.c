@@ -507,6 +507,7 @@ static void t_errors(void) {
   CHECK(strcmp(tkb_err_name(TKB_ETCL), "TKB_ETCL") == 0);
   CHECK(strcmp(tkb_err_name(TKB_ENOCMD), "TKB_ENOCMD") == 0);
   CHECK(strcmp(tkb_err_name(EVL_ESTOPPED), "EVL_ESTOPPED") == 0);
+  CHECK(strcmp(tkb_err_name(ENOTSUP), "ENOTSUP") == 0);  /* not EOPNOTSUPP */
   CHECK(tkb_version() == (unsigned)TKB_VERSION_HEX);
   CHECK(strcmp(tkb_version_string(), TKB_VERSION_STRING) == 0);
   CHECK_RC(tkb_eval(f.tk, "catch {hostfail caught} m; set m", &r), 0);
@@ -836,6 +837,14 @@ static void t_interrupt(void) {
   CHECK(r == NULL);
   CHECK(gvl_thread_holds(it.waiter));
   pthread_join(th, NULL);
+  CHECK_RC(gvl_check_ints(it.waiter), EINTR);  /* still pending, once */
+  CHECK_RC(gvl_check_ints(it.waiter), 0);
+  /* Pending before the call: the same (or the call was quicker). */
+  CHECK_RC(gvl_thread_interrupt(it.waiter), 0);
+  int rc = tkb_eval(f.tk, "set ::x 1", NULL);
+  CHECK(rc == EINTR || rc == 0);
+  CHECK_RC(gvl_check_ints(it.waiter), EINTR);
+  CHECK_RC(gvl_check_ints(it.waiter), 0);
   CHECK_RC(gvl_release(it.waiter), 0);
   fx_expect(f.tk, "set ::go 7", "7"); /* the abandoned eval finishes now */
   CHECK_RC(gvl_thread_detach(it.waiter), 0);

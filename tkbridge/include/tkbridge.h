@@ -46,7 +46,8 @@
  *   ECANCELED  the bridge stopped before the call ran (pending at stop; a
  *              script running at stop unwinds and gives TKB_ETCL)
  *   EINTR      the waiting thread was interrupted (gvl_thread_interrupt);
- *              the call still runs on the loop thread
+ *              the call still runs on the loop thread, and the interrupt
+ *              stays pending for the thread's next gvl_check_ints
  *   ENOMEM     allocation failure
  *   EPERM      the evloop was not set up with tkb_evl_config
  *   ENOTSUP    Tk could not be initialised (e.g. no display); Tk's own
@@ -225,7 +226,8 @@ TKB_EXPORT int tkb_destroy(tkb_t *tk);
 
 /* [any] Evaluate script at global level and wait for it.  With result
  * non-NULL, *result receives a malloc'd copy of the interp result (the error
- * message on TKB_ETCL; free() it), or NULL if the call did not run. */
+ * message on TKB_ETCL; free() it), or NULL if the call did not run or its
+ * wait ended first (EINTR). */
 TKB_EXPORT int tkb_eval(tkb_t *tk, const char *script, char **result);
 
 /* [any] Queue script; done (may be NULL) is called once with the outcome. */

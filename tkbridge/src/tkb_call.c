@@ -334,9 +334,12 @@ static int call_wait(tkb__call_t *c) {
   pthread_mutex_lock(&c->mu);
   int fin = c->finished;
   pthread_mutex_unlock(&c->mu);
-  /* Finished all the same (the loop thread was quick): the call's result
-   * is returned, and the interrupt the wait took stays pending. */
-  if (fin && intr) gvl_thread_interrupt(self);
+  /* An interrupt pending as the wait began was taken by gvl_call_without:
+   * post it again, so that it stays pending as one that came during the
+   * wait does (gvl_call_without leaves that one for the next safe point).
+   * Finished all the same (the loop thread was quick): the call's result
+   * is returned. */
+  if (intr) gvl_thread_interrupt(self);
   return fin ? c->status : EINTR;
 }
 
