@@ -188,7 +188,11 @@ typedef struct {
   uint64_t yields;          /* gvl_yield calls that handed over            */
   uint64_t preempt_reqs;    /* preempt flags set (slice or boost)          */
   uint64_t preemptions;     /* safe points that gave the GVL up            */
-  uint64_t boosts;          /* boosted acquisitions                        */
+  uint64_t boosts;          /* acquisitions at a priority above
+                               GVL_PRIO_NORMAL, boosted or promoted as
+                               interactive (a boosted thread that yielded
+                               to a normal waiter comes back at that
+                               waiter's priority: see gvl_yield)           */
   uint64_t boosts_refused;  /* boosted acquisitions demoted by the cap
                                as they queued (see gvl_acquire_prio)       */
   uint64_t interactive;     /* acquisitions promoted by the interactivity
@@ -266,7 +270,9 @@ GVL_EXPORT int gvl_thread_set_name(gvl_thread_t *t, const char *name);
 /* [any] Per-thread counters (same fields as gvl_stats_t; handoffs counts
  * handoffs received). */
 GVL_EXPORT int gvl_thread_stats(gvl_thread_t *t, gvl_stats_t *out);
-/* [any] Does t hold the GVL right now?  1 or 0 (0 for NULL). */
+/* [any] Does t hold the GVL right now?  1 or 0 (0 for NULL).  Exact on t's
+ * own thread; from another, a snapshot: while t releases, it may read 0
+ * before the release is done, and never 1 for two threads at once. */
 GVL_EXPORT int gvl_thread_holds(gvl_thread_t *t);
 /* [self] Is t inside a blocking region (fn of gvl_call_without, or between
  * gvl_region_begin and gvl_region_end), and not in a gvl_call_with that
