@@ -712,14 +712,14 @@ static void t_shutdown_running(void) {
  * as tkb_stop does, and the waiting tkb_eval gives TKB_ETCL. */
 static atomic_int busy_started;
 
-static int busy_mark(tkb_t *tk, void *arg, int argc, const char *const *argv,
+/* A host command that counts its calls in the atomic_int at arg. */
+static int count_cmd(tkb_t *tk, void *arg, int argc, const char *const *argv,
                      tkb_result_t *res) {
   (void)tk;
-  (void)arg;
   (void)argc;
   (void)argv;
   (void)res;
-  atomic_store(&busy_started, 1);
+  atomic_fetch_add((atomic_int *)arg, 1);
   return 0;
 }
 
@@ -746,7 +746,7 @@ static void t_stop_busy(void) {
     pthread_t th;
     busy_eval_t b;
     fx_start(&f, 1);
-    CHECK_RC(tkb_command_create(f.tk, "mark", busy_mark, NULL), 0);
+    CHECK_RC(tkb_command_create(f.tk, "mark", count_cmd, &busy_started), 0);
     atomic_store(&busy_started, 0);
     b.tk = f.tk;
     b.script = scripts[i];
@@ -1312,22 +1312,12 @@ static void t_nested_evals(void) {
  * pass run no script after it, and the interp is gone when it returns. */
 static atomic_int late_calls;
 
-static int late_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
-                   tkb_result_t *res) {
-  (void)tk;
-  (void)arg;
-  (void)argc;
-  (void)argv;
-  (void)res;
-  atomic_fetch_add(&late_calls, 1);
-  return 0;
-}
 
 static void t_stop_at_once(void) {
   fx_t f;
   fx_start(&f, 1);
   CHECK_RC(tkb_command_create(f.tk, "stopper", stop_cb, NULL), 0);
-  CHECK_RC(tkb_command_create(f.tk, "late", late_cb, NULL), 0);
+  CHECK_RC(tkb_command_create(f.tk, "late", count_cmd, &late_calls), 0);
   /* All three are due when the blocking `after 100` returns: one pass. */
   CHECK_RC(tkb_eval(f.tk, "after 30 stopper; after 31 late; after 60 late; after 100", NULL), 0);
   while (atomic_load(&interp_after_stop) < 0) {  /* the stopper has run */
