@@ -238,8 +238,8 @@ EVL_EXPORT int evl_run(evl_t *l);
  * From a thread other than the loop thread (and not from a work function) it
  * waits until the loop thread has finished (the loop thread running another
  * loop nested, in a callback or beside evl_attach, is still l's and only
- * requests the stop), releasing the GVL meanwhile if
- * the caller holds it; an interrupt (gvl_thread_interrupt) does not end
+ * requests the stop), releasing the GVL meanwhile if the caller holds it;
+ * an interrupt (gvl_thread_interrupt) does not end
  * that wait, and one pending on the caller is still pending when it
  * returns.  In no_thread mode, if evl_run is not running it
  * returns without waiting (evl_run or evl_destroy finishes the job).
@@ -264,8 +264,8 @@ EVL_EXPORT int evl_attach(evl_t *l);
  * the caller is kept: if evl_attach attached the thread to the GVL and the
  * caller holds the GVL through that handle (evl_gvl_thread), the handle
  * stays attached and held, and is the host's to release and detach
- * (gvl_thread_self finds it).  EINVAL, EPERM (not attached by this thread), EBUSY
- * (inside a callback, cfg.on_error or a libuv callback). */
+ * (gvl_thread_self finds it).  EINVAL, EPERM (not attached by this
+ * thread), EBUSY (inside a callback, cfg.on_error or a libuv callback). */
 EVL_EXPORT int evl_detach(evl_t *l);
 
 /* [loop thread] What a host waiting in its own loop needs: *fd_out, the

@@ -361,9 +361,10 @@ GVL_EXPORT int gvl_release(gvl_thread_t *t);
 
 /* [held] Thread.pass: if someone waits, hand the GVL to the best waiter (a
  * waiter the boost cap holds back is served only as gvl_acquire_prio says:
- * an unboosted t within its slice keeps the GVL then) and queue again, at the back, at no higher a priority than that waiter's
- * (behind every waiter of that priority); returns holding the GVL again.  With nobody waiting it
- * returns at once (a load and a branch). */
+ * an unboosted t within its slice keeps the GVL then) and queue again, at
+ * the back, at no higher a priority than that waiter's (behind every
+ * waiter of that priority); returns holding the GVL again.  With nobody
+ * waiting it returns at once (a load and a branch). */
 GVL_EXPORT int gvl_yield(gvl_thread_t *t);
 
 /* [held] Slow path of gvl_check_ints; do not call directly. */

@@ -475,7 +475,6 @@ int __wrap_gvl__ksched_set(int tid, const gvl__ksched_t *s) {
   return __real_gvl__ksched_set(tid, s);
 }
 
-
 static void *lt_booster(void *arg) {
   CHECK_OK(ks_set_self(FIFO1));
   gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
