@@ -176,6 +176,17 @@ static int evl__enter(evl_t *l) {
   return 0;
 }
 
+/* evl_run or evl_attach could not make this thread the loop thread: the
+ * loop is idle again.  An evl_stop that saw it running waits for run_state
+ * to change, and is woken here as at the end of a run. */
+static void evl__enter_failed(evl_t *l) {
+  pthread_mutex_lock(&l->mu);
+  l->run_state = EVL__RS_IDLE;
+  l->attached = 0;
+  pthread_cond_broadcast(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+}
+
 static void evl__leave(evl_t *l) {
   evl__tls_loop = l->saved_tls;
   if (l->own_gt) gvl_thread_detach(l->gt);
@@ -371,9 +382,7 @@ int evl_run(evl_t *l) {
   pthread_mutex_unlock(&l->mu);
   if (err != 0) return err;
   if ((err = evl__enter(l)) != 0) {
-    pthread_mutex_lock(&l->mu);
-    l->run_state = EVL__RS_IDLE;
-    pthread_mutex_unlock(&l->mu);
+    evl__enter_failed(l);
     return err;
   }
   /* A host thread may call this holding the GVL; the loop never waits
@@ -423,12 +432,7 @@ int evl_attach(evl_t *l) {
   }
   pthread_mutex_unlock(&l->mu);
   if (err != 0) return err;
-  if ((err = evl__enter(l)) != 0) {
-    pthread_mutex_lock(&l->mu);
-    l->run_state = EVL__RS_IDLE;
-    l->attached = 0;
-    pthread_mutex_unlock(&l->mu);
-  }
+  if ((err = evl__enter(l)) != 0) evl__enter_failed(l);
   return err;
 }
 
