@@ -125,7 +125,10 @@ typedef struct {
                                is normal; EVL_PRIO_BOOST makes each dispatch
                                preempt a CPU-bound holder at its next safe
                                point (charged to the GVL's boost cap)       */
-  unsigned budget_count;    /* max callbacks per GVL acquisition (0 = 64)   */
+  unsigned budget_count;    /* max callbacks run in one dispatch pass, with
+                               or without the GVL, so also per acquisition
+                               (0 = 64); the loop polls for I/O between
+                               passes                                      */
   uint64_t budget_ns;       /* max time per GVL acquisition (0 = 2 ms)      */
   int      no_thread;       /* 0: evl_start spawns the loop thread;
                                1: the host calls evl_run() on its own thread */

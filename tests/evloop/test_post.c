@@ -164,6 +164,41 @@ static void test_budget(gvl_t *g) {
   CHECK_EQ(gvl_thread_detach(me), 0);
 }
 
+static atomic_int gate_calls;
+
+static void gate_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  CHECK_EQ(status, 0);
+  atomic_fetch_add(&gate_calls, 1);
+}
+
+/* The count budget is per dispatch pass and counts callbacks that run
+ * without the GVL too: 100 EVL_F_NOGVL callbacks ready together under a
+ * budget of 1 take 100 passes, each but the last cut short. */
+static void test_budget_nogvl(gvl_t *g) {
+  evl_config_t cfg = {0};
+  evl_stats_t st;
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  cfg.budget_count = 1;
+  evl_t *l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  atomic_store(&budget_calls, 0);
+  /* The gate needs the GVL, held here, so the loop waits on it while the
+   * others are posted. */
+  CHECK_EQ(gvl_acquire(me), 0);
+  CHECK_EQ(evl_post(l, gate_cb, NULL, NULL), 0);
+  for (int i = 0; i < 100; i++)
+    CHECK_EQ(evl_post_flags(l, budget_cb, NULL, EVL_F_NOGVL, NULL), 0);
+  CHECK_EQ(gvl_release(me), 0);
+  t_wait_ge(&budget_calls, 100);
+  CHECK_EQ(atomic_load(&gate_calls), 1);
+  CHECK_EQ(evl_stats(l, &st), 0);
+  CHECK(st.budget_hits >= 99);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(gvl_thread_detach(me), 0);
+}
+
 static void test_bad_args(gvl_t *g) {
   evl_t *l = t_loop(g);
   evl_id_t id = 0;
@@ -183,6 +218,7 @@ int main(void) {
   test_many_threads(g);
   test_cancel(g);
   test_budget(g);
+  test_budget_nogvl(g);
   CHECK_EQ(gvl_destroy(g), 0);
   puts("test_post ok");
   return 0;
