@@ -5,8 +5,8 @@
  * Locks: one mutex per loop, evl_t.mu.  It guards the id map, the two
  * incoming lists, the fd list and the flags other threads look at; every
  * field below names "mu", "loop" (touched only by the loop thread, which
- * needs no lock) or "immutable" (set before the item or loop is published
- * under mu, never written after).  Threads wake the loop (evl__wake_send)
+ * needs no lock), "immutable" (set before the item or loop is published
+ * under mu, never written after) or its own rule.  Threads wake the loop (evl__wake_send)
  * only under mu, after checking wake_closed, so that no send can race with
  * the close of the wake-up; signal handlers, which cannot lock, send only
  * through a slot of evl_signal.c's table, which the loop empties before it
@@ -48,7 +48,7 @@ typedef struct {
 /* One registration.  Freed by the loop thread once its last call has been
  * made, its handle is closed and no call of it is on the stack (refs). */
 struct evl__item {
-  evl_t *l;
+  evl_t *l;                /* immutable                                  */
   evl_id_t id;             /* set once under mu before publication       */
   int kind;                /* EVL__*; immutable                          */
   unsigned flags;          /* EVL_F_* and EVL_READ_*; immutable          */
@@ -93,14 +93,14 @@ struct evl__item {
   int sig_slot;            /* SIGNAL, loop: its slot in evl_signal.c's
                               table while the watch is on, else -1       */
   unsigned sig_gen;        /* SIGNAL, loop: that table's generation      */
-  evl_work_fn work_fn;     /* WORK                                       */
+  evl_work_fn work_fn;     /* WORK; immutable                            */
   char *path;              /* READ: owned copy; immutable                */
   size_t limit;            /* READ; immutable                            */
   char *data;              /* READ: result, with len and read_err, written
                               by the pool thread, then the loop's (libuv
                               orders the two)                           */
-  size_t len;
-  int read_err;
+  size_t len;              /* READ: as data                              */
+  int read_err;            /* READ: as data                              */
 
   union {
     uv_handle_t handle;
@@ -136,6 +136,7 @@ struct evl_s {
   int sched_policy;        /* SCHED_FIFO / SCHED_RR for the loop thread,
                               or -1 to leave it; immutable               */
   int sched_priority;      /* immutable                                  */
+  /* The config's callbacks and their arguments; immutable. */
   void (*driver)(evl_t *, void *);
   void *driver_arg;
   void (*on_error)(evl_t *, int, const char *, void *);
@@ -146,8 +147,9 @@ struct evl_s {
   void *on_stop_arg;
 
   pthread_mutex_t mu;
-  pthread_cond_t cv;       /* run_state, start_done or stop_waiters
-                              changes                                    */
+  pthread_cond_t cv;       /* broadcast under mu when run_state leaves
+                              RUNNING, start_done is set or
+                              stop_waiters drops to 0                   */
   evl__item_t **map;       /* mu: id -> item, chained, power-of-2 size   */
   size_t map_size;         /* mu                                         */
   size_t map_count;        /* mu                                         */
@@ -187,7 +189,7 @@ struct evl_s {
   int reporting;           /* loop: inside cfg.on_error                  */
   evl_t *saved_tls;        /* loop: evl__tls_loop before evl_run         */
 
-  evl__stats_t st;
+  evl__stats_t st;         /* atomics: see evl__stats_t                  */
 };
 
 /* The loop whose thread this is, and the loop whose work function this

@@ -169,7 +169,9 @@ enum { GVL__LEND_NONE, GVL__LEND_LENT, GVL__LEND_RESTORING };
 void *gvl__alloc_lines(size_t size);    /* zeroed; free() releases it    */
 
 struct gvl_thread_s {
-  /* Read by the owner at every safe point; others only post an interrupt. */
+  /* Read by the owner at every safe point.  Others post interrupts and
+   * preempt requests here, and lenders write lend and lend_own under g->mu
+   * (ARCHITECTURE.md, "Who writes what"). */
   struct gvl__thread_head head; /* ints: must stay first (gvl_check_ints);
                                    set by anyone, cleared by t (PREEMPT
                                    also by take_back, t then waiting)      */

@@ -626,8 +626,8 @@ int gvl__release(gvl_thread_t *t, int kind) {
   uintptr_t exp = (uintptr_t)t;
   uint64_t now;
   if (!atomic_load_explicit(&t->holding, memory_order_relaxed)) return EPERM;
-  /* The hook runs before the word is cleared: once it is, g may be
-   * destroyed by another thread (after a foreign thread's last call). */
+  /* The hook runs before the word is cleared, so that this SUSPENDED
+   * comes before the next holder's RESUMED (hook order, ARCHITECTURE.md). */
   gvl__hook(g, t, GVL_EV_SUSPENDED);
   if (!t->boosted) {
     /* Unboosted holds need no lock to be closed: try the one-CAS path. */

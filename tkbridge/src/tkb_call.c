@@ -5,8 +5,9 @@
  * A call made on another thread travels as evl_post_flags(EVL_F_NOGVL) to the
  * loop thread, whose callback only queues a Tcl event; Tcl_DoOneEvent then
  * runs the call from its event dispatch.  So scripts never run inside
- * evl_step, vwait inside them nests cleanly, and the evloop's cancellation at
- * stop (ECANCELED) reaches every call still in its queue.  Calls already in
+ * evl_step (but for the first tkb_start's boot: see post_cb), vwait inside
+ * them nests cleanly, and the evloop's cancellation at stop (ECANCELED)
+ * reaches every call still in its queue.  Calls already in
  * Tcl's queue at teardown are removed and completed with ECANCELED.
  *
  * A waiting submitter releases the GVL (gvl_call_without) if it holds it;

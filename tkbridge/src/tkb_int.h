@@ -6,7 +6,9 @@
  * only touch a tkb_t through its mutex-guarded state and atomics, and hand
  * work over as tkb__call_t objects (evl_post_flags with EVL_F_NOGVL, then a
  * Tcl event on the loop thread, so scripts run from Tcl's event dispatch and
- * never inside evl_step or uv_run).
+ * never inside evl_step or uv_run; the one exception is the first
+ * tkb_start's boot, run from evl_step's dispatch before Tcl runs on the
+ * thread).
  */
 #ifndef TKB_INT_H
 #define TKB_INT_H
@@ -46,7 +48,8 @@ struct tkb_s {
   int tearing;            /* teardown under way (loop thread)              */
 
   pthread_mutex_t mu;
-  pthread_cond_t cv;      /* signalled when state becomes STOPPED          */
+  pthread_cond_t cv;      /* broadcast when state becomes STOPPED and when
+                             inflight drops to 0                            */
   int state;              /* TKB_ST_*; guarded by mu                        */
   int inflight;           /* accepted calls not yet finished; guarded by mu */
 

@@ -7,9 +7,9 @@
  * tkb_notifier_uv.c, which replaces Tcl's notifier with Tcl_SetNotifier so
  * that Tcl_WaitForEvent waits in evl_step() (Tcl 8.6 and 9.0, the only ones
  * with Tcl_SetNotifier), or tkb_notifier_tcl.c, where Tcl's stock notifier
- * watches uv_backend_fd() with a Tcl file handler and a Tcl timer at
- * uv_backend_timeout() (a later Tcl; tests/tclpkg also builds the bridge
- * with it).  The rest of the bridge is the same with either, because it
+ * watches uv_backend_fd() with a Tcl file handler and caps Tcl's wait at
+ * uv_backend_timeout() with an event source (a later Tcl; tests/tclpkg
+ * also builds the bridge with it).  The rest of the bridge is the same with either, because it
  * only ever calls the functions below and runs Tcl's event loop with
  * Tcl_DoOneEvent().
  *
@@ -44,7 +44,8 @@ int tkb__ntf_install(void);
 /* [loop thread] Bind the calling thread's Tcl notifier to l.  Must be called
  * before the thread's first Tcl call.  on_stop(arg) is called once, on this
  * thread, when a wait first sees evl_stopping(l) (the bridge cancels running
- * scripts there, so nested vwaits unwind).  Returns 0, EINVAL, EBUSY. */
+ * scripts there, so nested vwaits unwind).  Returns 0, EINVAL, EBUSY,
+ * ENOTSUP (the integration cannot run in this process) or ENOMEM. */
 int tkb__ntf_bind(evl_t *l, void (*on_stop)(void *), void *arg);
 
 /* [loop thread] Undo tkb__ntf_bind after Tcl_FinalizeThread(): runs the

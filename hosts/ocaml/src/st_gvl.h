@@ -10,9 +10,14 @@
  * condition variables, events, signal masks: OCaml's header, included under
  * renamed names as st_posix_stock.h), and replaces the lock:
  *
- *  - st_masterlock_acquire/release/st_thread_yield are gvl_acquire,
- *    gvl_release and gvl_yield on the calling thread's gvl_thread_t,
- *    attached on first use, detached when the OCaml thread ends.  So the
+ *  - The master lock is the GVL, taken and given up on the calling
+ *    thread's gvl_thread_t, attached on first use, detached when the OCaml
+ *    thread ends: st_masterlock_acquire is gvl_acquire (gvl_acquire_prio
+ *    when a boost was asked for, gvl_region_end after a blocking section),
+ *    st_masterlock_release a blocking section's gvl_region_begin (a plain
+ *    gvl_release only for the thread's last), and st_thread_yield a safe
+ *    point (gvl_check_ints) and gvl_yield, with a release and reacquire
+ *    once a hold has lasted a slice (see st_thread_yield).  So the
  *    master lock is fair (no barging back in after a release), and
  *    Thread.yield with a waiter is always a real handoff.
  *  - No tick thread.  st_stubs.c still asks for one (st_thread_create with
