@@ -64,6 +64,15 @@ for lib in gvl evloop tkbridge; do
     ok "pkg-config $lib, -rpath, --as-needed, no LD_LIBRARY_PATH: $out"
   fi
 done
+# README.md's quick start, built with the command the README gives.
+sed -n '/^```c$/,/^```$/p' "$src/README.md" | sed '1d;$d' >"$tmp/app.c"
+[ -s "$tmp/app.c" ] || fail "README.md has no C block"
+# shellcheck disable=SC2046
+(cd "$tmp" && "$cc" -o app app.c $(pc --cflags --libs gvl)) || fail "README's quick start does not build"
+out=$(LD_LIBRARY_PATH=$(pc --variable=libdir gvl) "$tmp/app") || fail "README's quick start: $out"
+[ "$out" = done ] || fail "README's quick start printed: $out"
+ok "README.md's quick start builds with its pkg-config line and runs"
+
 pc --print-requires evloop | grep -q '^libuv' && fail "evloop.pc: libuv is a public Requires"
 ok "evloop.pc: libuv only in Requires.private"
 
