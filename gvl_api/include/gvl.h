@@ -483,26 +483,37 @@ GVL_EXPORT void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *),
                                void *arg);
 
 /* ---- GVL-aware mutex and condition variable ---------------------------------
- * For host-level Mutex/ConditionVariable.  Every call needs the GVL held
- * ([held]); their state is guarded by the GVL itself.  A thread that blocks
- * releases the GVL and gets it back at its base priority, as gvl_acquire
- * (a boost its hold had is not asked for again); unlock hands the mutex to
- * the first waiter (FIFO) and queues it for the GVL without an extra
- * wake-up. */
+ * For host-level Mutex/ConditionVariable.  Every call but init and destroy
+ * needs the GVL held ([held]); their state is guarded by the GVL itself, so
+ * a mutex or condition belongs to one GVL: the first call that uses it
+ * binds it to the caller's GVL until it is destroyed, and a thread of
+ * another GVL gets EINVAL.  A thread that blocks releases the GVL and gets
+ * it back at its base priority, as gvl_acquire (a boost its hold had is
+ * not asked for again); unlock hands the mutex to the first waiter (FIFO)
+ * and queues that waiter for the GVL itself, so the waiter is woken holding
+ * both, never to find the mutex taken (as any thread waiting for the GVL,
+ * it may also be woken to time the holder's slice when it is first in
+ * line). */
 typedef struct gvl__waitq { gvl_thread_t *head, *tail; } gvl__waitq_t;
 
 typedef struct {
   gvl_thread_t *owner;    /* guarded by the GVL */
   gvl__waitq_t waiters;   /* guarded by the GVL */
+  gvl_t *g;               /* the GVL it belongs to, from its first use */
   uint32_t magic;
+  uint32_t cwaits;        /* gvl_cond waits using it; guarded by the GVL */
 } gvl_mutex_t;
 
 typedef struct {
   gvl__waitq_t waiters;   /* guarded by the GVL */
+  gvl_t *g;               /* the GVL it belongs to, from its first use */
   uint32_t magic;
 } gvl_cond_t;
 
-/* [any] init/destroy; destroy returns EBUSY while locked or waited on. */
+/* [any] init/destroy; destroy returns EBUSY while locked or waited on (a
+ * mutex also while a gvl_cond wait that uses it is under way: the waiter
+ * takes it again before it returns).  A destroyed one may be initialised
+ * again, and is then free to belong to another GVL. */
 GVL_EXPORT int gvl_mutex_init(gvl_mutex_t *m);
 GVL_EXPORT int gvl_mutex_destroy(gvl_mutex_t *m);
 /* [held] EDEADLK if t already owns m. */

@@ -298,7 +298,9 @@ struct gvl_thread_s {
   _Atomic int cstate;           /* GVL__CW_*: the CAS decides signal vs
                                    timeout                                 */
   gvl_cond_t *cwait;            /* condition waited on, if linked          */
-  gvl_mutex_t *cmutex;          /* its mutex, retaken when signalled       */
+  gvl_mutex_t *cmutex;          /* its mutex, retaken when signalled; set
+                                   for the whole of a gvl_cond wait, which
+                                   cmutex->cwaits counts; else NULL        */
 
   /* Registry. */
   gvl_thread_t *gnext, *gprev;  /* g's attached threads; g->mu            */

@@ -6,7 +6,12 @@
  * no extra lock is taken.  A thread that must block releases the GVL and
  * sleeps until it is handed the GVL again; whoever makes it runnable
  * (unlock, signal) queues it for the GVL on its behalf.  That way a mutex
- * handoff costs one wake-up, not two (wake, then wait for the GVL).
+ * handoff never wakes the waiter only to make it wait for the GVL.
+ *
+ * Being guarded by one GVL, each belongs to one: the first call binds it
+ * (an atomic compare-and-swap on m->g or c->g, the one field a thread of
+ * another GVL may touch), and a thread of another GVL is refused before
+ * it reads anything else.
  */
 #include "gvl_int.h"
 
@@ -44,14 +49,30 @@ static int held(gvl_thread_t *t) {
   return atomic_load_explicit(&t->holding, memory_order_relaxed) ? 0 : EPERM;
 }
 
+/* Bind *slot to g if it belongs to no GVL yet; EINVAL if to another. */
+static int bind(gvl_t **slot, gvl_t *g) {
+  gvl_t *cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (cur == NULL &&
+      __atomic_compare_exchange_n(slot, &cur, g, false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE))
+    return 0;
+  return cur == g ? 0 : EINVAL;
+}
+
 static int check_m(gvl_thread_t *t, gvl_mutex_t *m) {
-  if (!m || m->magic != MUTEX_MAGIC) return EINVAL;
-  return held(t);
+  if (!m) return EINVAL;
+  int rc = held(t);
+  if (rc) return rc;
+  if ((rc = bind(&m->g, t->g)) != 0) return rc;
+  return m->magic == MUTEX_MAGIC ? 0 : EINVAL;
 }
 
 static int check_c(gvl_thread_t *t, gvl_cond_t *c) {
-  if (!c || c->magic != COND_MAGIC) return EINVAL;
-  return held(t);
+  if (!c) return EINVAL;
+  int rc = held(t);
+  if (rc) return rc;
+  if ((rc = bind(&c->g, t->g)) != 0) return rc;
+  return c->magic == COND_MAGIC ? 0 : EINVAL;
 }
 
 /* ---- mutex ------------------------------------------------------------------------ */
@@ -60,13 +81,15 @@ int gvl_mutex_init(gvl_mutex_t *m) {
   if (!m) return EINVAL;
   m->owner = NULL;
   m->waiters.head = m->waiters.tail = NULL;
+  m->cwaits = 0;
   m->magic = MUTEX_MAGIC;
+  __atomic_store_n(&m->g, NULL, __ATOMIC_RELEASE);
   return 0;
 }
 
 int gvl_mutex_destroy(gvl_mutex_t *m) {
   if (!m || m->magic != MUTEX_MAGIC) return EINVAL;
-  if (m->owner || m->waiters.head) return EBUSY;
+  if (m->owner || m->waiters.head || m->cwaits) return EBUSY;
   m->magic = 0;
   return 0;
 }
@@ -144,6 +167,7 @@ int gvl_cond_init(gvl_cond_t *c) {
   if (!c) return EINVAL;
   c->waiters.head = c->waiters.tail = NULL;
   c->magic = COND_MAGIC;
+  __atomic_store_n(&c->g, NULL, __ATOMIC_RELEASE);
   return 0;
 }
 
@@ -154,9 +178,19 @@ int gvl_cond_destroy(gvl_cond_t *c) {
   return 0;
 }
 
+/* The end of t's wait on a condition with m: t owns m again, and m may
+ * be destroyed once nobody else waits with it.  The GVL is held. */
+static int cond_done(gvl_thread_t *t, gvl_mutex_t *m, int rc) {
+  m->cwaits--;
+  t->cmutex = NULL;
+  return rc;
+}
+
 /* A waiter leaves the condition either signalled (the signaller moves it
  * to the mutex or the GVL queue) or timed out (it reacquires by itself).
- * The CAS on cstate decides which, exactly once. */
+ * The CAS on cstate decides which, exactly once.  From the start of the
+ * wait to its end t->cmutex names m and m->cwaits counts t, so that m
+ * cannot be destroyed under a waiter that will take it again. */
 static int cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m,
                      uint64_t deadline) {
   int rc = check_c(t, c);
@@ -167,12 +201,13 @@ static int cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m,
   atomic_store_explicit(&t->cstate, GVL__CW_WAITING, memory_order_relaxed);
   t->cwait = c;
   t->cmutex = m;
+  m->cwaits++;
   wq_push(&c->waiters, t);
   unlock_m(m);
   gvl__drop_for_wait(t);
   if (gvl__wait_granted_until(t->g, t, deadline)) {
     resume_from_wait(t, t0);
-    return 0;
+    return cond_done(t, m, 0);
   }
   int exp = GVL__CW_WAITING;
   if (!atomic_compare_exchange_strong(&t->cstate, &exp, GVL__CW_TIMEDOUT)) {
@@ -180,7 +215,7 @@ static int cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m,
      * which may be long; sleep for it. */
     (void)gvl__wait_granted_until(t->g, t, 0);
     resume_from_wait(t, t0);
-    return 0;
+    return cond_done(t, m, 0);
   }
   t->wait_asleep = true;   /* still part of a gvl_cond wait: no spin */
   (void)gvl__acquire(t, t->prio, false);
@@ -189,8 +224,10 @@ static int cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m,
     gvl__wq_leave(&c->waiters, t);
     t->cwait = NULL;
   }
-  (void)gvl_mutex_lock(t, m);
-  return ETIMEDOUT;
+  /* m is still initialised (cwaits) and bound to t's GVL: this succeeds. */
+  rc = gvl_mutex_lock(t, m);
+  gvl__assert(rc == 0);
+  return cond_done(t, m, ETIMEDOUT);
 }
 
 int gvl_cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m) {

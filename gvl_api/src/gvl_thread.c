@@ -493,6 +493,7 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
        * that queue (a gvl_mutex it owned stays locked, like a pthread
        * mutex held by a thread that did not fork). */
       if (t->mq) gvl__wq_leave(t->mq, t);
+      if (t->cmutex) t->cmutex->cwaits--;   /* its wait will never end */
       for (int i = 0; i < C__COUNT; i++)
         g->retired[i] += gvl__ctr_get(t, i);
       free(t);

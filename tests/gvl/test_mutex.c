@@ -5,7 +5,9 @@
  * unlock (no barging: right after unlock the mutex already belongs to the
  * first waiter); signal wakes waiters one at a time in FIFO order, broadcast
  * wakes all; timedwait returns ETIMEDOUT owning the mutex; every wait
- * releases the GVL so another thread runs meanwhile.
+ * releases the GVL so another thread runs meanwhile; destroy is EBUSY while
+ * a cond wait will take the mutex again; a thread of another GVL gets
+ * EINVAL.
  */
 #include "tgvl.h"
 
@@ -290,6 +292,111 @@ static void timed(void) {
   end_gvl(me);
 }
 
+/* ---- destroy while a gvl_cond wait uses the mutex ---------------------------
+ * The waiter gave the mutex up for its wait but takes it again before it
+ * returns: destroy is EBUSY meanwhile, and the wait, signalled or timed
+ * out, returns owning the mutex. */
+static int cw_timed, cw_rc;
+
+static void *cw_waiter(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_mutex_lock(t, &mtx));
+  atomic_fetch_add(&about_to_block, 1);
+  cw_rc = cw_timed ? gvl_cond_timedwait(t, &cnd, &mtx, 20000000)
+                   : gvl_cond_wait(t, &cnd, &mtx);
+  CHECK_EQ(gvl_mutex_trylock(t, &mtx), EDEADLK);
+  CHECK_OK(gvl_mutex_unlock(t, &mtx));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void destroy_during_cond_wait(void) {
+  for (cw_timed = 0; cw_timed < 2; cw_timed++) {
+    gvl_thread_t *me = fresh_gvl();
+    CHECK_OK(gvl_acquire(me));
+    pthread_t th;
+    start_blocked(me, &th, cw_waiter, NULL);
+    /* Free, and in use by the wait. */
+    CHECK_OK(gvl_mutex_trylock(me, &mtx));
+    CHECK_OK(gvl_mutex_unlock(me, &mtx));
+    CHECK_EQ(gvl_mutex_destroy(&mtx), EBUSY);
+    if (!cw_timed) CHECK_OK(gvl_cond_signal(me, &cnd));
+    CHECK_OK(gvl_release(me));
+    tgvl_join(th);
+    CHECK_EQ(cw_rc, cw_timed ? ETIMEDOUT : 0);
+    end_gvl(me);   /* destroy succeeds once the wait is over */
+  }
+}
+
+/* ---- one GVL per mutex and condition -----------------------------------------
+ * Their state is guarded by the GVL, so a thread of another GVL is refused
+ * (EINVAL) and neither GVL is disturbed; after destroy and init they may
+ * belong to another. */
+static gvl_t *g_other;
+
+static void *other_gvl_user(void *arg) {
+  (void)arg;
+  gvl_cond_t mine;
+  CHECK_OK(gvl_cond_init(&mine));
+  gvl_thread_t *t = gvl_thread_attach(g_other, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_EQ(gvl_mutex_lock(t, &mtx), EINVAL);
+  CHECK_EQ(gvl_mutex_trylock(t, &mtx), EINVAL);
+  CHECK_EQ(gvl_mutex_unlock(t, &mtx), EINVAL);
+  CHECK_EQ(gvl_cond_signal(t, &cnd), EINVAL);
+  CHECK_EQ(gvl_cond_broadcast(t, &cnd), EINVAL);
+  CHECK_EQ(gvl_cond_timedwait(t, &cnd, &mtx, 1000), EINVAL);
+  CHECK_EQ(gvl_cond_wait(t, &mine, &mtx), EINVAL);   /* mine binds, mtx not */
+  CHECK(gvl_thread_holds(t));
+  /* This GVL still works for everyone. */
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  CHECK_OK(gvl_cond_destroy(&mine));
+  return NULL;
+}
+
+static void *other_gvl_after_init(void *arg) {
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g_other, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_mutex_lock(t, &mtx));
+  CHECK_EQ(gvl_cond_timedwait(t, &cnd, &mtx, 1000), ETIMEDOUT);
+  CHECK_OK(gvl_mutex_unlock(t, &mtx));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void one_gvl_each(void) {
+  gvl_thread_t *me = fresh_gvl();
+  CHECK(g_other = gvl_create(NULL));
+  CHECK_OK(gvl_acquire(me));
+  CHECK_OK(gvl_mutex_lock(me, &mtx));         /* binds both to g */
+  CHECK_OK(gvl_cond_signal(me, &cnd));
+  pthread_t th;
+  tgvl_spawn(&th, other_gvl_user, NULL);
+  tgvl_join(th);
+  CHECK_EQ(gvl_mutex_lock(me, &mtx), EDEADLK); /* still ours, untouched */
+  CHECK_OK(gvl_mutex_unlock(me, &mtx));
+  CHECK_OK(gvl_release(me));
+  CHECK_OK(gvl_cond_destroy(&cnd));
+  CHECK_OK(gvl_mutex_destroy(&mtx));
+  CHECK_OK(gvl_mutex_init(&mtx));
+  CHECK_OK(gvl_cond_init(&cnd));
+  tgvl_spawn(&th, other_gvl_after_init, NULL);
+  tgvl_join(th);
+  CHECK_OK(gvl_destroy(g_other));
+  end_gvl(me);
+}
+
 /* ---- a wait forgets the boost ------------------------------------------------
  * A thread whose hold was boosted blocks in gvl_mutex_lock or gvl_cond_wait:
  * it is queued again at its base priority, and that is the priority its
@@ -392,6 +499,8 @@ int main(void) {
   fifo_handoff();
   cond_signal_broadcast();
   timed();
+  destroy_during_cond_wait();
+  one_gvl_each();
   waits_forget_boost();
   owning_and_interrupts();
   puts("ok");
