@@ -735,6 +735,38 @@ static void *busy_eval(void *arg) {
   return NULL;
 }
 
+/* tkb_notifier_bind: "the binding lasts as long as the thread's Tcl".
+ * After Tcl_FinalizeThread the thread binds a new loop for a second
+ * session (it got EBUSY), and plain Tcl afterwards runs on a notifier of
+ * its own (it crashed on the freed loop). */
+static void tcl_session(void) {
+  Tcl_Interp *ip = Tcl_CreateInterp();
+  CHECK(ip != NULL);
+  int code = Tcl_Eval(ip, "after 1 {set ::x 1}; vwait ::x; set ::x");
+  if (code != TCL_OK) fprintf(stderr, "tcl_session: %s\n", Tcl_GetStringResult(ip));
+  CHECK(code == TCL_OK);
+  CHECK(strcmp(Tcl_GetStringResult(ip), "1") == 0);
+  Tcl_DeleteInterp(ip);
+  Tcl_FinalizeThread();
+}
+
+static void t_bind_after_finalize(void) {
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  for (int round = 0; round < 2; round++) {
+    evl_config_t ec = {.no_thread = 1};
+    evl_t *l = evl_start(g, &ec);
+    CHECK(l != NULL);
+    CHECK_RC(evl_attach(l), 0);
+    CHECK_RC(tkb_notifier_bind(l), 0);
+    tcl_session();
+    CHECK_RC(evl_detach(l), 0);
+    CHECK_RC(evl_destroy(l), 0);
+  }
+  tcl_session();
+  CHECK_RC(gvl_destroy(g), 0);
+}
+
 static void t_stop_busy(void) {
   static const char *const scripts[] = {
       "mark; while 1 {}",
@@ -1700,6 +1732,7 @@ static const tcase_t cases[] = {
     {"start_race", t_start_race},
     {"stop_twice", t_stop_twice},
     {"stop_busy", t_stop_busy},
+    {"bind_after_finalize", t_bind_after_finalize},
     {"start_interrupt", t_start_interrupt},
     {"run_stop_interp", t_run_stop_interp},
     {"on_error_stop", t_on_error_stop},

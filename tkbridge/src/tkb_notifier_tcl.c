@@ -171,6 +171,17 @@ int tkb__ntf_install(void) {
   return 0;
 }
 
+/* The thread's Tcl ends (Tcl_FinalizeThread runs the thread's exit
+ * handlers before it finalizes the notifier): the binding ends with it, so
+ * a later Tcl on the thread may bind again. */
+static void ntf_thread_exit(ClientData cd) {
+  ntf_t *n = cd;
+  if (ntf_self != n) return;
+  ntf_detach(n);
+  ntf_self = NULL;
+  free(n);
+}
+
 int tkb__ntf_bind(evl_t *l, void (*on_stop)(void *), void *arg) {
   ntf_t *n;
   uv_loop_t *uv;
@@ -187,6 +198,7 @@ int tkb__ntf_bind(evl_t *l, void (*on_stop)(void *), void *arg) {
   ntf_self = n;
   Tcl_CreateEventSource(ntf_setup_proc, ntf_check_proc, n);
   Tcl_CreateFileHandler(n->fd, TCL_READABLE, ntf_file_proc, n);
+  Tcl_CreateThreadExitHandler(ntf_thread_exit, n);
   n->attached = 1;
   return 0;
 }
@@ -194,6 +206,7 @@ int tkb__ntf_bind(evl_t *l, void (*on_stop)(void *), void *arg) {
 void tkb__ntf_unbind(void) {
   ntf_t *n = ntf_self;
   if (n == NULL) return;
+  Tcl_DeleteThreadExitHandler(ntf_thread_exit, n);
   ntf_detach(n);
   ntf_self = NULL;
   free(n);

@@ -109,6 +109,9 @@ static _Thread_local evl_t *tls_bind;
 static _Thread_local void (*tls_on_stop)(void *);
 static _Thread_local void *tls_on_stop_arg;
 static _Thread_local int tls_closing;   /* uv_close'd, close cb not run yet */
+/* The loop of a binding whose Tcl has finalized, for tkb__ntf_unbind to
+ * run the close callbacks still pending there. */
+static _Thread_local evl_t *tls_drain;
 
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 
@@ -493,6 +496,14 @@ static void ntf_finalize(ClientData cd) {
     uv_loop_close(n->loop);
   }
   if (tls_ntf == n) tls_ntf = NULL;
+  /* The binding lasts as long as the thread's Tcl: a later Tcl on this
+   * thread gets a notifier of its own, or a new binding. */
+  if (n->evl != NULL && n->evl == tls_bind) {
+    tls_drain = tls_bind;
+    tls_bind = NULL;
+    tls_on_stop = NULL;
+    tls_on_stop_arg = NULL;
+  }
   n->magic = 0;
   free(n);
 }
@@ -532,16 +543,19 @@ int tkb__ntf_bind(evl_t *l, void (*on_stop)(void *), void *arg) {
   if (tls_bind != NULL || tls_ntf != NULL) return EBUSY;
   evl__std_loop_made();   /* l's loop exists, and so does libuv's own pipe */
   tls_bind = l;
+  tls_drain = NULL;
   tls_on_stop = on_stop;
   tls_on_stop_arg = arg;
   return 0;
 }
 
 void tkb__ntf_unbind(void) {
+  evl_t *l = tls_bind != NULL ? tls_bind : tls_drain;
   /* Bounded: each pass runs every pending close callback. */
-  for (int i = 0; i < 100 && tls_closing > 0 && tls_bind; i++)
-    evl_step(tls_bind, 0);
+  for (int i = 0; i < 100 && tls_closing > 0 && l; i++)
+    evl_step(l, 0);
   tls_bind = NULL;
+  tls_drain = NULL;
   tls_on_stop = NULL;
   tls_on_stop_arg = NULL;
 }
