@@ -9,3 +9,14 @@ function(gvloop_exports target glob)
   target_link_options(${target} PRIVATE "LINKER:--version-script=${map}")
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${map})
 endfunction()
+
+# gvloop_nodelete(TARGET): once loaded, the shared library TARGET stays in
+# the process (-z nodelete), also when whatever loaded it is unloaded
+# (Tcl's `unload`, dlclose).  libgvl owns a thread-specific key whose
+# destructor runs at the exit of every attached thread, and a new copy
+# would take another key (glibc has 1024); libevloop installs signal
+# handlers and keeps libuv, whose pool threads never end; libtkbridge is
+# Tcl's notifier.  None of that may point into unmapped code.
+function(gvloop_nodelete target)
+  target_link_options(${target} PRIVATE "LINKER:-z,nodelete")
+endfunction()
