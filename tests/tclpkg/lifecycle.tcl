@@ -86,6 +86,20 @@ if {![catch {package require Thread}]} {
   # Tcl 8.6 has one notifier thread per process, so the count returns to
   # the base.
   poll_until {[nthreads] == $base} "threads gone: [nthreads] vs $base"
+
+  # 5. Threads that end by thread::exit, their interp never deleted (the
+  #    Thread package's way): the loop and its descriptors go with the
+  #    thread's Tcl (they used to stay, five descriptors a thread).
+  set fds [llength [glob -directory /proc/self/fd *]]
+  set ap [list set ::auto_path $::auto_path]
+  for {set i 0} {$i < 20} {incr i} {
+    thread::join [thread::create -joinable "$ap; package require gvloop; thread::exit"]
+    thread::join [thread::create -joinable "$ap; package require gvloop
+      gvloop::timer 1 {set ::x 1}; vwait ::x; after 1 thread::exit; thread::wait"]
+  }
+  check {[llength [glob -directory /proc/self/fd *]] == $fds} \
+    "descriptors after 40 threads ended by thread::exit: [llength [glob -directory /proc/self/fd *]] vs $fds"
+  poll_until {[nthreads] == $base} "thread::exit threads gone: [nthreads] vs $base"
 } else {
   puts "Thread package not installed: two-thread case skipped"
 }

@@ -53,7 +53,7 @@ static gvl_t *g_gvl;             /* g_mu */
 static int g_refs;               /* g_mu: threads with a loop */
 /* Code of the library that some thread may still run: scripts of timers
  * and watches on the stack (reg_fire), idle calls and exit handlers
- * scheduled (thread_deferred, thread_reap).  Unloading the library from the
+ * scheduled (thread_deferred, thread_reap, thread_exit).  Unloading the library from the
  * process is refused while it is not 0. */
 static atomic_int g_pinned;
 
@@ -63,6 +63,9 @@ typedef struct {
   int refs;                      /* interps of this thread using it */
   int busy;                      /* scripts of registrations on the stack */
   int pending;                   /* refs reached 0 while busy: free later */
+  int gone;                      /* the thread's Tcl ended with interps
+                                    left (thread_exit): l is freed, and
+                                    the interps only drop their refs */
   void *dead_next;               /* t_dead list */
 } gvt_thread_t;
 
@@ -126,6 +129,8 @@ static void thread_free(gvt_thread_t *t) {
   free(t);
 }
 
+static void thread_exit(ClientData cd);
+
 static int thread_ref(gvt_thread_t **out) {
   gvt_thread_t *t = t_self;
   gvl_t *g;
@@ -163,6 +168,8 @@ static int thread_ref(gvt_thread_t **out) {
   }
   t->refs = 1;
   t_self = t;
+  atomic_fetch_add(&g_pinned, 1);
+  Tcl_CreateThreadExitHandler(thread_exit, t);
   *out = t;
   return 0;
 }
@@ -198,7 +205,9 @@ static void thread_reap_exit(ClientData cd) {
   atomic_fetch_sub(&g_pinned, 1);
 }
 
-static void thread_finish(gvt_thread_t *t) {
+/* Stop the thread's loop: every registration has its last call, and the
+ * thread leaves the loop-thread role. */
+static void thread_stop_loop(gvt_thread_t *t) {
   if (t->pending == 2) {
     Tcl_CancelIdleCall(thread_deferred, t);
     atomic_fetch_sub(&g_pinned, 1);
@@ -206,7 +215,30 @@ static void thread_finish(gvt_thread_t *t) {
   t_self = NULL;
   evl_stop(t->l);
   tkb__ntf_unbind();
-  evl_detach(t->l);  /* every registration has had its last call */
+  evl_detach(t->l);
+}
+
+/* The thread's Tcl ends (Tcl_FinalizeThread, as a Thread-package thread
+ * that ends by thread::exit does) while interps of it still use the loop:
+ * free the loop and its descriptors now, since those interps will never
+ * run again, and keep only the memory their deletion would touch.  Not
+ * under a registration's script (the loop is on the stack): then, as
+ * before, the loop goes with the thread's memory. */
+static void thread_exit(ClientData cd) {
+  gvt_thread_t *t = cd;
+  atomic_fetch_sub(&g_pinned, 1);
+  if (t_self != t || t->busy > 0) return;
+  thread_stop_loop(t);
+  evl_destroy(t->l);
+  t->l = NULL;
+  t->gone = 1;
+  gvl_unref();
+}
+
+static void thread_finish(gvt_thread_t *t) {
+  Tcl_DeleteThreadExitHandler(thread_exit, t);
+  atomic_fetch_sub(&g_pinned, 1);
+  thread_stop_loop(t);
   if (t_dead == NULL) {
     atomic_fetch_add(&g_pinned, 1);
     Tcl_DoWhenIdle(thread_reap, NULL);
@@ -227,6 +259,10 @@ static void thread_deferred(ClientData cd) {
 }
 
 static void thread_unref(gvt_thread_t *t) {
+  if (t->gone) {
+    if (--t->refs == 0) free(t);
+    return;
+  }
   if (--t->refs > 0) return;
   if (t->busy > 0) {
     if (t->pending == 0) t->pending = 1;
@@ -555,7 +591,8 @@ int Gvloop_Unload(Tcl_Interp *ip, int flags) {
    * loop to reclaim when idle: unmapping it would return into nothing.
    * This thread's own reclaiming is done below. */
   if (flags == TCL_UNLOAD_DETACH_FROM_PROCESS) {
-    int mine = (t_dead != NULL) + (t_self != NULL && t_self->pending == 2);
+    int mine = (t_dead != NULL) + (t_self != NULL) +
+               (t_self != NULL && t_self->pending == 2);
     if ((t_self != NULL && t_self->busy > 0) || atomic_load(&g_pinned) > mine) {
       Tcl_SetObjResult(ip, Tcl_NewStringObj(
           "gvloop: cannot unload the library while one of its timer or watch scripts "
