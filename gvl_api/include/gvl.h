@@ -485,9 +485,9 @@ GVL_EXPORT void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *),
 /* ---- GVL-aware mutex and condition variable ---------------------------------
  * For host-level Mutex/ConditionVariable.  Every call but init and destroy
  * needs the GVL held ([held]); their state is guarded by the GVL itself, so
- * a mutex or condition belongs to one GVL: the first call that uses it
- * binds it to the caller's GVL until it is destroyed, and a thread of
- * another GVL gets EINVAL.  A thread that blocks releases the GVL and gets
+ * a mutex or condition belongs to one GVL: its first lock or trylock (a
+ * mutex) or wait (a condition) binds it to the caller's GVL until it is
+ * destroyed, and the calls of a thread of another GVL get EINVAL.  A thread that blocks releases the GVL and gets
  * it back at its base priority, as gvl_acquire (a boost its hold had is
  * not asked for again); unlock hands the mutex to the first waiter (FIFO)
  * and queues that waiter for the GVL itself, so the waiter is woken holding
@@ -512,8 +512,10 @@ typedef struct {
 
 /* [any] init/destroy; destroy returns EBUSY while locked or waited on (a
  * mutex also while a gvl_cond wait that uses it is under way: the waiter
- * takes it again before it returns).  A destroyed one may be initialised
- * again, and is then free to belong to another GVL. */
+ * takes it again before it returns), as a caller that holds its GVL sees
+ * it; without that GVL, as with pthread_mutex_destroy, the caller must
+ * know that no other thread still uses it.  A destroyed one may be
+ * initialised again, and is then free to belong to another GVL. */
 GVL_EXPORT int gvl_mutex_init(gvl_mutex_t *m);
 GVL_EXPORT int gvl_mutex_destroy(gvl_mutex_t *m);
 /* [held] EDEADLK if t already owns m. */

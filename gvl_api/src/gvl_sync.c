@@ -8,10 +8,10 @@
  * (unlock, signal) queues it for the GVL on its behalf.  That way a mutex
  * handoff never wakes the waiter only to make it wait for the GVL.
  *
- * Being guarded by one GVL, each belongs to one: the first call binds it
- * (an atomic compare-and-swap on m->g or c->g, the one field a thread of
- * another GVL may touch), and a thread of another GVL is refused before
- * it reads anything else.
+ * Being guarded by one GVL, each belongs to one: the first lock or wait
+ * binds it (an atomic compare-and-swap on m->g or c->g), and the calls of
+ * a thread of another GVL are refused having read only magic (written at
+ * init and destroy) and that word.
  */
 #include "gvl_int.h"
 
@@ -49,30 +49,34 @@ static int held(gvl_thread_t *t) {
   return atomic_load_explicit(&t->holding, memory_order_relaxed) ? 0 : EPERM;
 }
 
-/* Bind *slot to g if it belongs to no GVL yet; EINVAL if to another. */
-static int bind(gvl_t **slot, gvl_t *g) {
+/* May a thread of g use the object whose GVL *slot names?  Yes if it
+ * names g or none yet.  bind makes it name g: only calls that take the
+ * object (lock, trylock, wait) do, and only once every check passed, so a
+ * failed or empty call (an unlock by a non-owner, a signal nobody waits
+ * for) ties nothing to a GVL. */
+static int bound_ok(gvl_t **slot, gvl_t *g) {
   gvl_t *cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-  if (cur == NULL &&
-      __atomic_compare_exchange_n(slot, &cur, g, false, __ATOMIC_ACQ_REL,
+  return cur == NULL || cur == g ? 0 : EINVAL;
+}
+
+static int bind(gvl_t **slot, gvl_t *g) {
+  gvl_t *cur = NULL;
+  if (__atomic_compare_exchange_n(slot, &cur, g, false, __ATOMIC_ACQ_REL,
                                   __ATOMIC_ACQUIRE))
     return 0;
-  return cur == g ? 0 : EINVAL;
+  return cur == g ? 0 : EINVAL;   /* another GVL's thread bound it first */
 }
 
 static int check_m(gvl_thread_t *t, gvl_mutex_t *m) {
-  if (!m) return EINVAL;
+  if (!m || m->magic != MUTEX_MAGIC) return EINVAL;
   int rc = held(t);
-  if (rc) return rc;
-  if ((rc = bind(&m->g, t->g)) != 0) return rc;
-  return m->magic == MUTEX_MAGIC ? 0 : EINVAL;
+  return rc ? rc : bound_ok(&m->g, t->g);
 }
 
 static int check_c(gvl_thread_t *t, gvl_cond_t *c) {
-  if (!c) return EINVAL;
+  if (!c || c->magic != COND_MAGIC) return EINVAL;
   int rc = held(t);
-  if (rc) return rc;
-  if ((rc = bind(&c->g, t->g)) != 0) return rc;
-  return c->magic == COND_MAGIC ? 0 : EINVAL;
+  return rc ? rc : bound_ok(&c->g, t->g);
 }
 
 /* ---- mutex ------------------------------------------------------------------------ */
@@ -134,6 +138,7 @@ static void block(gvl_thread_t *t) {
 
 int gvl_mutex_lock(gvl_thread_t *t, gvl_mutex_t *m) {
   int rc = check_m(t, m);
+  if (!rc) rc = bind(&m->g, t->g);
   if (rc) return rc;
   if (m->owner == t) return EDEADLK;
   if (!m->owner) {
@@ -147,6 +152,7 @@ int gvl_mutex_lock(gvl_thread_t *t, gvl_mutex_t *m) {
 
 int gvl_mutex_trylock(gvl_thread_t *t, gvl_mutex_t *m) {
   int rc = check_m(t, m);
+  if (!rc) rc = bind(&m->g, t->g);
   if (rc) return rc;
   if (m->owner) return m->owner == t ? EDEADLK : EBUSY;
   set_owner(m, t);
@@ -181,8 +187,9 @@ int gvl_cond_destroy(gvl_cond_t *c) {
 /* The end of t's wait on a condition with m: t owns m again, and m may
  * be destroyed once nobody else waits with it.  The GVL is held. */
 static int cond_done(gvl_thread_t *t, gvl_mutex_t *m, int rc) {
-  m->cwaits--;
   t->cmutex = NULL;
+  atomic_signal_fence(memory_order_seq_cst);  /* see cond_wait */
+  m->cwaits--;
   return rc;
 }
 
@@ -197,11 +204,16 @@ static int cond_wait(gvl_thread_t *t, gvl_cond_t *c, gvl_mutex_t *m,
   if (!rc) rc = check_m(t, m);
   if (rc) return rc;
   if (m->owner != t) return EPERM;
+  if ((rc = bind(&c->g, t->g)) != 0) return rc;   /* m is bound: t owns it */
   uint64_t t0 = gvl__now();
   atomic_store_explicit(&t->cstate, GVL__CW_WAITING, memory_order_relaxed);
   t->cwait = c;
-  t->cmutex = m;
+  /* cwaits counts t before cmutex names m, and cmutex is cleared first at
+   * the end: a fork made meanwhile by a thread without the GVL leaves the
+   * child uncounting only waits that were counted. */
   m->cwaits++;
+  atomic_signal_fence(memory_order_seq_cst);
+  t->cmutex = m;
   wq_push(&c->waiters, t);
   unlock_m(m);
   gvl__drop_for_wait(t);

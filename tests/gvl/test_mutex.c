@@ -337,11 +337,11 @@ static void destroy_during_cond_wait(void) {
  * (EINVAL) and neither GVL is disturbed; after destroy and init they may
  * belong to another. */
 static gvl_t *g_other;
+static gvl_mutex_t spare_m;   /* never used by g's threads before */
+static gvl_cond_t spare_c;
 
 static void *other_gvl_user(void *arg) {
   (void)arg;
-  gvl_cond_t mine;
-  CHECK_OK(gvl_cond_init(&mine));
   gvl_thread_t *t = gvl_thread_attach(g_other, 0);
   CHECK(t != NULL);
   CHECK_OK(gvl_acquire(t));
@@ -351,14 +351,16 @@ static void *other_gvl_user(void *arg) {
   CHECK_EQ(gvl_cond_signal(t, &cnd), EINVAL);
   CHECK_EQ(gvl_cond_broadcast(t, &cnd), EINVAL);
   CHECK_EQ(gvl_cond_timedwait(t, &cnd, &mtx, 1000), EINVAL);
-  CHECK_EQ(gvl_cond_wait(t, &mine, &mtx), EINVAL);   /* mine binds, mtx not */
+  /* Calls that fail, or find nothing to do, bind nothing. */
+  CHECK_EQ(gvl_cond_wait(t, &spare_c, &mtx), EINVAL);
+  CHECK_OK(gvl_cond_signal(t, &spare_c));
+  CHECK_EQ(gvl_mutex_unlock(t, &spare_m), EPERM);
   CHECK(gvl_thread_holds(t));
   /* This GVL still works for everyone. */
   CHECK_OK(gvl_release(t));
   CHECK_OK(gvl_acquire(t));
   CHECK_OK(gvl_release(t));
   CHECK_OK(gvl_thread_detach(t));
-  CHECK_OK(gvl_cond_destroy(&mine));
   return NULL;
 }
 
@@ -379,12 +381,20 @@ static void one_gvl_each(void) {
   gvl_thread_t *me = fresh_gvl();
   CHECK(g_other = gvl_create(NULL));
   CHECK_OK(gvl_acquire(me));
+  CHECK_OK(gvl_mutex_init(&spare_m));
+  CHECK_OK(gvl_cond_init(&spare_c));
   CHECK_OK(gvl_mutex_lock(me, &mtx));         /* binds both to g */
-  CHECK_OK(gvl_cond_signal(me, &cnd));
+  CHECK_EQ(gvl_cond_timedwait(me, &cnd, &mtx, 1000), ETIMEDOUT);
   pthread_t th;
   tgvl_spawn(&th, other_gvl_user, NULL);
   tgvl_join(th);
   CHECK_EQ(gvl_mutex_lock(me, &mtx), EDEADLK); /* still ours, untouched */
+  /* The other GVL's failed calls left spare_m and spare_c free for g. */
+  CHECK_OK(gvl_mutex_lock(me, &spare_m));
+  CHECK_EQ(gvl_cond_timedwait(me, &spare_c, &spare_m, 1000), ETIMEDOUT);
+  CHECK_OK(gvl_mutex_unlock(me, &spare_m));
+  CHECK_OK(gvl_cond_destroy(&spare_c));
+  CHECK_OK(gvl_mutex_destroy(&spare_m));
   CHECK_OK(gvl_mutex_unlock(me, &mtx));
   CHECK_OK(gvl_release(me));
   CHECK_OK(gvl_cond_destroy(&cnd));
