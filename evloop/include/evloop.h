@@ -422,7 +422,9 @@ EVL_EXPORT int evl_signal_watch(evl_t *l, int signum, unsigned flags,
  * arg, status) on the loop thread (under the GVL unless EVL_F_NOGVL):
  * status 0 if fn ran, ECANCELED if it was cancelled or stopped before it
  * started (fn is then never called).  done may be NULL.  EINVAL, EVL_ESTOPPED,
- * ENOMEM. */
+ * ENOMEM.  A work function still running when the process exits holds the
+ * exit up until it returns: libuv's library destructor joins its pool
+ * threads (so a function that may block for good must not run here). */
 EVL_EXPORT int evl_work(evl_t *l, evl_work_fn fn, unsigned flags, evl_cb done,
                         void *arg, evl_id_t *id_out);
 

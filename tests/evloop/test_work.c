@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Thread-pool work: completion counts, GVL state on both sides, cancel of
  * queued and of started work, stop with work queued and running, evl_stop
- * from a work function. */
+ * from a work function; a process that exits while a work function runs
+ * ends only after it has returned. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "evl_test.h"
 
@@ -141,7 +144,49 @@ static void test_stop_from_work(void) {
   CHECK_EQ(evl_destroy(stop_loop), 0);
 }
 
+/* evloop.h: "a work function still running when the process exits holds
+ * the exit up until it returns".  A child exits as soon as its work
+ * function has started; the function then writes a byte, which the parent
+ * must find in the pipe once the child is gone. */
+static int exit_pipe[2], started_pipe[2];
+
+static void slow_fn(void *arg) {
+  (void)arg;
+  char c = 's';
+  CHECK_EQ(write(started_pipe[1], &c, 1), 1);
+  t_sleep_ms(100);
+  c = 'x';
+  CHECK_EQ(write(exit_pipe[1], &c, 1), 1);
+}
+
+static void test_exit_waits_for_work(void) {
+  CHECK_EQ(pipe(exit_pipe), 0);
+  CHECK_EQ(pipe(started_pipe), 0);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    gvl_t *g = t_gvl();
+    evl_t *l = t_loop(g);
+    char c;
+    CHECK_EQ(evl_work(l, slow_fn, EVL_F_NOGVL, NULL, NULL, NULL), 0);
+    CHECK_EQ(read(started_pipe[0], &c, 1), 1);
+    exit(0);
+  }
+  close(exit_pipe[1]);
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  char c = 0;
+  CHECK_EQ(read(exit_pipe[0], &c, 1), 1);
+  CHECK_EQ(c, 'x');
+  close(exit_pipe[0]);
+  close(started_pipe[0]);
+  close(started_pipe[1]);
+}
+
 int main(void) {
+  /* Before any loop: the child starts libuv's pool of its own. */
+  test_exit_waits_for_work();
   /* The cancel tests need to know the pool size. */
   setenv("UV_THREADPOOL_SIZE", "4", 1);
   G = t_gvl();
