@@ -9,11 +9,14 @@
  *   capi::posts n        a pthread makes n evl_posts (cross-thread wake-ups)
  *   capi::pipe_write s   write s into a pipe watched with evl_fd_watch
  *   capi::wrong_thread   api->get from another thread (must be EPERM)
+ *   capi::hold_gvl       a thread takes the GVL and keeps it, with no safe
+ *                        point, until the process ends
  *   capi::counts         dict of what the callbacks saw
  * Every callback checks that it runs on the interp's thread holding the GVL.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -87,6 +90,19 @@ static void *wrong_thread_fn(void *arg) {
   return NULL;
 }
 
+/* Native code that holds the GVL and never reaches a safe point. */
+static atomic_int holding;
+
+static void *holder(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(the_g, 0);
+  volatile unsigned long x = 0;
+  (void)arg;
+  if (t == NULL || gvl_acquire(t) != 0) return NULL;
+  atomic_store(&holding, 1);
+  for (;;) x++;
+  return NULL;
+}
+
 static int cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
   const char *what = cd;
   int n = 0;
@@ -107,6 +123,13 @@ static int cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
     pthread_create(&th, NULL, wrong_thread_fn, &w);
     pthread_join(th, NULL);
     Tcl_SetObjResult(ip, Tcl_NewIntObj(w.err));
+    return TCL_OK;
+  }
+  if (strcmp(what, "hold_gvl") == 0) {
+    pthread_t th;
+    if (pthread_create(&th, NULL, holder, NULL) != 0) return TCL_ERROR;
+    pthread_detach(th);
+    while (!atomic_load(&holding)) sched_yield();
     return TCL_OK;
   }
   if (strcmp(what, "pipe_write") == 0) {
@@ -144,7 +167,7 @@ static void capi_gone(ClientData cd, Tcl_Interp *ip) {
 
 int Capi_Init(Tcl_Interp *ip) {
   static const char *const names[] = {"timers", "long_timer", "posts", "pipe_write",
-                                      "wrong_thread", "counts"};
+                                      "wrong_thread", "counts", "hold_gvl"};
   int err;
   if (Tcl_InitStubs(ip, "8.6", 0) == NULL) return TCL_ERROR;
   if ((the_api = gvloop_tcl_require(ip)) == NULL) return TCL_ERROR;

@@ -42,15 +42,16 @@ typedef struct {
 int tkb__ntf_install(void);
 
 /* [loop thread] Bind the calling thread's Tcl notifier to l.  Must be called
- * before the thread's first Tcl call.  on_stop(arg) is called once, on this
+ * before the thread's first Tcl call.  The binding ends with the thread's
+ * Tcl (Tcl_FinalizeThread), or at tkb__ntf_unbind.  on_stop(arg) is called once, on this
  * thread, when a wait first sees evl_stopping(l) (the bridge cancels running
  * scripts there, so nested vwaits unwind).  Returns 0, EINVAL, EBUSY,
  * ENOTSUP (the integration cannot run in this process) or ENOMEM. */
 int tkb__ntf_bind(evl_t *l, void (*on_stop)(void *), void *arg);
 
-/* [loop thread] Undo tkb__ntf_bind after Tcl_FinalizeThread(): runs the
- * loop until the notifier's libuv handles are closed, since evloop wants
- * every handle closed before the driver returns. */
+/* [loop thread] Undo tkb__ntf_bind, before or after Tcl_FinalizeThread():
+ * runs the loop until the notifier's libuv handles are closed, since
+ * evloop wants every handle closed before the driver returns. */
 void tkb__ntf_unbind(void);
 
 /* [loop thread] Tell the notifier that Tcl code ran outside Tcl's own event

@@ -56,6 +56,12 @@ static int g_refs;               /* g_mu: threads with a loop */
  * scheduled (thread_deferred, thread_reap, thread_exit).  Unloading the library from the
  * process is refused while it is not 0. */
 static atomic_int g_pinned;
+/* Tcl's process exit handlers have run (Tcl_Exit, Tcl_Finalize): the
+ * threads' loops end with the process, as Tcl's own notifier does, and
+ * nothing of an extension's runs after its exit handlers.  Set by
+ * process_exit, registered once a load (g_exit_handler, under g_mu). */
+static atomic_int g_exiting;
+static int g_exit_handler;       /* g_mu */
 
 /* The loop of one interpreter thread. */
 typedef struct {
@@ -64,8 +70,8 @@ typedef struct {
   int busy;                      /* scripts of registrations on the stack */
   int pending;                   /* refs reached 0 while busy: free later */
   int gone;                      /* the thread's Tcl ended with interps
-                                    left (thread_exit): l is freed, and
-                                    the interps only drop their refs */
+                                    left (thread_exit): l is stopped and
+                                    detached, freed with the last ref */
   void *dead_next;               /* t_dead list */
 } gvt_thread_t;
 
@@ -206,8 +212,9 @@ static void thread_reap_exit(ClientData cd) {
 }
 
 /* Stop the thread's loop: every registration has its last call, and the
- * thread leaves the loop-thread role. */
-static void thread_stop_loop(gvt_thread_t *t) {
+ * thread leaves the loop-thread role.  Returns evl_detach's code: EBUSY
+ * when the loop is on the stack (a callback's code ends the thread). */
+static int thread_stop_loop(gvt_thread_t *t) {
   if (t->pending == 2) {
     Tcl_CancelIdleCall(thread_deferred, t);
     atomic_fetch_sub(&g_pinned, 1);
@@ -215,24 +222,32 @@ static void thread_stop_loop(gvt_thread_t *t) {
   t_self = NULL;
   evl_stop(t->l);
   tkb__ntf_unbind();
-  evl_detach(t->l);
+  return evl_detach(t->l);
+}
+
+static void process_exit(ClientData cd) {
+  (void)cd;
+  atomic_store(&g_exiting, 1);
 }
 
 /* The thread's Tcl ends (Tcl_FinalizeThread, as a Thread-package thread
  * that ends by thread::exit does) while interps of it still use the loop:
- * free the loop and its descriptors now, since those interps will never
- * run again, and keep only the memory their deletion would touch.  Not
- * under a registration's script (the loop is on the stack): then, as
- * before, the loop goes with the thread's memory. */
+ * stop it and close its descriptors now, since those interps will never
+ * run again; its memory stays until the last of them is deleted, as
+ * gvloop_tcl.h promises (a thread::exit deletes none: it is then kept, as
+ * Tcl keeps the interps).  Not at the process's exit, and not when the
+ * thread ends from a callback of the loop (a timer's script): the loop
+ * then goes with the process or the thread, as before. */
 static void thread_exit(ClientData cd) {
   gvt_thread_t *t = cd;
   atomic_fetch_sub(&g_pinned, 1);
-  if (t_self != t || t->busy > 0) return;
-  thread_stop_loop(t);
-  evl_destroy(t->l);
-  t->l = NULL;
+  if (atomic_load(&g_exiting) || t_self != t || t->busy > 0) return;
+  if (thread_stop_loop(t) != 0) return;
   t->gone = 1;
-  gvl_unref();
+  if (t->refs == 0) {  /* its finish was deferred: nothing will unref it */
+    thread_free(t);
+    gvl_unref();
+  }
 }
 
 static void thread_finish(gvt_thread_t *t) {
@@ -260,7 +275,10 @@ static void thread_deferred(ClientData cd) {
 
 static void thread_unref(gvt_thread_t *t) {
   if (t->gone) {
-    if (--t->refs == 0) free(t);
+    if (--t->refs == 0) {
+      thread_free(t);
+      gvl_unref();
+    }
     return;
   }
   if (--t->refs > 0) return;
@@ -574,6 +592,12 @@ int Gvloop_Init(Tcl_Interp *ip) {
     return posix_error(ip, "gvloop: cannot start the event loop", err);
   }
   gi->ip = ip;
+  pthread_mutex_lock(&g_mu);
+  if (!g_exit_handler) {
+    g_exit_handler = 1;
+    Tcl_CreateExitHandler(process_exit, NULL);
+  }
+  pthread_mutex_unlock(&g_mu);
   Tcl_SetAssocData(ip, GVT_ASSOC, interp_gone, gi);
   Tcl_CreateNamespace(ip, "::gvloop", NULL, NULL);
   for (size_t i = 0; i < sizeof gvt_cmds / sizeof gvt_cmds[0]; i++)
@@ -609,6 +633,12 @@ int Gvloop_Unload(Tcl_Interp *ip, int flags) {
     /* No idle call may be left pointing into the unmapped library. */
     Tcl_CancelIdleCall(thread_reap, NULL);
     thread_reap(NULL);  /* also removes the thread exit handler */
+  }
+  if (flags == TCL_UNLOAD_DETACH_FROM_PROCESS) {
+    pthread_mutex_lock(&g_mu);
+    if (g_exit_handler) Tcl_DeleteExitHandler(process_exit, NULL);
+    g_exit_handler = 0;
+    pthread_mutex_unlock(&g_mu);
   }
   Tcl_Eval(ip, "package forget gvloop");
   return TCL_OK;
