@@ -437,6 +437,14 @@ static int oddfail_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
   return 12345;
 }
 
+/* Fails with code argv[2] (default 12345) and message argv[1]. */
+static int msgfail_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                      tkb_result_t *res) {
+  (void)tk, (void)arg;
+  tkb_result_set(res, argv[1]);
+  return argc > 2 ? atoi(argv[2]) : 12345;
+}
+
 typedef struct {
   atomic_int calls;
   atomic_int status;
@@ -504,6 +512,24 @@ static void t_errors(void) {
   CHECK_RC(tkb_eval(f.tk, "catch oddfail; lrange $::errorCode 0 2", &r), 0);
   CHECK(strcmp(r, "GVLOOP HOST 12345") == 0);
   free(r);
+  /* {GVLOOP NAME code msg} is a list of four whatever the message holds
+   * (braces, a final backslash), for a host's code and for gvloop's. */
+  CHECK_RC(tkb_command_create(f.tk, "msgfail", msgfail_cb, NULL), 0);
+  char script[600];
+  snprintf(script, sizeof script,
+           "set msgs [list \"C:\\\\tmp\\\\\" \"x\\} \\{y\" \"a\\{b\" \"x\\}\"]\n"
+           "set out {}\n"
+           "foreach code {12345 %d} { foreach msg $msgs {\n"
+           "  catch {msgfail $msg $code} m o; set ec [dict get $o -errorcode]\n"
+           "  lappend out [expr {[string is list $ec] && [llength $ec] == 4 &&\n"
+           "                     [lindex $ec 2] == $code && [lindex $ec 3] eq $msg && $m eq $msg}]\n"
+           "}}\n"
+           "join $out {}",
+           TKB_ENOCMD);
+  CHECK_RC(tkb_eval(f.tk, script, &r), 0);
+  if (strcmp(r, "11111111") != 0) fprintf(stderr, "errorCode lists: %s\n", r);
+  CHECK(strcmp(r, "11111111") == 0);
+  free(r);
   CHECK(strcmp(tkb_err_name(TKB_ETCL), "TKB_ETCL") == 0);
   CHECK(strcmp(tkb_err_name(TKB_ENOCMD), "TKB_ENOCMD") == 0);
   CHECK(strcmp(tkb_err_name(EVL_ESTOPPED), "EVL_ESTOPPED") == 0);
@@ -535,7 +561,7 @@ static void t_errors(void) {
   CHECK(atomic_load(&errs.on_error) == 2);
   tkb_stats_t st;
   CHECK_RC(tkb_stats(f.tk, &st), 0);
-  CHECK(st.cmd_errors == 11);
+  CHECK(st.cmd_errors == 19);   /* 11, and msgfail 8 times */
   CHECK(st.bg_errors == 2);
   /* runs counts the host's tkb_run calls, not tkb_stats' own. */
   uint64_t runs0 = st.runs;
@@ -764,6 +790,36 @@ static void t_bind_after_finalize(void) {
     CHECK_RC(evl_destroy(l), 0);
   }
   tcl_session();
+  CHECK_RC(gvl_destroy(g), 0);
+}
+
+/* tkb_errmsg keeps a long message's first 4095 bytes, cut between
+ * characters: Tk's message names a display of 4500 bytes of 3-byte
+ * characters. */
+static void t_errmsg_long(void) {
+  static char disp[4501];
+  for (int i = 0; i < 1500; i++) memcpy(disp + 3 * i, "\xe4\xb8\xad", 3);
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  evl_t *l = fx_loop(g);
+  tkb_config_t tc;
+  memset(&tc, 0, sizeof tc);
+  tc.display = disp;
+  tkb_t *tk = NULL;
+  CHECK_RC(tkb_start(l, &tc, &tk), ENOTSUP);
+  const char *m = tkb_errmsg();
+  size_t n = strlen(m);
+  CHECK(n > 4000 && n <= 4095);
+  CHECK(strstr(m, "\xe4\xb8\xad\xe4\xb8\xad") != NULL);
+  /* Whole characters only: the last lead byte has all its continuation
+   * bytes. */
+  size_t lead = n;
+  while (lead > 0 && ((unsigned char)m[lead - 1] & 0xC0) == 0x80) lead--;
+  CHECK(lead > 0);
+  unsigned char b = (unsigned char)m[lead - 1];
+  size_t want = b < 0x80 ? 1 : b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2;
+  CHECK(n - (lead - 1) == want);
+  CHECK_RC(evl_destroy(l), 0);
   CHECK_RC(gvl_destroy(g), 0);
 }
 
@@ -1088,6 +1144,15 @@ static void t_bad_args(void) {
   CHECK_RC(tkb_run(f.tk, NULL, NULL), EINVAL);
   CHECK_RC(tkb_command_create(f.tk, NULL, noop_cb, NULL), EINVAL);
   CHECK_RC(tkb_command_create(f.tk, "", noop_cb, NULL), EINVAL);
+  {
+    /* 1 to 4095 bytes, as tkbridge.h says. */
+    static char name[4097];
+    memset(name, 'n', 4096);
+    CHECK_RC(tkb_command_create(f.tk, name, noop_cb, NULL), EINVAL);
+    name[4095] = '\0';
+    CHECK_RC(tkb_command_create(f.tk, name, noop_cb, NULL), 0);
+    CHECK_RC(tkb_command_delete(f.tk, name), 0);
+  }
   CHECK_RC(tkb_command_create(f.tk, "x", NULL, NULL), EINVAL);
   CHECK_RC(tkb_command_delete(f.tk, NULL), EINVAL);
   CHECK_RC(tkb_command_delete(f.tk, "set"), TKB_ENOCMD); /* not ours */
@@ -1733,6 +1798,7 @@ static const tcase_t cases[] = {
     {"stop_twice", t_stop_twice},
     {"stop_busy", t_stop_busy},
     {"bind_after_finalize", t_bind_after_finalize},
+    {"errmsg_long", t_errmsg_long},
     {"start_interrupt", t_start_interrupt},
     {"run_stop_interp", t_run_stop_interp},
     {"on_error_stop", t_on_error_stop},

@@ -120,7 +120,8 @@ typedef int (*tkb_cmd_cb)(tkb_t *tk, void *arg, int argc,
                           const char *const *argv, tkb_result_t *res);
 
 /* [loop thread, GVL held] Completion of tkb_eval_async: status 0, TKB_ETCL
- * (result holds the message) or ECANCELED (bridge stopped; result "").
+ * (result holds the message), ECANCELED (bridge stopped; result "") or
+ * ENOMEM (the result could not be copied; result "").
  * Called exactly once for every tkb_eval_async that returned 0. */
 typedef void (*tkb_done_cb)(tkb_t *tk, int status, const char *result,
                             void *arg);
@@ -193,8 +194,8 @@ TKB_EXPORT int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out);
 
 /* [any] The message of the calling thread's last tkb_start: "" after a
  * success, else what went wrong, e.g. Tk's `couldn't connect to display
- * ":4242"`.  Thread-local (as errno); valid until this thread's next
- * tkb_start. */
+ * ":4242"` (its first 4095 bytes, cut between characters, when longer).
+ * Thread-local (as errno); valid until this thread's next tkb_start. */
 TKB_EXPORT const char *tkb_errmsg(void);
 
 /* [any] Tear the interpreter down on the loop thread.  Calls pending at that
@@ -227,7 +228,8 @@ TKB_EXPORT int tkb_destroy(tkb_t *tk);
 /* [any] Evaluate script at global level and wait for it.  With result
  * non-NULL, *result receives a malloc'd copy of the interp result (the error
  * message on TKB_ETCL; free() it), or NULL if the call did not run or its
- * wait ended first (EINTR). */
+ * wait ended first (EINTR), or ENOMEM is returned where no copy could be
+ * made. */
 TKB_EXPORT int tkb_eval(tkb_t *tk, const char *script, char **result);
 
 /* [any] Queue script; done (may be NULL) is called once with the outcome. */
@@ -238,8 +240,9 @@ TKB_EXPORT int tkb_eval_async(tkb_t *tk, const char *script, tkb_done_cb done,
  * for C code that uses the Tcl/Tk API directly. */
 TKB_EXPORT int tkb_run(tkb_t *tk, tkb_fn fn, void *arg);
 
-/* [any] Create (or replace) the Tcl command name (may include a namespace,
- * created if missing) implemented by cb.  arg is passed to cb. */
+/* [any] Create (or replace) the Tcl command name (1 to 4095 bytes, else
+ * EINVAL; may include a namespace, created if missing) implemented by cb.
+ * arg is passed to cb. */
 TKB_EXPORT int tkb_command_create(tkb_t *tk, const char *name, tkb_cmd_cb cb,
                                   void *arg);
 

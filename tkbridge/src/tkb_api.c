@@ -15,11 +15,11 @@ static int run_sync(tkb__call_t *c, char **result) {
   c->sync = 1;
   int rc = tkb__call_submit(c);
   if (result != NULL) {
-    int done = rc != EINTR && rc != ECANCELED && c->result != NULL;
     /* A finished call's result is stable: the loop side wrote it before
      * signalling, and only this thread reads it now. */
-    *result = done ? strdup(c->result) : NULL;
-    if (rc == 0 && *result == NULL) *result = strdup("");
+    const char *src = rc != EINTR && rc != ECANCELED ? c->result : NULL;
+    if (src == NULL && rc == 0) src = "";
+    if (src != NULL && (*result = strdup(src)) == NULL) rc = ENOMEM;
   }
   tkb__call_unref(c);
   return rc;

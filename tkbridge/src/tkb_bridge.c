@@ -33,7 +33,7 @@ static tkb_t *live_head;  /* live_mu */
 
 /* The message of the calling thread's last failed tkb_start ("" after a
  * success).  A fixed buffer: nothing to free when the thread exits. */
-static _Thread_local char tls_errmsg[1024];
+static _Thread_local char tls_errmsg[4096];
 
 tkb__drv_t *tkb__drv(void) {
   return tls_drv;
@@ -101,8 +101,15 @@ static int live_ref(tkb_t *tk) {
   return ok;
 }
 
+/* A longer message keeps its first whole characters (UTF-8). */
 static void set_errmsg(const char *msg) {
-  snprintf(tls_errmsg, sizeof tls_errmsg, "%s", msg ? msg : "");
+  size_t n = msg != NULL ? strlen(msg) : 0;
+  if (n >= sizeof tls_errmsg) {
+    n = sizeof tls_errmsg - 1;
+    while (n > 0 && ((unsigned char)msg[n] & 0xC0) == 0x80) n--;
+  }
+  if (n > 0) memcpy(tls_errmsg, msg, n);
+  tls_errmsg[n] = '\0';
 }
 
 static void tk_free(tkb_t *tk) {

@@ -101,11 +101,13 @@ static void done_tramp(void *arg) {
 /* [loop thread] Record the outcome, wake the waiter or run the completion,
  * and drop the loop side's reference. */
 void tkb__call_finish(tkb__call_t *c, int status, const char *result) {
-  c->status = status;
   if (result != NULL || status != 0) {
     free(c->result);
     c->result = tkb__strdup(result);
+    /* No copy, no outcome to tell: never a success with an empty result. */
+    if (c->result == NULL) status = ENOMEM;
   }
+  c->status = status;
   if (status == ECANCELED) atomic_fetch_add(&c->tk->cancelled, 1);
   if (c->sync) {
     pthread_mutex_lock(&c->mu);
