@@ -104,4 +104,11 @@ set lat [gvloop::ping]
 check {[string is double -strict $lat] && $lat >= 0} "ping latency: $lat"
 set want [lsort {gvl_acquires gvl_contended gvl_handoffs gvl_yields gvl_preempt_reqs gvl_preemptions gvl_boosts gvl_boosts_refused gvl_wait_ns gvl_hold_ns evl_iterations evl_dispatched evl_cancelled evl_acquisitions evl_budget_hits evl_live ntf_waits ntf_blocking ntf_file_events ntf_alerts pings}]
 check {[lsort [dict keys [gvloop::stats]]] eq $want} "stats keys: [lsort [dict keys [gvloop::stats]]]"
+# evloop's own codes: errorCode {GVLOOP EVL_ENAME code msg}, a list of four.
+set f [open [info script]]
+check {[catch {gvloop::readable $f {}} m o]} "a regular file cannot be watched"
+set ec [dict get $o -errorcode]
+check {[llength $ec] == 4 && [lrange $ec 0 2] eq {GVLOOP EVL_ENOTPOLL 10102} &&
+       [string match "gvloop::readable: [lindex $ec 3]" $m]} "errorcode: $ec"
+close $f
 done_ok

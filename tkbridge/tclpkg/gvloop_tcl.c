@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <tcl.h>
@@ -416,8 +417,9 @@ static gvt_reg_t *reg_new(gvt_interp_t *gi, Tcl_Obj *script) {
 static int posix_error(Tcl_Interp *ip, const char *what, int err) {
   if (err >= EVL_ESTOPPED) {
     Tcl_SetObjResult(ip, Tcl_ObjPrintf("%s: %s", what, evl_strerror(err)));
-    Tcl_SetObjErrorCode(ip, Tcl_ObjPrintf("GVLOOP %s %d {%s}", evl_err_name(err), err,
-                                          evl_strerror(err)));
+    char num[16];
+    snprintf(num, sizeof num, "%d", err);
+    Tcl_SetErrorCode(ip, "GVLOOP", evl_err_name(err), num, evl_strerror(err), NULL);
   } else {
     Tcl_SetObjResult(ip, Tcl_ObjPrintf("%s: %s", what, Tcl_ErrnoMsg(err)));
     Tcl_SetErrno(err);    /* Tcl_ErrnoId() names errno */
