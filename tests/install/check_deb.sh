@@ -49,7 +49,7 @@ cleanup() { $SUDO dpkg -P "${pkgs[@]}" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 $SUDO dpkg -i "${debs[@]}" >/dev/null
 tmp=$(mktemp -d)
-cp -r "$src/tests" "$tmp/"          # readable without the caller's environment
+cp -r "$src/tests" "$src/README.md" "$tmp/"   # readable without the caller's environment
 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$tmp" ${DISPLAY:+DISPLAY=$DISPLAY} \
   "$tmp/tests/install/use_install.sh" "$tmp" cc --system
 if [ ${#ocaml[@]} -gt 0 ]; then
