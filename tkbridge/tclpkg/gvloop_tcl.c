@@ -131,9 +131,12 @@ static void thread_on_stop(void *arg) {
   (void)arg;  /* the loop stops only when we stop it: nothing to unwind */
 }
 
+/* Free a thread's loop record and drop the GVL reference it was made
+ * with (gvl_ref in thread_ref). */
 static void thread_free(gvt_thread_t *t) {
   if (t->l != NULL) evl_destroy(t->l);
   free(t);
+  gvl_unref();
 }
 
 static void thread_exit(ClientData cd);
@@ -158,19 +161,16 @@ static int thread_ref(gvt_thread_t **out) {
   if ((t->l = evl_start(g, &ec)) == NULL) {
     err = errno ? errno : ENOMEM;
     thread_free(t);
-    gvl_unref();
     return err;
   }
   /* This thread becomes the loop thread, and Tcl's loop its driver. */
   if ((err = evl_attach(t->l)) != 0) {
     thread_free(t);
-    gvl_unref();
     return err;
   }
   if ((err = tkb__ntf_bind(t->l, thread_on_stop, t)) != 0) {
     evl_detach(t->l);
     thread_free(t);
-    gvl_unref();
     return err;
   }
   t->refs = 1;
@@ -190,7 +190,6 @@ static void reap_list(void) {
     gvt_thread_t *t = t_dead;
     t_dead = t->dead_next;
     thread_free(t);
-    gvl_unref();
   }
 }
 
@@ -245,10 +244,8 @@ static void thread_exit(ClientData cd) {
   if (atomic_load(&g_exiting) || t_self != t || t->busy > 0) return;
   if (thread_stop_loop(t) != 0) return;
   t->gone = 1;
-  if (t->refs == 0) {  /* its finish was deferred: nothing will unref it */
-    thread_free(t);
-    gvl_unref();
-  }
+  if (t->refs == 0) thread_free(t);  /* its finish was deferred: nothing
+                                         will unref it */
 }
 
 static void thread_finish(gvt_thread_t *t) {
@@ -276,10 +273,7 @@ static void thread_deferred(ClientData cd) {
 
 static void thread_unref(gvt_thread_t *t) {
   if (t->gone) {
-    if (--t->refs == 0) {
-      thread_free(t);
-      gvl_unref();
-    }
+    if (--t->refs == 0) thread_free(t);
     return;
   }
   if (--t->refs > 0) return;
@@ -631,12 +625,13 @@ int Gvloop_Unload(Tcl_Interp *ip, int flags) {
       Tcl_DeleteCommand(ip, gvt_cmds[i].name);
     Tcl_DeleteAssocData(ip, GVT_ASSOC);
   }
-  if (flags == TCL_UNLOAD_DETACH_FROM_PROCESS && t_dead != NULL) {
-    /* No idle call may be left pointing into the unmapped library. */
-    Tcl_CancelIdleCall(thread_reap, NULL);
-    thread_reap(NULL);  /* also removes the thread exit handler */
-  }
   if (flags == TCL_UNLOAD_DETACH_FROM_PROCESS) {
+    /* No idle call or handler may be left pointing into the unmapped
+     * library. */
+    if (t_dead != NULL) {
+      Tcl_CancelIdleCall(thread_reap, NULL);
+      thread_reap(NULL);  /* also removes the thread exit handler */
+    }
     pthread_mutex_lock(&g_mu);
     if (g_exit_handler) Tcl_DeleteExitHandler(process_exit, NULL);
     g_exit_handler = 0;
