@@ -73,6 +73,12 @@ static int check_m(gvl_thread_t *t, gvl_mutex_t *m) {
   return rc ? rc : bound_ok(&m->g, t->g);
 }
 
+/* ... and for a call that takes m (lock, trylock): binds it once they pass. */
+static int check_take_m(gvl_thread_t *t, gvl_mutex_t *m) {
+  int rc = check_m(t, m);
+  return rc ? rc : bind(&m->g, t->g);
+}
+
 static int check_c(gvl_thread_t *t, gvl_cond_t *c) {
   if (!c || c->magic != COND_MAGIC) return EINVAL;
   int rc = held(t);
@@ -137,8 +143,7 @@ static void block(gvl_thread_t *t) {
 }
 
 int gvl_mutex_lock(gvl_thread_t *t, gvl_mutex_t *m) {
-  int rc = check_m(t, m);
-  if (!rc) rc = bind(&m->g, t->g);
+  int rc = check_take_m(t, m);
   if (rc) return rc;
   if (m->owner == t) return EDEADLK;
   if (!m->owner) {
@@ -151,8 +156,7 @@ int gvl_mutex_lock(gvl_thread_t *t, gvl_mutex_t *m) {
 }
 
 int gvl_mutex_trylock(gvl_thread_t *t, gvl_mutex_t *m) {
-  int rc = check_m(t, m);
-  if (!rc) rc = bind(&m->g, t->g);
+  int rc = check_take_m(t, m);
   if (rc) return rc;
   if (m->owner) return m->owner == t ? EDEADLK : EBUSY;
   set_owner(m, t);
