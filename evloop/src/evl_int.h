@@ -6,8 +6,8 @@
  * incoming lists, the fd list and the flags other threads look at; every
  * field below names "mu", "loop" (touched only by the loop thread, which
  * needs no lock), "immutable" (set before the item or loop is published
- * under mu, never written after) or its own rule.  Threads wake the loop (evl__wake_send)
- * only under mu, after checking wake_closed, so that no send can race with
+ * under mu, never written after) or its own rule.  Threads wake the loop
+ * (evl__wake_send) only under mu, after checking wake_closed, so that no send can race with
  * the close of the wake-up; signal handlers, which cannot lock, send only
  * through a slot of evl_signal.c's table, which the loop empties before it
  * closes.

@@ -9,9 +9,9 @@
  * with Tcl_SetNotifier), or tkb_notifier_tcl.c, where Tcl's stock notifier
  * watches uv_backend_fd() with a Tcl file handler and caps Tcl's wait at
  * uv_backend_timeout() with an event source (a later Tcl; tests/tclpkg
- * also builds the bridge with it).  The rest of the bridge is the same with either, because it
- * only ever calls the functions below and runs Tcl's event loop with
- * Tcl_DoOneEvent().
+ * also builds the bridge with it).  The rest of the bridge is the same with
+ * either, because it only ever calls the functions below and runs Tcl's
+ * event loop with Tcl_DoOneEvent().
  *
  * Contract for every implementation:
  *  - No Tcl script and no host callback runs inside uv_run(): libuv
@@ -43,9 +43,9 @@ int tkb__ntf_install(void);
 
 /* [loop thread] Bind the calling thread's Tcl notifier to l.  Must be called
  * before the thread's first Tcl call.  The binding ends with the thread's
- * Tcl (Tcl_FinalizeThread), or at tkb__ntf_unbind.  on_stop(arg) is called once, on this
- * thread, when a wait first sees evl_stopping(l) (the bridge cancels running
- * scripts there, so nested vwaits unwind).  Returns 0, EINVAL, EBUSY,
+ * Tcl (Tcl_FinalizeThread), or at tkb__ntf_unbind.  on_stop(arg) is called
+ * once, on this thread, when a wait first sees evl_stopping(l) (the bridge
+ * cancels running scripts there, so nested vwaits unwind).  Returns 0, EINVAL, EBUSY,
  * ENOTSUP (the integration cannot run in this process) or ENOMEM. */
 int tkb__ntf_bind(evl_t *l, void (*on_stop)(void *), void *arg);
 

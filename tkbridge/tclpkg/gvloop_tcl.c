@@ -54,8 +54,8 @@ static gvl_t *g_gvl;             /* g_mu */
 static int g_refs;               /* g_mu: threads with a loop */
 /* Code of the library that some thread may still run: scripts of timers
  * and watches on the stack (reg_fire), idle calls and exit handlers
- * scheduled (thread_deferred, thread_reap, thread_exit).  Unloading the library from the
- * process is refused while it is not 0. */
+ * scheduled (thread_deferred, thread_reap, thread_exit).  Unloading the
+ * library from the process is refused while it is not 0. */
 static atomic_int g_pinned;
 /* Tcl's process exit handlers have run (Tcl_Exit, Tcl_Finalize): the
  * threads' loops end with the process, as Tcl's own notifier does, and
