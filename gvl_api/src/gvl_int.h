@@ -15,6 +15,7 @@
  *   registry_mu  process-wide list of GVLs (for fork) -- gvl_thread.c
  *   g->mu        wait queue, timer role, policy state, thread list
  *   t->ilock     t's blocking-region state (ubf), never held with g->mu
+ *   t->lend_mu   t's lend (GVL_F_LEND); under g->mu only tried
  * Outside g->mu the lock word changes only by the fast paths' CAS 0 -> t and
  * CAS t -> 0; setting CONTENDED, taking a GVL found free in acquire_slow and
  * every handoff happen under g->mu.  A thread's ints word is set by anyone
@@ -158,7 +159,7 @@ const volatile uint32_t *gvl__ksched_cpu_word(void);
 enum { GVL__HOT_NONE, GVL__HOT_REGION, GVL__HOT_BOOST };
 
 /* t->lend: GVL_F_LEND's state of t's kernel scheduling. */
-enum { GVL__LEND_NONE, GVL__LEND_LENT, GVL__LEND_RESTORING };
+enum { GVL__LEND_NONE, GVL__LEND_LENT };
 
 /* Groups of fields written by different threads start on their own cache
  * lines, so that a handoff moves few lines between CPUs (see
@@ -170,7 +171,7 @@ void *gvl__alloc_lines(size_t size);    /* zeroed; free() releases it    */
 
 struct gvl_thread_s {
   /* Read by the owner at every safe point.  Others post interrupts and
-   * preempt requests here, and lenders write lend and lend_own under g->mu
+   * preempt requests here, and lenders write lend (under t->lend_mu)
    * (ARCHITECTURE.md, "Who writes what"). */
   struct gvl__thread_head head; /* ints: must stay first (gvl_check_ints);
                                    set by anyone, cleared by t (PREEMPT
@@ -226,17 +227,9 @@ struct gvl_thread_s {
   _Atomic bool multi;           /* its OS thread has been attached to two
                                    GVLs at once: never lent to; set by t's
                                    OS thread at attach                     */
-  _Atomic int lend;             /* GVL__LEND_*: NONE -> LENT (or, by CAS,
-                                   RESTORING -> LENT) by a lender under
-                                   g->mu while t owns the GVL; LENT
-                                   -> RESTORING under g->mu as t gives it
-                                   up (or by the thread that takes a grant
-                                   back from t); RESTORING -> NONE by that
-                                   same thread once the kernel has t's own
-                                   scheduling back, without g->mu          */
-  gvl__ksched_t lend_own;       /* t's own scheduling while LENT or
-                                   RESTORING; written with LENT, under
-                                   g->mu                                   */
+  _Atomic int lend;             /* GVL__LEND_*, with lend_own: written
+                                   under lend_mu (see below); read without
+                                   it as a hint by a thread that restores  */
 
   /* The handoff's line: the queue node, guarded by g->mu and written by
    * whoever holds it, and what a waiter spins or sleeps on.  The holder
@@ -290,6 +283,15 @@ struct gvl_thread_s {
   bool in_region;
   unsigned posts;               /* interrupts posted, under ilock by the
                                    poster (gvl_thread_interrupt)            */
+
+  /* GVL_F_LEND: every lend to t and every restore of its own scheduling,
+   * in the kernel and here, is made under lend_mu (gvl_lock.c, "lending").
+   * A lender holds g->mu too and only tries it; a restorer holds nothing
+   * else.  Touched only by a lend, and by a restore when t->lend is LENT. */
+  GVL__GROUP
+  pthread_mutex_t lend_mu;
+  gvl__ksched_t lend_own;       /* t's own scheduling while LENT; written
+                                   by the lend that makes it LENT          */
 
   /* gvl_mutex/gvl_cond wait node; guarded by the GVL. */
   gvl_thread_t *mnext, *mprev;

@@ -120,49 +120,44 @@ static void wakes_run(wakes_t *wk) {
  * nice, real-time priority) if that ranks higher, the way a priority-
  * inheritance mutex does, and the holder takes its own back as it gives the
  * GVL up.
- * The lend is made under g->mu while the holder owns the GVL.  The restore
- * is marked under g->mu (LENT -> RESTORING) and made after it is dropped,
- * so that a holder that loses its kernel priority is not preempted with
- * g->mu held; the kernel often preempts it right after the restore, before
- * it can say so (RESTORING -> NONE), and it may own the GVL again by then.
+ * Every change of a thread's lend, in the kernel and in t->lend/lend_own,
+ * is made under t->lend_mu, so a lend and a restore never interleave.  The
+ * lend is made under g->mu too, while the holder owns the GVL, and only
+ * tries lend_mu: a booster never waits on a thread it outranks.  The
+ * restore is made after g->mu is dropped, so that a holder that loses its
+ * kernel priority is not preempted with g->mu held.  The thread's own
+ * restore waits for lend_mu, so that it has its own scheduling back when
+ * the call that gave the GVL up returns; the one a take-back makes for the
+ * waiter only tries it (the waiter then holds it, restoring itself).
+ * Meanwhile the thread may own the GVL again and be lent again: its late
+ * restore may undo that lend, which costs that one boost its help, and
+ * never leaves a thread lent with nobody to restore it.
  * A thread attached to two GVLs at once is never lent to: its kernel
- * scheduling is one, and two lends could not each restore it.
- * A lender that finds RESTORING knows the holder's own scheduling
- * (lend_own) and claims the lend back (RESTORING -> LENT) before making
- * it; the late restore may then undo that lend, which costs this one boost
- * its help, but the state stays LENT and the next release restores again.
- * No order of the two leaves a thread lent with nobody to restore it. */
+ * scheduling is one, and two lends could not each restore it. */
 static void lend(gvl_t *g, gvl_thread_t *t, gvl_thread_t *owner) {
   gvl__ksched_t mine, cur;
   if (!(g->flags & GVL_F_LEND) ||
       atomic_load_explicit(&owner->multi, memory_order_relaxed) ||
       gvl__ksched_get(0, &mine))
     return;
-  int r = gvl__ksched_rank(&mine);
-  int st = atomic_load_explicit(&owner->lend, memory_order_acquire);
-  bool have = false;
-  if (st == GVL__LEND_RESTORING) {
-    cur = owner->lend_own;
-    if (r <= gvl__ksched_rank(&cur)) return;
-    have = atomic_compare_exchange_strong_explicit(
-        &owner->lend, &st, GVL__LEND_LENT, memory_order_acq_rel,
-        memory_order_acquire);  /* else the restore is done: st is NONE */
-  }
-  if (!have) {
-    if (gvl__ksched_get(owner->ktid, &cur)) return;
-    int h = gvl__ksched_rank(&cur);
-    if (h < 0 || r <= h) return;
-  }
+  if (pthread_mutex_trylock(&owner->lend_mu)) return;  /* a restore runs */
+  int r = gvl__ksched_rank(&mine), h;
+  if (gvl__ksched_get(owner->ktid, &cur) || (h = gvl__ksched_rank(&cur)) < 0 ||
+      r <= h)
+    goto out;
   /* Threads and processes the holder starts while lent do not inherit the
    * lend (the restore puts its own flag back). */
   gvl__ksched_t lent = mine;
   lent.flags = cur.flags | GVL__SCHED_RESET_ON_FORK;
-  if (gvl__ksched_set(owner->ktid, &lent)) return;   /* EPERM: not allowed */
-  if (st == GVL__LEND_NONE) {
+  if (gvl__ksched_set(owner->ktid, &lent)) goto out;  /* EPERM: not allowed */
+  if (atomic_load_explicit(&owner->lend, memory_order_relaxed) ==
+      GVL__LEND_NONE) {
     owner->lend_own = cur;
-    atomic_store_explicit(&owner->lend, GVL__LEND_LENT, memory_order_release);
+    atomic_store_explicit(&owner->lend, GVL__LEND_LENT, memory_order_relaxed);
   }
   gvl__ctr_add(t, C_LENDS, 1);
+out:
+  pthread_mutex_unlock(&owner->lend_mu);
 }
 
 /* The lend of a waiter t whose spin did not bring the grant: to whoever
@@ -178,22 +173,20 @@ static void lend_late(gvl_t *g, gvl_thread_t *t) {
   gvl__mu_unlock(&g->mu);
 }
 
-/* t gives the GVL up (g->mu held): mark its lend, if any, for unlend. */
-static bool unlend_mark(gvl_thread_t *t) {
-  if (atomic_load_explicit(&t->lend, memory_order_relaxed) != GVL__LEND_LENT)
-    return false;
-  atomic_store_explicit(&t->lend, GVL__LEND_RESTORING, memory_order_relaxed);
-  return true;
-}
-
-/* ... and, once g->mu is dropped, give t its own scheduling back.  A
- * failed CAS means a lender has claimed the lend meanwhile (see above). */
-static void unlend(gvl_thread_t *t) {
-  int exp = GVL__LEND_RESTORING;
-  (void)gvl__ksched_set(t->ktid, &t->lend_own);
-  (void)atomic_compare_exchange_strong_explicit(
-      &t->lend, &exp, GVL__LEND_NONE, memory_order_acq_rel,
-      memory_order_relaxed);
+/* Give t its own scheduling back, without g->mu: t's own call (wait), or
+ * a take-back's for the waiter t (see above).  The unlocked look is
+ * enough: the lend it would miss was made under g->mu before the caller
+ * last took g->mu. */
+static void unlend(gvl_thread_t *t, bool wait) {
+  if (atomic_load_explicit(&t->lend, memory_order_relaxed) == GVL__LEND_NONE)
+    return;
+  if (wait) pthread_mutex_lock(&t->lend_mu);
+  else if (pthread_mutex_trylock(&t->lend_mu)) return;
+  if (atomic_load_explicit(&t->lend, memory_order_relaxed) != GVL__LEND_NONE) {
+    (void)gvl__ksched_set(t->ktid, &t->lend_own);
+    atomic_store_explicit(&t->lend, GVL__LEND_NONE, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&t->lend_mu);
 }
 
 /* The CPU t's thread last ran on, -1 unknown.  On another thread than t's,
@@ -492,7 +485,7 @@ static void start_free_hold(gvl_t *g, gvl_thread_t *t, int prio, bool ia,
 static bool try_take_back(gvl_t *g, gvl_thread_t *t, uint64_t t0) {
   int prio = t->req_prio;
   uint32_t exp = GVL__GRANTED_HOT;
-  gvl_thread_t *w = g->hot_to, *unlent = NULL;
+  gvl_thread_t *w = g->hot_to;
   wakes_t wk = {.n = 0};
   g->hot = NULL;
   /* A blocking region's grant is its gvl_region_end's to take back, not
@@ -504,11 +497,11 @@ static bool try_take_back(gvl_t *g, gvl_thread_t *t, uint64_t t0) {
           memory_order_acq_rel, memory_order_relaxed))
     return false;                  /* the waiter keeps its grant */
   bool ask = take_back(g, t, w, prio, &wk);
-  /* A lend to the waiter was meant for the GVL's owner: end it. */
-  if (unlend_mark(w)) unlent = w;
   gvl__mu_unlock(&g->mu);
   wakes_run(&wk);
-  if (unlent) unlend(unlent);  /* queued again: it cannot go meanwhile */
+  /* A lend to the waiter was meant for the GVL's owner: end it.  Queued
+   * again behind t, it cannot go meanwhile. */
+  unlend(w, false);
   start_free_hold(g, t, prio, false,
                   (prio > 0 || (g->flags & GVL_F_TIMING)) ? t0 : 0);
   gvl__ctr_add(t, C_RETAKES, 1);
@@ -648,7 +641,6 @@ int gvl__release(gvl_thread_t *t, int kind) {
   t->boosted = false;
   gvl__assert(gvl__owner(atomic_load(&g->word)) == t);
   clear_preempt(t);
-  bool lent = unlend_mark(t);
   gvl_thread_t *w = gvl__pol_pick(g, now, false);
   wakes_t wk = {.n = 0};
   gvl__assert(!w == !(atomic_load(&g->word) & GVL__CONTENDED));
@@ -667,7 +659,7 @@ int gvl__release(gvl_thread_t *t, int kind) {
   }
   gvl__mu_unlock(&g->mu);
   wakes_run(&wk);
-  if (lent) unlend(t);
+  unlend(t, true);
   return 0;
 }
 
@@ -740,7 +732,6 @@ static int hand_over(gvl_thread_t *t, int ctr) {
     return 0;
   }
   int mine = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
-  bool lent = unlend_mark(t);
   atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
   t->boosted = false;
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
@@ -755,7 +746,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   gvl__ctr_add(t, ctr, 1);
   gvl__mu_unlock(&g->mu);
   wakes_run(&wk);
-  if (lent) unlend(t);
+  unlend(t, true);
   gvl__hook(g, t, GVL_EV_READY);
   gvl__wait_granted(g, t, now);
   gvl__after_acquire(t, now);

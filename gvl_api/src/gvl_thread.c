@@ -95,6 +95,7 @@ static void thread_free(gvl_thread_t *t) {
   wait_wakers(t);
   gvl__park_fini(&t->park);
   pthread_mutex_destroy(&t->ilock);
+  pthread_mutex_destroy(&t->lend_mu);
   free(t);
 }
 
@@ -116,7 +117,11 @@ static gvl_thread_t *tls_find(gvl_t *g) {
 static gvl_thread_t *attach(gvl_t *g, int prio, bool foreign) {
   gvl_thread_t *t = gvl__alloc_lines(sizeof *t);
   if (!t) return NULL;
-  if (gvl__park_init(&t->park) || pthread_mutex_init(&t->ilock, NULL)) {
+  bool park = !gvl__park_init(&t->park);
+  bool ilock = park && !pthread_mutex_init(&t->ilock, NULL);
+  if (!ilock || pthread_mutex_init(&t->lend_mu, NULL)) {
+    if (ilock) pthread_mutex_destroy(&t->ilock);
+    if (park) gvl__park_fini(&t->park);
     free(t);
     errno = ENOMEM;
     return NULL;
@@ -505,6 +510,7 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
     atomic_store_explicit(&t->is_timer, 0, memory_order_relaxed);
     atomic_store_explicit(&t->wake_refs, 0, memory_order_relaxed); /* wakers gone */
     pthread_mutex_init(&t->ilock, NULL);
+    pthread_mutex_init(&t->lend_mu, NULL);   /* a restorer may be gone */
     gvl__park_after_fork(&t->park);
     /* The child's thread is a new kernel thread, and a lend made to the
      * parent's is not one any waiter here made. */

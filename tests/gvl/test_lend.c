@@ -25,6 +25,9 @@
  *   take_back   a lend made to a waiter with a revocable grant, which
  *               cannot run (a real-time thread above the lend keeps its
  *               CPU), ends when gvl_call_without takes the grant back
+ *   hammer_slow (test_gvl_lend_wrap only) the hammer with each lend and
+ *               restore made slow by a wrapper (0-200 us asleep): the
+ *               same promise, and no two of them on one thread overlap
  *   lend_time   (test_gvl_lend_wrap only: the lend's system call made slow
  *               by a wrapper) the time a spinning booster spends lending
  *               is not counted against its spin: a grant that comes after
@@ -307,6 +310,7 @@ static void child_thread(void) {
 #define HAMMER_THREADS 6
 
 static atomic_int hammer_go;
+static atomic_int hammer_tids[HAMMER_THREADS];  /* kernel tids, for the wrap */
 
 static unsigned rnd(unsigned *s) {
   *s = *s * 1103515245u + 12345u;
@@ -325,6 +329,7 @@ static void *hammer_thread(void *arg) {
   ks_t own = {SCHED_OTHER, 0, (int)(rnd(&seed) % 11) - 5};
   if (rnd(&seed) % 3 == 0) own = (ks_t){SCHED_FIFO, 1 + (int)(rnd(&seed) % 3), 0};
   CHECK_OK(ks_set_self(own));
+  atomic_store(&hammer_tids[(uintptr_t)arg - 1], ktid());
   gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(t);
   while (!atomic_load(&hammer_go)) tgvl_sleep_us(100);
@@ -366,6 +371,7 @@ static void hammer(void) {
           (unsigned long long)s.lends, (unsigned long long)s.preempt_reqs);
   CHECK_GT(s.lends, 0);
   CHECK_OK(gvl_destroy(g));
+  for (int i = 0; i < HAMMER_THREADS; i++) atomic_store(&hammer_tids[i], 0);
 }
 
 /* ---- a lend to a waiter whose grant is taken back ---------------------- */
@@ -463,7 +469,27 @@ int __wrap_gvl__ksched_set(int tid, const gvl__ksched_t *s);
 #define LT_AFTER_NS (5ull * 1000000u)    /* holder's answer after the lend   */
 static atomic_int lt_slow, lt_lent;
 
+/* hammer_slow: each change of a hammer thread's scheduling takes a random
+ * 0-200 us, asleep, so that lends, restores and take-backs overlap as they
+ * would on a busy machine; two at once on one thread are counted. */
+static atomic_int hs_on, hs_busy[HAMMER_THREADS], hs_overlaps;
+static _Thread_local unsigned hs_seed = 1;
+
+static int hs_slot(int tid) {
+  for (int i = 0; i < HAMMER_THREADS; i++)
+    if (atomic_load(&hammer_tids[i]) == tid) return i;
+  return -1;
+}
+
 int __wrap_gvl__ksched_set(int tid, const gvl__ksched_t *s) {
+  int i = atomic_load(&hs_on) ? hs_slot(tid) : -1;
+  if (i >= 0) {
+    if (atomic_fetch_add(&hs_busy[i], 1) != 0) atomic_fetch_add(&hs_overlaps, 1);
+    tgvl_sleep_us(rnd(&hs_seed) % 200);
+    int rc = __real_gvl__ksched_set(tid, s);
+    atomic_fetch_sub(&hs_busy[i], 1);
+    return rc;
+  }
   if (atomic_exchange(&lt_slow, 0)) {
     uint64_t end = gvl_now_ns() + LT_LEND_NS;
     while (gvl_now_ns() < end) {
@@ -473,6 +499,17 @@ int __wrap_gvl__ksched_set(int tid, const gvl__ksched_t *s) {
     return rc;
   }
   return __real_gvl__ksched_set(tid, s);
+}
+
+/* The hammer with slow lends and restores: as in hammer, a thread that
+ * does not hold the GVL has its own scheduling; and no lend or restore of
+ * a thread overlaps another of the same thread. */
+static void hammer_slow(void) {
+  atomic_store(&hs_on, 1);
+  hammer();
+  atomic_store(&hs_on, 0);
+  int overlaps = atomic_load(&hs_overlaps);
+  CHECK_EQ(overlaps, 0);
 }
 
 static void *lt_booster(void *arg) {
@@ -526,7 +563,7 @@ static void lend_time(void) {
 
 static const tgvl_case_t cases[] = {
 #ifdef TGVL_LEND_WRAP
-  {"lend_time", lend_time},
+  {"lend_time", lend_time}, {"hammer_slow", hammer_slow},
 #endif
   {"fifo", fifo}, {"off", off},   {"rank", rank},
   {"paths", paths}, {"fork", fork_lent}, {"multi", multi},
