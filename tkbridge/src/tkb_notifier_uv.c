@@ -73,7 +73,8 @@ typedef struct pollbox_s {
   uv_poll_t h;            /* h.data: the fh_t, NULL once deleted          */
   int pfd;                /* the polled fd: Tcl's own, or our dup         */
   int own;                /* pfd is our dup, closed by pollbox_close      */
-  int active;             /* uv_poll_start'ed                             */
+  int active;             /* uv_poll_start'ed, for the events below       */
+  int events;             /* UV_READABLE|UV_WRITABLE while active         */
 } pollbox_t;
 
 /* The Tcl event queued for a ready descriptor. */
@@ -198,7 +199,13 @@ static void fh_arm(fh_t *fh) {
     pb->active = 0;
     return;
   }
-  if (uv_poll_start(&pb->h, want, poll_cb) == 0) pb->active = 1;
+  /* Tcl re-states its interest after every read (UpdateInterest); a new
+   * uv_poll_start would take the fd out of epoll and put it back. */
+  if (pb->active && pb->events == want) return;
+  if (uv_poll_start(&pb->h, want, poll_cb) == 0) {
+    pb->active = 1;
+    pb->events = want;
+  }
 }
 
 /* libuv callback: runs inside uv_run, so it only marks the handler ready
@@ -283,8 +290,12 @@ static void pollbox_close(pollbox_t *pb) {
   pb->pfd = -1;
 }
 
-static void ntf_create_file_handler(int fd, int mask, Tcl_FileProc *proc,
-                                    ClientData cd) {
+/* The hooks Tcl calls from its channel code keep errno: Tcl's read path
+ * re-states the channel's interest (Tcl_CreateFileHandler) between the
+ * driver's failed read and the error message it builds from errno, and
+ * libuv's epoll_ctl calls may fail harmlessly (ENOENT) on the way. */
+static void create_file_handler(int fd, int mask, Tcl_FileProc *proc,
+                                ClientData cd) {
   ntf_t *n = tls_ntf;
   if (n == NULL || fd < 0 || proc == NULL) return;
   fh_t *fh = fh_find(n, fd, NULL);
@@ -305,15 +316,24 @@ static void ntf_create_file_handler(int fd, int mask, Tcl_FileProc *proc,
   fh_arm(fh);
 }
 
+static void ntf_create_file_handler(int fd, int mask, Tcl_FileProc *proc,
+                                    ClientData cd) {
+  int saved = errno;
+  create_file_handler(fd, mask, proc, cd);
+  errno = saved;
+}
+
 static void ntf_delete_file_handler(int fd) {
   ntf_t *n = tls_ntf;
   fh_t **pp;
   if (n == NULL) return;
   fh_t *fh = fh_find(n, fd, &pp);
   if (fh == NULL) return;
+  int saved = errno;
   *pp = fh->next;
   pollbox_close(fh->pb);
   free(fh);
+  errno = saved;
 }
 
 /* Always-ready handlers with nothing queued turn the next wait into a poll. */
@@ -358,10 +378,12 @@ static int is_ours(const ntf_t *n) {
 static void ntf_alert(ClientData cd) {
   ntf_t *n = (ntf_t *)cd;
   if (!is_ours(n)) return;
+  int saved = errno;            /* any thread's, in any state */
   atomic_store(&n->alerted, 1);
   atomic_fetch_add(&n->alerts_a, 1);
   if (n->evl) evl_wakeup(n->evl);
   else uv_async_send(n->own_async);
+  errno = saved;
 }
 
 static void ntf_service_mode_hook(int mode) {
