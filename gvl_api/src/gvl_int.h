@@ -159,7 +159,7 @@ const volatile uint32_t *gvl__ksched_cpu_word(void);
 enum { GVL__HOT_NONE, GVL__HOT_REGION, GVL__HOT_BOOST };
 
 /* t->lend: GVL_F_LEND's state of t's kernel scheduling. */
-enum { GVL__LEND_NONE, GVL__LEND_LENT };
+enum { GVL__LEND_NONE, GVL__LEND_LENT, GVL__LEND_RESTORING };
 
 /* Groups of fields written by different threads start on their own cache
  * lines, so that a handoff moves few lines between CPUs (see
@@ -227,8 +227,10 @@ struct gvl_thread_s {
   _Atomic bool multi;           /* its OS thread has been attached to two
                                    GVLs at once: never lent to; set by t's
                                    OS thread at attach                     */
-  _Atomic int lend;             /* GVL__LEND_*, with lend_own: written
-                                   under lend_mu (see below); read without
+  _Atomic int lend;             /* GVL__LEND_*: NONE -> LENT and
+                                   RESTORING -> LENT by a lend, LENT ->
+                                   RESTORING -> NONE by a restore; written
+                                   under lend_mu (see below), read without
                                    it as a hint by a thread that restores  */
 
   /* The handoff's line: the queue node, guarded by g->mu and written by
@@ -284,14 +286,16 @@ struct gvl_thread_s {
   unsigned posts;               /* interrupts posted, under ilock by the
                                    poster (gvl_thread_interrupt)            */
 
-  /* GVL_F_LEND: every lend to t and every restore of its own scheduling,
-   * in the kernel and here, is made under lend_mu (gvl_lock.c, "lending").
-   * A lender holds g->mu too and only tries it; a restorer holds nothing
-   * else.  Touched only by a lend, and by a restore when t->lend is LENT. */
+  /* GVL_F_LEND (gvl_lock.c, "lending"): lend_mu guards t->lend, lend_gen
+   * and lend_own.  A lender holds g->mu too and only tries it; a restore
+   * holds nothing else, and not across its system call.  Touched by a lend,
+   * by a restore when t->lend is not NONE, and by the fork child. */
   GVL__GROUP
   pthread_mutex_t lend_mu;
-  gvl__ksched_t lend_own;       /* t's own scheduling while LENT; written
-                                   by the lend that makes it LENT          */
+  unsigned lend_gen;            /* restores begun (LENT -> RESTORING): the
+                                   one that ends the state is the last     */
+  gvl__ksched_t lend_own;       /* t's own scheduling while not NONE;
+                                   written by the lend that leaves NONE    */
 
   /* gvl_mutex/gvl_cond wait node; guarded by the GVL. */
   gvl_thread_t *mnext, *mprev;

@@ -120,18 +120,20 @@ static void wakes_run(wakes_t *wk) {
  * nice, real-time priority) if that ranks higher, the way a priority-
  * inheritance mutex does, and the holder takes its own back as it gives the
  * GVL up.
- * Every change of a thread's lend, in the kernel and in t->lend/lend_own,
- * is made under t->lend_mu, so a lend and a restore never interleave.  The
- * lend is made under g->mu too, while the holder owns the GVL, and only
- * tries lend_mu: a booster never waits on a thread it outranks.  The
- * restore is made after g->mu is dropped, so that a holder that loses its
- * kernel priority is not preempted with g->mu held.  The thread's own
- * restore waits for lend_mu, so that it has its own scheduling back when
- * the call that gave the GVL up returns; the one a take-back makes for the
- * waiter only tries it (the waiter then holds it, restoring itself).
- * Meanwhile the thread may own the GVL again and be lent again: its late
- * restore may undo that lend, which costs that one boost its help, and
- * never leaves a thread lent with nobody to restore it.
+ * t->lend, lend_gen and lend_own change only under t->lend_mu, which a
+ * lender holds for its system calls (under g->mu too, while the holder owns
+ * the GVL: it only tries lend_mu, so a booster never waits on a thread it
+ * outranks).  A restore holds lend_mu only to mark the state: LENT ->
+ * RESTORING before its system call, RESTORING -> NONE after it, if no lend
+ * came between.  The call itself is made with nothing held, because the
+ * kernel often preempts a thread right as it lowers its own priority, and
+ * that thread may own the GVL again by then: a lender then finds RESTORING,
+ * knows the holder's own scheduling (lend_own), and lends again (RESTORING
+ * -> LENT).  So NONE always means the kernel has the thread's own: a lend
+ * made meanwhile stops the restore from saying NONE, and a late restore
+ * can only undo a newer lend (costing that one boost its help; the state
+ * stays LENT and the next release restores again), never leave a thread
+ * lent with nobody to restore it.
  * A thread attached to two GVLs at once is never lent to: its kernel
  * scheduling is one, and two lends could not each restore it. */
 static void lend(gvl_t *g, gvl_thread_t *t, gvl_thread_t *owner) {
@@ -140,21 +142,25 @@ static void lend(gvl_t *g, gvl_thread_t *t, gvl_thread_t *owner) {
       atomic_load_explicit(&owner->multi, memory_order_relaxed) ||
       gvl__ksched_get(0, &mine))
     return;
-  if (pthread_mutex_trylock(&owner->lend_mu)) return;  /* a restore runs */
-  int r = gvl__ksched_rank(&mine), h;
-  if (gvl__ksched_get(owner->ktid, &cur) || (h = gvl__ksched_rank(&cur)) < 0 ||
-      r <= h)
-    goto out;
+  /* Held only for a few stores by a restore: if that one is preempted in
+   * them, this boost goes without its lend. */
+  if (pthread_mutex_trylock(&owner->lend_mu)) return;
+  int r = gvl__ksched_rank(&mine), h = -1;
+  int st = atomic_load_explicit(&owner->lend, memory_order_relaxed);
+  if (st == GVL__LEND_RESTORING) {
+    cur = owner->lend_own;         /* the kernel may have it back already */
+    h = gvl__ksched_rank(&cur);
+  } else if (!gvl__ksched_get(owner->ktid, &cur)) {
+    h = gvl__ksched_rank(&cur);
+  }
+  if (h < 0 || r <= h) goto out;
   /* Threads and processes the holder starts while lent do not inherit the
    * lend (the restore puts its own flag back). */
   gvl__ksched_t lent = mine;
   lent.flags = cur.flags | GVL__SCHED_RESET_ON_FORK;
   if (gvl__ksched_set(owner->ktid, &lent)) goto out;  /* EPERM: not allowed */
-  if (atomic_load_explicit(&owner->lend, memory_order_relaxed) ==
-      GVL__LEND_NONE) {
-    owner->lend_own = cur;
-    atomic_store_explicit(&owner->lend, GVL__LEND_LENT, memory_order_relaxed);
-  }
+  if (st == GVL__LEND_NONE) owner->lend_own = cur;
+  atomic_store_explicit(&owner->lend, GVL__LEND_LENT, memory_order_relaxed);
   gvl__ctr_add(t, C_LENDS, 1);
 out:
   pthread_mutex_unlock(&owner->lend_mu);
@@ -173,19 +179,31 @@ static void lend_late(gvl_t *g, gvl_thread_t *t) {
   gvl__mu_unlock(&g->mu);
 }
 
-/* Give t its own scheduling back, without g->mu: t's own call (wait), or
- * a take-back's for the waiter t (see above).  The unlocked look is
- * enough: the lend it would miss was made under g->mu before the caller
- * last took g->mu. */
-static void unlend(gvl_thread_t *t, bool wait) {
+/* Give t its own scheduling back, without g->mu: t's own call (self), once
+ * it has given the GVL up, or a take-back's for the waiter t.  The unlocked
+ * look is enough: a lend it would miss was made under g->mu before the
+ * caller last took g->mu.  t's own call that finds another restore under
+ * way makes the system call too, so that t has its own when it returns
+ * (the other one ends the state); a take-back's leaves it to that one. */
+static void unlend(gvl_thread_t *t, bool self) {
   if (atomic_load_explicit(&t->lend, memory_order_relaxed) == GVL__LEND_NONE)
     return;
-  if (wait) pthread_mutex_lock(&t->lend_mu);
-  else if (pthread_mutex_trylock(&t->lend_mu)) return;
-  if (atomic_load_explicit(&t->lend, memory_order_relaxed) != GVL__LEND_NONE) {
-    (void)gvl__ksched_set(t->ktid, &t->lend_own);
-    atomic_store_explicit(&t->lend, GVL__LEND_NONE, memory_order_relaxed);
+  pthread_mutex_lock(&t->lend_mu);
+  int st = atomic_load_explicit(&t->lend, memory_order_relaxed);
+  unsigned gen = 0;
+  if (st == GVL__LEND_LENT) {
+    atomic_store_explicit(&t->lend, GVL__LEND_RESTORING, memory_order_relaxed);
+    gen = ++t->lend_gen;
   }
+  gvl__ksched_t own = t->lend_own;
+  pthread_mutex_unlock(&t->lend_mu);
+  if (st == GVL__LEND_NONE || (!gen && !self)) return;
+  (void)gvl__ksched_set(t->ktid, &own);
+  if (!gen) return;
+  pthread_mutex_lock(&t->lend_mu);
+  if (atomic_load_explicit(&t->lend, memory_order_relaxed) ==
+          GVL__LEND_RESTORING && t->lend_gen == gen)
+    atomic_store_explicit(&t->lend, GVL__LEND_NONE, memory_order_relaxed);
   pthread_mutex_unlock(&t->lend_mu);
 }
 

@@ -22,12 +22,15 @@
  *               the GVL at random priorities, compute, sleep holding it,
  *               yield, block and release; whenever one does not hold the GVL it has its own
  *               scheduling, and lends were made
+ *   relend      a holder preempted in its own restore, and given the GVL
+ *               again meanwhile, is lent again by the next boost
  *   take_back   a lend made to a waiter with a revocable grant, which
  *               cannot run (a real-time thread above the lend keeps its
  *               CPU), ends when gvl_call_without takes the grant back
  *   hammer_slow (test_gvl_lend_wrap only) the hammer with each lend and
  *               restore made slow by a wrapper (0-200 us asleep): the
- *               same promise, and no two of them on one thread overlap
+ *               same promise, with lends and restores of one thread
+ *               overlapping
  *   lend_time   (test_gvl_lend_wrap only: the lend's system call made slow
  *               by a wrapper) the time a spinning booster spends lending
  *               is not counted against its spin: a grant that comes after
@@ -454,6 +457,82 @@ static void take_back(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- a lend to a holder preempted in its own restore ------------------- */
+
+static const ks_t FIFO5 = {SCHED_FIFO, 5, 0}, FIFO10 = {SCHED_FIFO, 10, 0};
+static int rl_cpu[2];                 /* the holder's and the booster's */
+static atomic_int rl_stage;   /* 1: holding; 2: the hog runs; 3: stop;
+                                 4: the hog stopped by itself, 10 s on */
+
+/* SCHED_OTHER on the hog's CPU: it runs only while lent. */
+static void *rl_holder(void *arg) {
+  tgvl_pin(rl_cpu[0]);
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  atomic_store(&rl_stage, 1);
+  while (atomic_load(&rl_stage) < 3) {
+    tgvl_work(1);
+    CHECK_OK(gvl_check_ints(t));
+  }
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+/* SCHED_FIFO 5 beside the holder until told to stop (or for 10 s). */
+static void *rl_hog(void *arg) {
+  tgvl_pin(rl_cpu[0]);
+  CHECK_OK(ks_set_self(FIFO5));
+  atomic_store(&rl_stage, 2);
+  uint64_t end = gvl_now_ns() + 10000000000ull;
+  while (atomic_load(&rl_stage) < 3 && gvl_now_ns() < end) {
+  }
+  int two = 2;
+  atomic_compare_exchange_strong(&rl_stage, &two, 4);
+  return arg;
+}
+
+/* The holder answers a SCHED_FIFO 10 booster's lend and restores its own
+ * scheduling, which lets the hog preempt it at once, in the middle of its
+ * restore; the booster's release gives it the GVL back all the same (it
+ * was queued).  The booster's second boost must lend again, or the holder
+ * waits for the hog: two boosts, two lends.  On one CPU the three share
+ * it, with the same order. */
+static void relend(void) {
+  cpu_set_t set;
+  CHECK_OK(sched_getaffinity(0, sizeof set, &set));
+  for (int i = 0, n = 0; n < 2 && i < CPU_SETSIZE; i++)
+    if (CPU_ISSET(i, &set)) rl_cpu[n++] = i;
+  if (CPU_COUNT(&set) < 2) rl_cpu[1] = rl_cpu[0];
+  gvl_config_t c = {0};
+  c.flags = GVL_F_LEND | GVL_F_NORETAKE | GVL_F_NOINTERACTIVE;
+  c.slice_ns = 3600ull * 1000000000ull;
+  CHECK(g = gvl_create(&c));
+  atomic_store(&rl_stage, 0);
+  tgvl_pin(rl_cpu[1]);
+  pthread_t h, x;
+  tgvl_spawn(&h, rl_holder, NULL);
+  while (atomic_load(&rl_stage) < 1) tgvl_sleep_us(100);
+  CHECK_OK(ks_set_self(FIFO10));   /* before the hog: it may share our CPU */
+  tgvl_spawn(&x, rl_hog, NULL);
+  while (atomic_load(&rl_stage) < 2) tgvl_sleep_us(100);
+  gvl_thread_t *b = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(b);
+  for (int i = 0; i < 2; i++) {
+    CHECK_OK(gvl_acquire_prio(b, GVL_PRIO_BOOST));
+    CHECK_OK(gvl_release(b));
+  }
+  CHECK_EQ(atomic_load(&rl_stage), 2);    /* the hog ran throughout */
+  CHECK_EQ(tgvl_tstats(b).lends, 2);
+  atomic_store(&rl_stage, 3);
+  CHECK_OK(gvl_thread_detach(b));
+  CHECK_OK(ks_set_self(OTHER0));
+  tgvl_join(h);
+  tgvl_join(x);
+  CHECK_OK(gvl_destroy(g));
+}
+
 /* ---- the lend's own time is not spin ----------------------------------- */
 
 #ifdef TGVL_LEND_WRAP
@@ -471,7 +550,7 @@ static atomic_int lt_slow, lt_lent;
 
 /* hammer_slow: each change of a hammer thread's scheduling takes a random
  * 0-200 us, asleep, so that lends, restores and take-backs overlap as they
- * would on a busy machine; two at once on one thread are counted. */
+ * would on a busy machine (two at once on one thread are counted). */
 static atomic_int hs_on, hs_busy[HAMMER_THREADS], hs_overlaps;
 static _Thread_local unsigned hs_seed = 1;
 
@@ -502,14 +581,14 @@ int __wrap_gvl__ksched_set(int tid, const gvl__ksched_t *s) {
 }
 
 /* The hammer with slow lends and restores: as in hammer, a thread that
- * does not hold the GVL has its own scheduling; and no lend or restore of
- * a thread overlaps another of the same thread. */
+ * does not hold the GVL has its own scheduling (and, under TSan, no two
+ * of them race on the lend's state). */
 static void hammer_slow(void) {
   atomic_store(&hs_on, 1);
   hammer();
   atomic_store(&hs_on, 0);
-  int overlaps = atomic_load(&hs_overlaps);
-  CHECK_EQ(overlaps, 0);
+  fprintf(stderr, "  %d changes overlapped another of the same thread\n",
+          atomic_load(&hs_overlaps));
 }
 
 static void *lt_booster(void *arg) {
@@ -568,6 +647,7 @@ static const tgvl_case_t cases[] = {
   {"fifo", fifo}, {"off", off},   {"rank", rank},
   {"paths", paths}, {"fork", fork_lent}, {"multi", multi},
   {"child_thread", child_thread}, {"hammer", hammer},
+  {"relend", relend},
   {"take_back", take_back},   /* last: it exits 77 on one CPU */
 };
 
