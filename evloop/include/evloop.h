@@ -380,7 +380,10 @@ EVL_EXPORT int evl_timer(evl_t *l, uint64_t timeout_ms, uint64_t repeat_ms,
 
 /* [any] Watch fd (level-triggered) for events (EVL_READABLE | EVL_WRITABLE).
  * cb gets 0 and the ready events each time the fd is ready and the previous
- * call has returned (events that arrive meanwhile are merged).  The watch
+ * call has returned: while a call runs, passes nested in it (evl_step) do
+ * not poll the fd, and it is polled afresh once the call returns, so a
+ * callback that reads only after a nested wait is not called again for
+ * what it has read.  The watch
  * ends with ECANCELED or with the error the kernel reported: for an error
  * condition on the fd, the socket's pending error (SO_ERROR: ECONNREFUSED
  * for a refused connect), EPIPE for a pipe whose reader has gone, else

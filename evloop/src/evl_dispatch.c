@@ -134,6 +134,7 @@ static void evl__invoke(evl_t *l, evl__item_t *it, int status, int final) {
     it->deferred = 0;
     evl__dq_push(l, it, 0, 0, 0);
   }
+  if (it->paused && it->running == 0) evl__fd_resume(it);
   if (final) evl__item_unref(l, it);
   evl__item_unref(l, it);
 }

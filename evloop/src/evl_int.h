@@ -80,6 +80,8 @@ struct evl__item {
   int delivered;           /* loop: last call made                       */
   int running;             /* loop: calls of this item on the stack      */
   int deferred;            /* loop: popped while running; re-queue       */
+  int paused;              /* loop: FD poll stopped while a call of it
+                              runs, restarted when the call returns      */
   int uv_state;            /* loop: EVL__UV_*                            */
   int refs;                /* loop: delivery + open handle + running     */
   unsigned events;         /* loop: FD events merged since the last call */
@@ -217,6 +219,7 @@ void evl__drain(evl_t *l);
 void evl__start_on_loop(evl_t *l, evl__item_t *it);
 void evl__cancel_on_loop(evl_t *l, evl__item_t *it);
 void evl__dq_push(evl_t *l, evl__item_t *it, int final, int status, int fixed);
+void evl__fd_resume(evl__item_t *it);
 void evl__signals_ready(evl_t *l);
 
 /* evl_signal.c: the process-wide handler and its table of watches; signals

@@ -113,10 +113,35 @@ static void evl__poll_cb(uv_poll_t *h, int status, int events) {
     evl__watch_failed(it, status == UV_EBADF ? evl__pollerr(it->fd) : status);
     return;
   }
+  if (it->running) {
+    /* A pass nested in the watch's own callback: the fd stays ready until
+     * that callback reads it, so a level-triggered poll would end every
+     * nested pass at once.  It rests until the call returns, then tells
+     * afresh whether the fd is still ready (evl__fd_resume). */
+    uv_poll_stop(&it->h.poll);
+    it->paused = 1;
+    return;
+  }
   evl__ready(it);
   if (events & UV_READABLE) it->events |= EVL_READABLE;
   if (events & UV_WRITABLE) it->events |= EVL_WRITABLE;
   evl__dq_push(it->l, it, 0, 0, 0);
+}
+
+/* The call that paused its watch's poll has returned: poll again, unless
+ * the watch has ended meanwhile.  A descriptor the callback closed ends
+ * the watch with EBADF (libuv would abort on adding it to epoll). */
+void evl__fd_resume(evl__item_t *it) {
+  int r;
+  it->paused = 0;
+  if (it->uv_state != EVL__UV_ACTIVE || it->final) return;
+  if (fcntl(it->fd, F_GETFD) == -1) r = UV_EBADF;
+  else
+    r = uv_poll_start(&it->h.poll,
+                      ((it->want & EVL_READABLE) ? UV_READABLE : 0) |
+                      ((it->want & EVL_WRITABLE) ? UV_WRITABLE : 0),
+                      evl__poll_cb);
+  if (r < 0) evl__watch_failed(it, r);
 }
 
 /* The wake-up said a signal came: every watch of this loop whose slot
