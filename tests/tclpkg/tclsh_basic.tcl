@@ -88,7 +88,7 @@ check {[gvloop_test::hog count] == 0} "no hogs"
 
 # Bad input.
 check {[catch {gvloop::ping x}]} "ping arg"
-check {[catch {gvloop::timer -1 {}}]} "negative ms"
+check {![catch {gvloop::cancel [gvloop::timer -1 {}]}]} "negative ms: at once, as after"
 check {[catch {gvloop::timer abc {}}]} "non-number ms"
 check {[catch {gvloop_test::hog start -1}]} "negative hogs"
 check {[catch {gvloop_test::hog start 1000}]} "too many hogs"

@@ -54,8 +54,11 @@ void tkb__stats_put(Tcl_Interp *ip, Tcl_Obj *d, evl_t *l) {
 }
 
 static int ping_error(Tcl_Interp *ip, int err) {
+  int saved = errno;
+  errno = err;                        /* Tcl_ErrnoId names errno's value */
   Tcl_SetObjResult(ip, Tcl_ObjPrintf("gvloop::ping: %s", evl_strerror(err)));
   Tcl_SetErrorCode(ip, "POSIX", Tcl_ErrnoId(), Tcl_ErrnoMsg(err), (char *)NULL);
+  errno = saved;
   return TCL_ERROR;
 }
 
@@ -66,7 +69,11 @@ static void *ping_host(void *arg) {
 
 int tkb__ping_cmd(Tcl_Interp *ip, int objc, Tcl_Obj *const objv[], evl_t *l,
                   int prio, uint64_t *pings, uint64_t *acquires) {
-  if (objc == 2 && strcmp(Tcl_GetString(objv[1]), "-noboost") == 0) {
+  static const char *const opts[] = {"-noboost", NULL};
+  int opt;
+  if (objc == 2) {
+    if (Tcl_GetIndexFromObj(ip, objv[1], opts, "option", 0, &opt) != TCL_OK)
+      return TCL_ERROR;
     prio = GVL_PRIO_NORMAL;
   } else if (objc != 1) {
     Tcl_WrongNumArgs(ip, 1, objv, "?-noboost?");

@@ -98,11 +98,23 @@ struct gvt_reg {
   gvt_reg_t *next, *prev;        /* gi's list */
 };
 
+/* One of the interp's gvloop:: commands: its ClientData.  tok is NULL
+ * once Tcl has deleted it (under whatever name it then had). */
+#define GVT_NCMDS 6
+typedef struct {
+  gvt_interp_t *gi;
+  Tcl_Command tok;
+} gvt_cmd_t;
+
 struct gvt_interp {
   Tcl_Interp *ip;
-  gvt_thread_t *th;
+  gvt_thread_t *th;              /* NULL once the interp's share is gone */
   gvt_reg_t *regs;
   uint64_t pings;                /* gvloop::ping calls */
+  int refs;                      /* the assoc data's, and each command's */
+  gvt_cmd_t cmds[GVT_NCMDS];     /* deleted by token at unload, so that a
+                                    renamed one goes and a user's command
+                                    under the old name stays */
 };
 
 /* ---- the process GVL -------------------------------------------------------- */
@@ -422,8 +434,18 @@ static int posix_error(Tcl_Interp *ip, const char *what, int err) {
   return TCL_ERROR;
 }
 
+/* The interp of a command's ClientData, or NULL (with an error) if its
+ * share of the package is gone while the command stays. */
+static gvt_interp_t *cmd_gi(ClientData cd, Tcl_Interp *ip) {
+  gvt_interp_t *gi = ((gvt_cmd_t *)cd)->gi;
+  if (gi->th != NULL) return gi;
+  Tcl_SetObjResult(ip, Tcl_NewStringObj("gvloop: the package is unloaded", -1));
+  return NULL;
+}
+
 static int stats_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
-  gvt_interp_t *gi = cd;
+  gvt_interp_t *gi = cmd_gi(cd, ip);
+  if (gi == NULL) return TCL_ERROR;
   Tcl_Obj *d;
   if (objc != 1) {
     Tcl_WrongNumArgs(ip, 1, objv, NULL);
@@ -437,12 +459,14 @@ static int stats_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const obj
 }
 
 static int ping_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
-  gvt_interp_t *gi = cd;
+  gvt_interp_t *gi = cmd_gi(cd, ip);
+  if (gi == NULL) return TCL_ERROR;
   return tkb__ping_cmd(ip, objc, objv, gi->th->l, GVL_PRIO_BOOST, &gi->pings, NULL);
 }
 
 static int timer_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
-  gvt_interp_t *gi = cd;
+  gvt_interp_t *gi = cmd_gi(cd, ip);
+  if (gi == NULL) return TCL_ERROR;
   Tcl_WideInt ms;
   gvt_reg_t *r;
   int err;
@@ -451,10 +475,7 @@ static int timer_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const obj
     return TCL_ERROR;
   }
   if (Tcl_GetWideIntFromObj(ip, objv[1], &ms) != TCL_OK) return TCL_ERROR;
-  if (ms < 0) {
-    Tcl_SetObjResult(ip, Tcl_NewStringObj("ms must be >= 0", -1));
-    return TCL_ERROR;
-  }
+  if (ms < 0) ms = 0;            /* as after: at once */
   if ((r = reg_new(gi, objv[2])) == NULL) return posix_error(ip, "gvloop::timer", ENOMEM);
   err = evl_timer(gi->th->l, (uint64_t)ms, 0, EVL_F_NOGVL, timer_cb, r, &r->id);
   if (err != 0) {
@@ -466,7 +487,8 @@ static int timer_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const obj
 }
 
 static int readable_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
-  gvt_interp_t *gi = cd;
+  gvt_interp_t *gi = cmd_gi(cd, ip);
+  if (gi == NULL) return TCL_ERROR;
   Tcl_Channel ch;
   ClientData h;
   gvt_reg_t *r;
@@ -476,7 +498,11 @@ static int readable_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const 
     return TCL_ERROR;
   }
   if ((ch = Tcl_GetChannel(ip, Tcl_GetString(objv[1]), &mode)) == NULL) return TCL_ERROR;
-  if (!(mode & TCL_READABLE) || Tcl_GetChannelHandle(ch, TCL_READABLE, &h) != TCL_OK) {
+  if (!(mode & TCL_READABLE)) {   /* fileevent's words */
+    Tcl_SetObjResult(ip, Tcl_NewStringObj("channel is not readable", -1));
+    return TCL_ERROR;
+  }
+  if (Tcl_GetChannelHandle(ch, TCL_READABLE, &h) != TCL_OK) {
     Tcl_SetObjResult(ip, Tcl_NewStringObj("channel has no readable descriptor", -1));
     return TCL_ERROR;
   }
@@ -494,7 +520,8 @@ static int readable_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const 
 }
 
 static int cancel_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[]) {
-  gvt_interp_t *gi = cd;
+  gvt_interp_t *gi = cmd_gi(cd, ip);
+  if (gi == NULL) return TCL_ERROR;
   Tcl_WideInt id;
   gvt_reg_t *r;
   int err;
@@ -531,6 +558,7 @@ static const struct {
     {"::gvloop::timer", timer_cmd},       {"::gvloop::readable", readable_cmd},
     {"::gvloop::cancel", cancel_cmd},     {"::gvloop::notifier", notifier_cmd},
 };
+_Static_assert(sizeof gvt_cmds / sizeof gvt_cmds[0] == GVT_NCMDS, "GVT_NCMDS");
 
 /* ---- the C API table ---------------------------------------------------------- */
 
@@ -549,12 +577,23 @@ static const gvloop_tcl_api_t gvt_api = {
 
 /* ---- load, interp deletion, unload --------------------------------------------- */
 
+static void gi_unref(gvt_interp_t *gi) {
+  if (--gi->refs == 0) free(gi);
+}
+
+static void cmd_deleted(ClientData cd) {
+  gvt_cmd_t *c = cd;
+  c->tok = NULL;
+  gi_unref(c->gi);
+}
+
 static void interp_gone(ClientData cd, Tcl_Interp *ip) {
   gvt_interp_t *gi = cd;
   (void)ip;
   while (gi->regs != NULL) reg_cancel(gi->regs);
   thread_unref(gi->th);
-  free(gi);
+  gi->th = NULL;
+  gi_unref(gi);
 }
 
 int Gvloop_Init(Tcl_Interp *ip) {
@@ -588,6 +627,7 @@ int Gvloop_Init(Tcl_Interp *ip) {
     return posix_error(ip, "gvloop: cannot start the event loop", err);
   }
   gi->ip = ip;
+  gi->refs = 1;
   pthread_mutex_lock(&g_mu);
   if (!g_exit_handler) {
     g_exit_handler = 1;
@@ -596,8 +636,12 @@ int Gvloop_Init(Tcl_Interp *ip) {
   pthread_mutex_unlock(&g_mu);
   Tcl_SetAssocData(ip, GVT_ASSOC, interp_gone, gi);
   Tcl_CreateNamespace(ip, "::gvloop", NULL, NULL);
-  for (size_t i = 0; i < sizeof gvt_cmds / sizeof gvt_cmds[0]; i++)
-    Tcl_CreateObjCommand(ip, gvt_cmds[i].name, gvt_cmds[i].proc, gi, NULL);
+  for (size_t i = 0; i < GVT_NCMDS; i++) {
+    gi->cmds[i].gi = gi;
+    gi->cmds[i].tok = Tcl_CreateObjCommand(ip, gvt_cmds[i].name, gvt_cmds[i].proc,
+                                           &gi->cmds[i], cmd_deleted);
+    gi->refs++;
+  }
   return Tcl_PkgProvideEx(ip, "gvloop", GVLOOP_TCL_PKG_VERSION, (void *)&gvt_api);
 }
 
@@ -620,9 +664,10 @@ int Gvloop_Unload(Tcl_Interp *ip, int flags) {
       return TCL_ERROR;
     }
   }
-  if (Tcl_GetAssocData(ip, GVT_ASSOC, NULL) != NULL) {
-    for (size_t i = 0; i < sizeof gvt_cmds / sizeof gvt_cmds[0]; i++)
-      Tcl_DeleteCommand(ip, gvt_cmds[i].name);
+  gvt_interp_t *gi = Tcl_GetAssocData(ip, GVT_ASSOC, NULL);
+  if (gi != NULL) {
+    for (size_t i = 0; i < GVT_NCMDS; i++)
+      if (gi->cmds[i].tok != NULL) Tcl_DeleteCommandFromToken(ip, gi->cmds[i].tok);
     Tcl_DeleteAssocData(ip, GVT_ASSOC);
   }
   if (flags == TCL_UNLOAD_DETACH_FROM_PROCESS) {
