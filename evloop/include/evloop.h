@@ -230,7 +230,9 @@ EVL_EXPORT int evl_run(evl_t *l);
  * Idempotent.  From the moment stop is requested, new registrations return
  * EVL_ESTOPPED and a dispatch pass runs no further callback once the running
  * one returns (a pass nested in a callback's evl_step still runs, so that
- * the wait can end).  As with evl_cancel, a callback the loop thread had
+ * the wait can end; it no longer blocks, so a nested wait loop ends on
+ * evl_stopping(l) too, or it polls until its condition comes).  As with
+ * evl_cancel, a callback the loop thread had
  * taken for dispatch as a stop came from another thread may still start;
  * one that runs with the GVL does not start after a stop requested with
  * the GVL held, unless it is in a pass nested in a callback's evl_step

@@ -405,6 +405,7 @@ int evl_step(evl_t *l, int64_t timeout_ms) {
   was_held = gvl_thread_holds(l->gt);
   if (was_held) gvl_release(l->gt);
   evl__drain(l);
+  evl__fd_pause_running(l);
   /* After a stop request only poll: the driver is about to return. */
   err = evl__pass(l, atomic_load(&l->stopping) ? 0 : timeout_ms);
   if (was_held) {

@@ -117,6 +117,7 @@ static void evl__count(evl_t *l, int status) {
 static void evl__invoke(evl_t *l, evl__item_t *it, int status, int final) {
   evl__frame_t fr;
   fr.up = l->frame;
+  fr.it = it;
   fr.err = 0;
   fr.what[0] = '\0';
   l->frame = &fr;

@@ -80,7 +80,7 @@ struct evl__item {
   int delivered;           /* loop: last call made                       */
   int running;             /* loop: calls of this item on the stack      */
   int deferred;            /* loop: popped while running; re-queue       */
-  int paused;              /* loop: FD poll stopped while a call of it
+  int paused;              /* loop: FD poll stopped by a pass nested in a call of it
                               runs, restarted when the call returns      */
   int uv_state;            /* loop: EVL__UV_*                            */
   int refs;                /* loop: delivery + open handle + running     */
@@ -115,6 +115,7 @@ struct evl__item {
 /* A host callback running on the loop thread (for evl_fail). */
 typedef struct evl__frame {
   struct evl__frame *up;
+  evl__item_t *it;         /* the item whose callback this frame runs    */
   int err;
   char what[256];
 } evl__frame_t;
@@ -220,6 +221,7 @@ void evl__start_on_loop(evl_t *l, evl__item_t *it);
 void evl__cancel_on_loop(evl_t *l, evl__item_t *it);
 void evl__dq_push(evl_t *l, evl__item_t *it, int final, int status, int fixed);
 void evl__fd_resume(evl__item_t *it);
+void evl__fd_pause_running(evl_t *l);
 void evl__signals_ready(evl_t *l);
 
 /* evl_signal.c: the process-wide handler and its table of watches; signals

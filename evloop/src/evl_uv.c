@@ -3,9 +3,10 @@
  * evl_uv.c -- the libuv side of registrations (loop thread only).
  *
  * Everything here runs inside uv_run (libuv callbacks) or between passes,
- * never holding the GVL and never calling host code: a libuv callback only
- * moves its item onto the dispatch queue, which evl__dispatch empties after
- * uv_run has returned.
+ * never calling host code: a libuv callback only moves its item onto the
+ * dispatch queue, which evl__dispatch empties after uv_run has returned.
+ * Between passes the GVL may be held (evl__fd_resume runs as a callback
+ * returns, evl__fd_pause_running as a callback nests a pass).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -113,11 +114,7 @@ static void evl__poll_cb(uv_poll_t *h, int status, int events) {
     evl__watch_failed(it, status == UV_EBADF ? evl__pollerr(it->fd) : status);
     return;
   }
-  if (it->running) {
-    /* A pass nested in the watch's own callback: the fd stays ready until
-     * that callback reads it, so a level-triggered poll would end every
-     * nested pass at once.  It rests until the call returns, then tells
-     * afresh whether the fd is still ready (evl__fd_resume). */
+  if (it->running) {            /* evl__fd_pause_running missed it */
     uv_poll_stop(&it->h.poll);
     it->paused = 1;
     return;
@@ -126,6 +123,21 @@ static void evl__poll_cb(uv_poll_t *h, int status, int events) {
   if (events & UV_READABLE) it->events |= EVL_READABLE;
   if (events & UV_WRITABLE) it->events |= EVL_WRITABLE;
   evl__dq_push(it->l, it, 0, 0, 0);
+}
+
+/* A pass nested in fd watches' own callbacks: the fds stay ready until
+ * those callbacks read them, so their level-triggered polls would end
+ * every nested pass at once.  They rest until the calls return, then tell
+ * afresh whether the fds are still ready (evl__fd_resume). */
+void evl__fd_pause_running(evl_t *l) {
+  for (evl__frame_t *fr = l->frame; fr != NULL; fr = fr->up) {
+    evl__item_t *it = fr->it;
+    if (it->kind != EVL__FD || it->paused || it->final ||
+        it->uv_state != EVL__UV_ACTIVE)
+      continue;
+    uv_poll_stop(&it->h.poll);
+    it->paused = 1;
+  }
 }
 
 /* The call that paused its watch's poll has returned: poll again, unless

@@ -151,6 +151,56 @@ static void test_nested_fd(gvl_t *g) {
   close(p[1]);
 }
 
+/* The first pass nested in the callback waits too: with the timer armed
+ * before the data came, and nothing else to wake the loop, one nested
+ * evl_step(-1) sees the timer (a pass that polled the still-ready fd
+ * ended at once, and it took two). */
+static atomic_int ff_flag, ff_steps, ff_final, ff_marks;
+static int ff_fd;
+static void ff_timer(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  CHECK_EQ(status, 0);
+  atomic_store(&ff_flag, 1);
+}
+static void ff_cb(evl_t *l, void *arg, int status, unsigned events) {
+  char buf[64];
+  (void)arg;
+  (void)events;
+  if (status != 0) {
+    atomic_store(&ff_final, 1);
+    return;
+  }
+  while (!atomic_load(&ff_flag)) {
+    CHECK_EQ(evl_step(l, -1), 0);
+    atomic_fetch_add(&ff_steps, 1);
+  }
+  while (read(ff_fd, buf, sizeof buf) > 0) {
+  }
+}
+
+static void test_nested_fd_first(gvl_t *g) {
+  evl_t *l = t_loop(g);
+  int p[2];
+  evl_id_t id;
+  CHECK_EQ(pipe(p), 0);
+  ff_fd = p[0];
+  CHECK_EQ(evl_fd_watch(l, p[0], EVL_READABLE, 0, ff_cb, NULL, &id), 0);
+  CHECK_EQ(evl_timer(l, 500, 0, 0, ff_timer, NULL, NULL), 0);
+  /* Both started, and every wake-up they made read: the post after them
+   * ran (its drain, in the wake-up's callback, took the three at once). */
+  CHECK_EQ(evl_post(l, t_count_ok, &ff_marks, NULL), 0);
+  t_wait_ge(&ff_marks, 1);
+  CHECK_EQ(write(p[1], "x", 1), 1);
+  t_wait_ge(&ff_flag, 1);
+  CHECK_EQ(evl_cancel(l, id), 0);
+  t_wait_ge(&ff_final, 1);
+  CHECK(atomic_load(&ff_steps) <= 1);   /* 0: the timer came first */
+  CHECK_EQ(evl_destroy(l), 0);
+  close(p[0]);
+  close(p[1]);
+}
+
 /* Failures go to on_error after the callback returns; the loop goes on. */
 static atomic_int errs, last_err, after_fail;
 static char last_what[64];
@@ -222,6 +272,7 @@ int main(void) {
   gvl_t *g = t_gvl();
   test_reentry(g);
   test_nested_fd(g);
+  test_nested_fd_first(g);
   test_errors(g);
   CHECK_EQ(gvl_destroy(g), 0);
   puts("test_reenter ok");

@@ -253,7 +253,10 @@ TKB_EXPORT int tkb_command_delete(tkb_t *tk, const char *name);
 /* [loop thread, inside a tkb_cmd_cb] Set the command's result (copied). */
 TKB_EXPORT int tkb_result_set(tkb_result_t *res, const char *s);
 
-/* [loop thread] The Tcl interpreter, NULL after stop. */
+/* [loop thread] The Tcl interpreter, NULL after stop.  Tcl code run on it
+ * directly from an evloop callback, not through tkb_run or tkb_eval, is
+ * not seen by a vwait the callback interrupted: a variable it sets wakes
+ * that vwait only at the next event. */
 TKB_EXPORT struct Tcl_Interp *tkb_interp(tkb_t *tk);
 
 /* [any] The evloop of the bridge. */

@@ -34,6 +34,11 @@
  *    registration.  While other gvloop interps of the thread live the loop
  *    runs on, so cancel registrations that belong to the deleted interp.
  *  - The GVL is the process's: threads that run host code attach to it.
+ *  - A Tcl script that a callback runs under the GVL runs holding it: one
+ *    that waits for events (vwait, update) makes Tcl's notifier wait
+ *    holding the GVL, which the package's own scripts never do.  Run such scripts
+ *    from an EVL_F_NOGVL callback, or release the GVL around them
+ *    (gvl_call_without).
  */
 #ifndef GVLOOP_TCL_H
 #define GVLOOP_TCL_H
