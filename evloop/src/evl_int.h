@@ -7,10 +7,10 @@
  * field below names "mu", "loop" (touched only by the loop thread, which
  * needs no lock), "immutable" (set before the item or loop is published
  * under mu, never written after) or its own rule.  Threads wake the loop
- * (evl__wake_send) only under mu, after checking wake_closed, so that no send can race with
- * the close of the wake-up; signal handlers, which cannot lock, send only
- * through a slot of evl_signal.c's table, which the loop empties before it
- * closes.
+ * (evl__wake_send) only under mu, after checking wake_closed, so that no
+ * send can race with the close of the wake-up; signal handlers, which
+ * cannot lock, send only through a slot of evl_signal.c's table, which the
+ * loop empties before it closes.
  */
 #ifndef EVL_INT_H
 #define EVL_INT_H
@@ -80,8 +80,8 @@ struct evl__item {
   int delivered;           /* loop: last call made                       */
   int running;             /* loop: calls of this item on the stack      */
   int deferred;            /* loop: popped while running; re-queue       */
-  int paused;              /* loop: FD poll stopped by a pass nested in a call of it
-                              runs, restarted when the call returns      */
+  int paused;              /* loop: FD poll stopped for a pass nested in
+                              a call of it; restarted when it returns    */
   int uv_state;            /* loop: EVL__UV_*                            */
   int refs;                /* loop: delivery + open handle + running     */
   unsigned events;         /* loop: FD events merged since the last call */

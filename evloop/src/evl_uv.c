@@ -114,15 +114,18 @@ static void evl__poll_cb(uv_poll_t *h, int status, int events) {
     evl__watch_failed(it, status == UV_EBADF ? evl__pollerr(it->fd) : status);
     return;
   }
-  if (it->running) {            /* evl__fd_pause_running missed it */
-    uv_poll_stop(&it->h.poll);
-    it->paused = 1;
-    return;
-  }
   evl__ready(it);
   if (events & UV_READABLE) it->events |= EVL_READABLE;
   if (events & UV_WRITABLE) it->events |= EVL_WRITABLE;
   evl__dq_push(it->l, it, 0, 0, 0);
+}
+
+/* Poll the watch's fd for the events it asked for. */
+static int evl__poll_start(evl__item_t *it) {
+  return uv_poll_start(&it->h.poll,
+                       ((it->want & EVL_READABLE) ? UV_READABLE : 0) |
+                       ((it->want & EVL_WRITABLE) ? UV_WRITABLE : 0),
+                       evl__poll_cb);
 }
 
 /* A pass nested in fd watches' own callbacks: the fds stay ready until
@@ -147,12 +150,7 @@ void evl__fd_resume(evl__item_t *it) {
   int r;
   it->paused = 0;
   if (it->uv_state != EVL__UV_ACTIVE || it->final) return;
-  if (fcntl(it->fd, F_GETFD) == -1) r = UV_EBADF;
-  else
-    r = uv_poll_start(&it->h.poll,
-                      ((it->want & EVL_READABLE) ? UV_READABLE : 0) |
-                      ((it->want & EVL_WRITABLE) ? UV_WRITABLE : 0),
-                      evl__poll_cb);
+  r = fcntl(it->fd, F_GETFD) == -1 ? UV_EBADF : evl__poll_start(it);
   if (r < 0) evl__watch_failed(it, r);
 }
 
@@ -241,10 +239,7 @@ static int evl__start_handle(evl_t *l, evl__item_t *it) {
     it->uv_state = EVL__UV_ACTIVE;
     it->refs++;
     l->uv_pending++;
-    return uv_poll_start(&it->h.poll,
-                         ((it->want & EVL_READABLE) ? UV_READABLE : 0) |
-                         ((it->want & EVL_WRITABLE) ? UV_WRITABLE : 0),
-                         evl__poll_cb);
+    return evl__poll_start(it);
   case EVL__SIGNAL:
     it->uv_state = EVL__UV_ACTIVE;
     return evl__sig_add(it);
