@@ -65,14 +65,8 @@ static void set_error(Tcl_Interp *ip, const char *cmd, int rc, const char *msg) 
   Tcl_SetObjResult(ip, m);
   if (posix)
     Tcl_SetErrorCode(ip, "POSIX", name, Tcl_ErrnoMsg(rc), NULL);
-  else {
-    /* A list built as one: a message with braces or a final backslash
-     * stays one element. */
-    Tcl_Obj *code[4] = {Tcl_NewStringObj("GVLOOP", -1),
-                        Tcl_NewStringObj(unknown ? "HOST" : name, -1),
-                        Tcl_NewIntObj(rc), m};
-    Tcl_SetObjErrorCode(ip, Tcl_NewListObj(4, code));
-  }
+  else
+    tkb__gvloop_errorcode(ip, unknown ? "HOST" : name, rc, m);
 }
 
 /* hc is not touched once the host's callback has run: the callback may

@@ -1,12 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tkb_tclcmd.c -- gvloop::stats and gvloop::ping (see tkb_tclcmd.h).
+ * tkb_tclcmd.c -- gvloop::stats, gvloop::ping and the GVLOOP errorCode
+ * (see tkb_tclcmd.h).
  */
 #include <errno.h>
 #include <string.h>
 
 #include "tkb_notifier.h"
 #include "tkb_tclcmd.h"
+
+void tkb__gvloop_errorcode(Tcl_Interp *ip, const char *name, int code,
+                           Tcl_Obj *msg) {
+  Tcl_Obj *v[4] = {Tcl_NewStringObj("GVLOOP", -1), Tcl_NewStringObj(name, -1),
+                   Tcl_NewIntObj(code), msg};
+  Tcl_SetObjErrorCode(ip, Tcl_NewListObj(4, v));
+}
 
 static void dict_put(Tcl_Interp *ip, Tcl_Obj *d, const char *k, uint64_t v) {
   Tcl_DictObjPut(ip, d, Tcl_NewStringObj(k, -1), Tcl_NewWideIntObj((Tcl_WideInt)v));

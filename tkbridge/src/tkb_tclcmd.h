@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tkb_tclcmd.h -- gvloop::stats and gvloop::ping, one implementation for
- * libtkbridge's interps and for the gvloop Tcl package (compiled into
- * both; plain Tcl API, so it builds with and without USE_TCL_STUBS).
+ * tkb_tclcmd.h -- gvloop::stats, gvloop::ping and the GVLOOP errorCode, one
+ * implementation for libtkbridge's interps and for the gvloop Tcl package
+ * (compiled into both; plain Tcl API, so it builds with and without
+ * USE_TCL_STUBS).
  *
  * Both commands run on the loop thread of the interp's evloop.
  */
@@ -28,5 +29,11 @@ void tkb__stats_put(Tcl_Interp *ip, Tcl_Obj *d, evl_t *l);
  * when not NULL, counts the GVL acquisitions made. */
 int tkb__ping_cmd(Tcl_Interp *ip, int objc, Tcl_Obj *const objv[], evl_t *l,
                   int prio, uint64_t *pings, uint64_t *acquires);
+
+/* Set the errorCode {GVLOOP name code msg} of one of gvloop's codes (or
+ * a host's), built as a list: a message with braces or a final backslash
+ * stays one element. */
+void tkb__gvloop_errorcode(Tcl_Interp *ip, const char *name, int code,
+                           Tcl_Obj *msg);
 
 #endif /* TKB_TCLCMD_H */

@@ -20,7 +20,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <stdio.h>
 #include <string.h>
 
 #include <tcl.h>
@@ -423,9 +422,8 @@ static gvt_reg_t *reg_new(gvt_interp_t *gi, Tcl_Obj *script) {
 static int posix_error(Tcl_Interp *ip, const char *what, int err) {
   if (err >= EVL_ESTOPPED) {
     Tcl_SetObjResult(ip, Tcl_ObjPrintf("%s: %s", what, evl_strerror(err)));
-    char num[16];
-    snprintf(num, sizeof num, "%d", err);
-    Tcl_SetErrorCode(ip, "GVLOOP", evl_err_name(err), num, evl_strerror(err), NULL);
+    tkb__gvloop_errorcode(ip, evl_err_name(err), err,
+                          Tcl_NewStringObj(evl_strerror(err), -1));
   } else {
     Tcl_SetObjResult(ip, Tcl_ObjPrintf("%s: %s", what, Tcl_ErrnoMsg(err)));
     Tcl_SetErrno(err);    /* Tcl_ErrnoId() names errno */
