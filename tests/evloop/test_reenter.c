@@ -81,72 +81,71 @@ static void test_reentry(gvl_t *g) {
   CHECK_EQ(atomic_load(&tchain_n), 20);
 }
 
-/* A watch's callback that waits in nested steps before it reads (a dialog
- * in a fileevent handler): the unread data must not end every nested pass
- * (each blocks until the timer, as evl_step(-1) promises), and once the
- * callback has read it all no other call comes (the fd is not ready). */
-static int nf_fd, nf_close;           /* nf_close: the callback closes nf_fd */
-static atomic_int nf_calls, nf_steps, nf_flag, nf_final, nf_marks, nf_status;
-static void nf_timer(evl_t *l, void *arg, int status) {
-  (void)l;
-  (void)arg;
-  CHECK_EQ(status, 0);
-  atomic_store(&nf_flag, 1);
-}
-static void nf_cb(evl_t *l, void *arg, int status, unsigned events) {
+/* A watch's callback that waits in nested steps (until flag, which a
+ * timer sets) before it reads all there is, as a dialog in a fileevent
+ * handler would. */
+typedef struct {
+  int fd;
+  int arm_ms;          /* > 0: the callback arms the timer as it nests  */
+  int close_fd;        /* it closes fd after reading (against evloop.h) */
+  atomic_int calls, steps, flag, final, status, marks;
+} nest_t;
+
+static void nest_cb(evl_t *l, void *arg, int status, unsigned events) {
+  nest_t *n = arg;
   char buf[64];
-  (void)arg;
   (void)events;
   if (status != 0) {
-    atomic_store(&nf_status, status);
-    atomic_store(&nf_final, 1);
+    atomic_store(&n->status, status);
+    atomic_store(&n->final, 1);
     return;
   }
-  if (atomic_fetch_add(&nf_calls, 1) == 0 || nf_close) {
-    CHECK_EQ(evl_timer(l, 20, 0, 0, nf_timer, NULL, NULL), 0);
-    while (!atomic_load(&nf_flag)) {
-      CHECK_EQ(evl_step(l, -1), 0);
-      atomic_fetch_add(&nf_steps, 1);
-    }
+  atomic_fetch_add(&n->calls, 1);
+  if (n->arm_ms > 0 && !atomic_load(&n->flag))
+    CHECK_EQ(evl_timer(l, (uint64_t)n->arm_ms, 0, 0, t_count_ok, &n->flag, NULL), 0);
+  while (!atomic_load(&n->flag)) {
+    CHECK_EQ(evl_step(l, -1), 0);
+    atomic_fetch_add(&n->steps, 1);
   }
-  while (read(nf_fd, buf, sizeof buf) > 0) {
+  while (read(n->fd, buf, sizeof buf) > 0) {
   }
-  if (nf_close) close(nf_fd);   /* against evloop.h: the watch then ends */
+  if (n->close_fd) close(n->fd);
 }
 
+/* The unread data must not end every nested pass (each blocks until the
+ * timer, as evl_step(-1) promises), and once the callback has read it all
+ * no other call comes (the fd is not ready). */
 static void test_nested_fd(gvl_t *g) {
+  static nest_t nf = {.arm_ms = 20}, nc = {.arm_ms = 20, .close_fd = 1};
   evl_t *l = t_loop(g);
   int p[2];
   evl_id_t id;
   CHECK_EQ(pipe(p), 0);
-  nf_fd = p[0];
+  nf.fd = p[0];
   CHECK_EQ(write(p[1], "hello", 5), 5);
-  CHECK_EQ(evl_fd_watch(l, p[0], EVL_READABLE, 0, nf_cb, NULL, &id), 0);
-  t_wait_ge(&nf_flag, 1);
+  CHECK_EQ(evl_fd_watch(l, p[0], EVL_READABLE, 0, nest_cb, &nf, &id), 0);
+  t_wait_ge(&nf.flag, 1);
   /* Two passes after the callback's: a second call would come in them. */
   for (int i = 1; i <= 2; i++) {
-    CHECK_EQ(evl_post(l, t_count_ok, &nf_marks, NULL), 0);
-    t_wait_ge(&nf_marks, i);
+    CHECK_EQ(evl_post(l, t_count_ok, &nf.marks, NULL), 0);
+    t_wait_ge(&nf.marks, i);
   }
   CHECK_EQ(evl_cancel(l, id), 0);
-  t_wait_ge(&nf_final, 1);
-  CHECK_EQ(atomic_load(&nf_status), ECANCELED);
-  CHECK_EQ(atomic_load(&nf_calls), 1);
-  int steps = atomic_load(&nf_steps);   /* the timer's, and a wake-up or two */
+  t_wait_ge(&nf.final, 1);
+  CHECK_EQ(atomic_load(&nf.status), ECANCELED);
+  CHECK_EQ(atomic_load(&nf.calls), 1);
+  int steps = atomic_load(&nf.steps);   /* the timer's, and a wake-up or two */
   if (steps > 5) fprintf(stderr, "nested passes: %d\n", steps);
   CHECK(steps <= 5);
   close(p[0]);
   /* A callback that closes the fd after a nested wait, which evloop.h
    * rules out: the watch ends with EBADF instead of libuv's abort. */
   CHECK_EQ(pipe(p), 0);
-  nf_fd = p[0];
-  nf_close = 1;
-  atomic_store(&nf_flag, 0);
-  atomic_store(&nf_final, 0);
+  nc.fd = p[0];
   CHECK_EQ(write(p[1], "hello", 5), 5);
-  CHECK_EQ(evl_fd_watch(l, p[0], EVL_READABLE, 0, nf_cb, NULL, &id), 0);
-  t_wait_ge(&nf_final, 1);
-  CHECK_EQ(atomic_load(&nf_status), EBADF);
+  CHECK_EQ(evl_fd_watch(l, p[0], EVL_READABLE, 0, nest_cb, &nc, &id), 0);
+  t_wait_ge(&nc.final, 1);
+  CHECK_EQ(atomic_load(&nc.status), EBADF);
   CHECK_EQ(evl_destroy(l), 0);
   close(p[1]);
 }
@@ -155,47 +154,24 @@ static void test_nested_fd(gvl_t *g) {
  * before the data came, and nothing else to wake the loop, one nested
  * evl_step(-1) sees the timer (a pass that polled the still-ready fd
  * ended at once, and it took two). */
-static atomic_int ff_flag, ff_steps, ff_final, ff_marks;
-static int ff_fd;
-static void ff_timer(evl_t *l, void *arg, int status) {
-  (void)l;
-  (void)arg;
-  CHECK_EQ(status, 0);
-  atomic_store(&ff_flag, 1);
-}
-static void ff_cb(evl_t *l, void *arg, int status, unsigned events) {
-  char buf[64];
-  (void)arg;
-  (void)events;
-  if (status != 0) {
-    atomic_store(&ff_final, 1);
-    return;
-  }
-  while (!atomic_load(&ff_flag)) {
-    CHECK_EQ(evl_step(l, -1), 0);
-    atomic_fetch_add(&ff_steps, 1);
-  }
-  while (read(ff_fd, buf, sizeof buf) > 0) {
-  }
-}
-
 static void test_nested_fd_first(gvl_t *g) {
+  static nest_t ff;
   evl_t *l = t_loop(g);
   int p[2];
   evl_id_t id;
   CHECK_EQ(pipe(p), 0);
-  ff_fd = p[0];
-  CHECK_EQ(evl_fd_watch(l, p[0], EVL_READABLE, 0, ff_cb, NULL, &id), 0);
-  CHECK_EQ(evl_timer(l, 500, 0, 0, ff_timer, NULL, NULL), 0);
+  ff.fd = p[0];
+  CHECK_EQ(evl_fd_watch(l, p[0], EVL_READABLE, 0, nest_cb, &ff, &id), 0);
+  CHECK_EQ(evl_timer(l, 500, 0, 0, t_count_ok, &ff.flag, NULL), 0);
   /* Both started, and every wake-up they made read: the post after them
    * ran (its drain, in the wake-up's callback, took the three at once). */
-  CHECK_EQ(evl_post(l, t_count_ok, &ff_marks, NULL), 0);
-  t_wait_ge(&ff_marks, 1);
+  CHECK_EQ(evl_post(l, t_count_ok, &ff.marks, NULL), 0);
+  t_wait_ge(&ff.marks, 1);
   CHECK_EQ(write(p[1], "x", 1), 1);
-  t_wait_ge(&ff_flag, 1);
+  t_wait_ge(&ff.flag, 1);
   CHECK_EQ(evl_cancel(l, id), 0);
-  t_wait_ge(&ff_final, 1);
-  CHECK(atomic_load(&ff_steps) <= 1);   /* 0: the timer came first */
+  t_wait_ge(&ff.final, 1);
+  CHECK(atomic_load(&ff.steps) <= 1);   /* 0: the timer came first */
   CHECK_EQ(evl_destroy(l), 0);
   close(p[0]);
   close(p[1]);
