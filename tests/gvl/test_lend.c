@@ -381,7 +381,10 @@ static void hammer(void) {
 
 static const ks_t FIFO2 = {SCHED_FIFO, 2, 0}, FIFO3 = {SCHED_FIFO, 3, 0};
 static int tb_cpu[2], tb_wtid;
-static atomic_int tb_stage;   /* 2: the spinner holds W's CPU; 3: it may stop */
+static atomic_int tb_stage;   /* 2: the spinner (rt_spin, SCHED_FIFO 3,
+                                 above the booster's 2) holds W's CPU, so
+                                 W cannot run there, lent or not; 3: it
+                                 may stop */
 static tgvl_log_t tb_log;      /* the hook's: READY says the waiter queued */
 
 /* The waiter, on the second CPU, asleep in the queue behind the holder. */
@@ -396,16 +399,26 @@ static void *tb_waiter(void *arg) {
   return arg;
 }
 
-/* SCHED_FIFO 3 on the waiter's CPU, above the booster's FIFO 2: the waiter
- * cannot run there, lent or not, until told to stop (or for 10 s). */
-static void *tb_spinner(void *arg) {
-  tgvl_pin(tb_cpu[1]);
-  CHECK_OK(ks_set_self(FIFO3));
-  atomic_store(&tb_stage, 2);
+/* A real-time thread that keeps a CPU: it sets *stage to 2 once it runs
+ * there, and spins until *stage reaches 3 (or for 10 s, and then makes
+ * a 2 a 4). */
+typedef struct {
+  int cpu;
+  ks_t ks;
+  atomic_int *stage;
+} rt_spin_t;
+
+static void *rt_spin(void *arg) {
+  rt_spin_t *sp = arg;
+  tgvl_pin(sp->cpu);
+  CHECK_OK(ks_set_self(sp->ks));
+  atomic_store(sp->stage, 2);
   uint64_t end = gvl_now_ns() + 10000000000ull;
-  while (atomic_load(&tb_stage) < 3 && gvl_now_ns() < end) {
+  while (atomic_load(sp->stage) < 3 && gvl_now_ns() < end) {
   }
-  return arg;
+  int two = 2;
+  atomic_compare_exchange_strong(sp->stage, &two, 4);
+  return NULL;
 }
 
 static void *tb_booster(void *arg) {
@@ -441,7 +454,8 @@ static void take_back(void) {
   pthread_t w, sp, b;
   tgvl_spawn(&w, tb_waiter, NULL);
   while (tgvl_count(&tb_log, GVL_EV_READY) < 1) tgvl_sleep_us(100);
-  tgvl_spawn(&sp, tb_spinner, NULL);
+  rt_spin_t spin = {tb_cpu[1], FIFO3, &tb_stage};
+  tgvl_spawn(&sp, rt_spin, &spin);
   while (atomic_load(&tb_stage) < 2) tgvl_sleep_us(100);
   CHECK(gvl_call_without(h, tb_region, &b, NULL, NULL) == &b);
   /* Taken back: the waiter is queued again, with its own scheduling. */
@@ -480,19 +494,6 @@ static void *rl_holder(void *arg) {
   return arg;
 }
 
-/* SCHED_FIFO 5 beside the holder until told to stop (or for 10 s). */
-static void *rl_hog(void *arg) {
-  tgvl_pin(rl_cpu[0]);
-  CHECK_OK(ks_set_self(FIFO5));
-  atomic_store(&rl_stage, 2);
-  uint64_t end = gvl_now_ns() + 10000000000ull;
-  while (atomic_load(&rl_stage) < 3 && gvl_now_ns() < end) {
-  }
-  int two = 2;
-  atomic_compare_exchange_strong(&rl_stage, &two, 4);
-  return arg;
-}
-
 /* The holder answers a SCHED_FIFO 10 booster's lend and restores its own
  * scheduling, which lets the hog preempt it at once, in the middle of its
  * restore; the booster's release gives it the GVL back all the same (it
@@ -515,7 +516,8 @@ static void relend(void) {
   tgvl_spawn(&h, rl_holder, NULL);
   while (atomic_load(&rl_stage) < 1) tgvl_sleep_us(100);
   CHECK_OK(ks_set_self(FIFO10));   /* before the hog: it may share our CPU */
-  tgvl_spawn(&x, rl_hog, NULL);
+  rt_spin_t hog = {rl_cpu[0], FIFO5, &rl_stage};   /* beside the holder */
+  tgvl_spawn(&x, rt_spin, &hog);
   while (atomic_load(&rl_stage) < 2) tgvl_sleep_us(100);
   gvl_thread_t *b = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(b);
