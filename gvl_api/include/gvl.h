@@ -489,11 +489,11 @@ GVL_EXPORT void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *),
  * mutex) or wait (a condition) binds it to the caller's GVL until it is
  * destroyed, and the calls of a thread of another GVL get EINVAL.  A
  * thread that blocks releases the GVL and gets it back at its base
- * priority, as gvl_acquire (a boost its hold had is not asked for again); unlock hands the mutex to the first waiter (FIFO)
- * and queues that waiter for the GVL itself, so the waiter is woken holding
- * both, never to find the mutex taken (as any thread waiting for the GVL,
- * it may also be woken to time the holder's slice when it is first in
- * line). */
+ * priority, as gvl_acquire (a boost its hold had is not asked for again);
+ * unlock hands the mutex to the first waiter (FIFO) and queues that waiter
+ * for the GVL itself, so the waiter is woken holding both, never to find
+ * the mutex taken (as any thread waiting for the GVL, it may also be woken
+ * to time the holder's slice when it is first in line). */
 typedef struct gvl__waitq { gvl_thread_t *head, *tail; } gvl__waitq_t;
 
 typedef struct {

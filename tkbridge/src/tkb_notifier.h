@@ -45,8 +45,9 @@ int tkb__ntf_install(void);
  * before the thread's first Tcl call.  The binding ends with the thread's
  * Tcl (Tcl_FinalizeThread), or at tkb__ntf_unbind.  on_stop(arg) is called
  * once, on this thread, when a wait first sees evl_stopping(l) (the bridge
- * cancels running scripts there, so nested vwaits unwind).  Returns 0, EINVAL, EBUSY,
- * ENOTSUP (the integration cannot run in this process) or ENOMEM. */
+ * cancels running scripts there, so nested vwaits unwind).  Returns 0,
+ * EINVAL, EBUSY, ENOTSUP (the integration cannot run in this process) or
+ * ENOMEM. */
 int tkb__ntf_bind(evl_t *l, void (*on_stop)(void *), void *arg);
 
 /* [loop thread] Undo tkb__ntf_bind, before or after Tcl_FinalizeThread():
