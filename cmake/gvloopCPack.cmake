@@ -2,7 +2,9 @@
 # Debian packages, split as Debian splits a library:  cpack -G DEB  (in the
 # build tree; configure with -DCMAKE_INSTALL_PREFIX=/usr for a system
 # package).  One package per install component (cmake/gvloopInstall.cmake):
-#   libgvl0 libevloop0 libtkbridge0   the shared libraries, one per SONAME
+#   libgvl0.2 libevloop0.2 libtkbridge0.2
+#                                     the shared libraries, one per SONAME
+#                                     (named after it: libgvl.so.0.2 -> libgvl0.2)
 #   libgvloop-dev                     headers, static libraries, .pc files,
 #                                     the CMake package, man(3) pages
 #   tcl-gvloop                        the gvloop Tcl package for tclsh/wish
@@ -18,7 +20,7 @@ set(CPACK_PACKAGE_CONTACT "The gvloop authors <gvloop@localhost>")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 # No CPACK_PACKAGE_DESCRIPTION_SUMMARY: each package's description below
 # starts with its own synopsis line, as Debian's do.
-set(_about "gvloop is a fair global VM lock, an event loop outside it and a Tcl/Tk bridge for language runtimes with a GVL.")
+set(_about "gvloop is a fair global VM lock, an event loop outside it and a Tcl/Tk\nbridge for language runtimes with a GVL.")
 set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_GENERATOR DEB)
 # Package what was configured (the Tcl package directory and the .pc files
@@ -32,31 +34,40 @@ set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")
 # dpkg-shlibdeps must find gvloop's own libraries in the staging tree.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS
-    "${CMAKE_BINARY_DIR}/gvl_api;${CMAKE_BINARY_DIR}/evloop;${CMAKE_BINARY_DIR}/tkbridge")
+    "${PROJECT_BINARY_DIR}/gvl_api;${PROJECT_BINARY_DIR}/evloop;${PROJECT_BINARY_DIR}/tkbridge")
 
-set(_v "${PROJECT_VERSION}")
-set(CPACK_DEBIAN_GVL_PACKAGE_NAME libgvl0)
-set(CPACK_DEBIAN_EVLOOP_PACKAGE_NAME libevloop0)
-set(CPACK_DEBIAN_TKBRIDGE_PACKAGE_NAME libtkbridge0)
+# A Debian revision, as for any packaged upstream release (lintian reads a
+# version without one as a native Debian package's).
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+set(_v "${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE}")
+set(_gvl libgvl${GVLOOP_SOVERSION})
+set(_evl libevloop${GVLOOP_SOVERSION})
+set(_tkb libtkbridge${GVLOOP_SOVERSION})
+set(CPACK_DEBIAN_GVL_PACKAGE_NAME ${_gvl})
+set(CPACK_DEBIAN_EVLOOP_PACKAGE_NAME ${_evl})
+set(CPACK_DEBIAN_TKBRIDGE_PACKAGE_NAME ${_tkb})
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libgvloop-dev)
 set(CPACK_DEBIAN_TCLPKG_PACKAGE_NAME tcl-gvloop)
 set(CPACK_DEBIAN_SHELLS_PACKAGE_NAME gvloop-shells)
 set(CPACK_DEBIAN_OCAML_PACKAGE_NAME libgvloop-ocaml-dev)
-set(CPACK_DEBIAN_EVLOOP_PACKAGE_DEPENDS "libgvl0 (= ${_v})")
-set(CPACK_DEBIAN_TKBRIDGE_PACKAGE_DEPENDS "libevloop0 (= ${_v})")
+# The package names, for tests/install/check_deb.sh.
+file(WRITE ${PROJECT_BINARY_DIR}/deb/packages
+     "${_gvl} ${_evl} ${_tkb} libgvloop-dev tcl-gvloop gvloop-shells\n")
+set(CPACK_DEBIAN_EVLOOP_PACKAGE_DEPENDS "${_gvl} (= ${_v})")
+set(CPACK_DEBIAN_TKBRIDGE_PACKAGE_DEPENDS "${_evl} (= ${_v})")
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "libgvl0 (= ${_v}), libevloop0 (= ${_v}), libtkbridge0 (= ${_v}), libuv1-dev (>= 1.30), tcl8.6-dev, tk8.6-dev, libx11-dev")
+    "${_gvl} (= ${_v}), ${_evl} (= ${_v}), ${_tkb} (= ${_v}), libuv1-dev (>= 1.30), tcl8.6-dev, tk8.6-dev, libx11-dev")
 set(CPACK_DEBIAN_TCLPKG_PACKAGE_SECTION interpreters)
-set(CPACK_DEBIAN_TCLPKG_PACKAGE_DEPENDS "libevloop0 (= ${_v}), libgvl0 (= ${_v}), tcl8.6")
+set(CPACK_DEBIAN_TCLPKG_PACKAGE_DEPENDS "${_evl} (= ${_v}), ${_gvl} (= ${_v}), tcl8.6")
 set(CPACK_DEBIAN_TCLPKG_PACKAGE_SUGGESTS "tk8.6")
 set(CPACK_DEBIAN_SHELLS_PACKAGE_SECTION interpreters)
-set(CPACK_DEBIAN_SHELLS_PACKAGE_DEPENDS "libtkbridge0 (= ${_v}), libevloop0 (= ${_v}), libgvl0 (= ${_v})")
+set(CPACK_DEBIAN_SHELLS_PACKAGE_DEPENDS "${_tkb} (= ${_v}), ${_evl} (= ${_v}), ${_gvl} (= ${_v})")
 # The runtime libraries refresh the linker cache through dpkg's ldconfig
 # trigger, as Debian's libraries do (Policy 8.1.1).
-file(WRITE ${CMAKE_BINARY_DIR}/deb/triggers "activate-noawait ldconfig\n")
+file(WRITE ${PROJECT_BINARY_DIR}/deb/triggers "activate-noawait ldconfig\n")
 foreach(_c GVL EVLOOP TKBRIDGE)
-  set(CPACK_DEBIAN_${_c}_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/deb/triggers)
+  set(CPACK_DEBIAN_${_c}_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/deb/triggers)
 endforeach()
 # Self-contained (libgvl is linked in statically); tied to the compiler and
 # labltk it was built with (hosts/ocaml).
@@ -67,16 +78,25 @@ unset(_ocaml_deps)
 set(CPACK_DEBIAN_GVL_DESCRIPTION "gvloop's GVL: a fair global VM lock with priority acquire (libgvl)\n${_about}")
 set(CPACK_DEBIAN_EVLOOP_DESCRIPTION "gvloop's event loop: libuv on its own thread, outside the GVL (libevloop)\n${_about}")
 set(CPACK_DEBIAN_TKBRIDGE_DESCRIPTION "gvloop's Tcl/Tk bridge: Tk on the evloop's loop thread (libtkbridge)\n${_about}")
-set(CPACK_DEBIAN_DEV_DESCRIPTION "gvloop: headers, static libraries, pkg-config files, CMake package, man pages and the gvl-trace converter\n${_about}")
+set(CPACK_DEBIAN_DEV_DESCRIPTION "gvloop: development files (headers, static libraries, man pages)\nHeaders, static libraries, pkg-config files, the CMake package, man(3)\npages and the gvl-trace converter.\n${_about}")
 set(CPACK_DEBIAN_TCLPKG_DESCRIPTION "gvloop Tcl package: gvloop's event loop under stock tclsh and wish\n${_about}")
 set(CPACK_DEBIAN_SHELLS_DESCRIPTION "gvwish and gvtclsh: wish and tclsh on gvloop's Tcl/Tk bridge\n${_about}")
 set(CPACK_DEBIAN_OCAML_DESCRIPTION "OCaml threads on gvloop's GVL: findlib packages gvloop.threads and gvloop.labltk\n${_about}")
 unset(_v)
 unset(_about)
 
-# Debian wants each package's licence at /usr/share/doc/<package>/copyright.
+# Debian wants each package's licence at /usr/share/doc/<package>/copyright,
+# the upstream changelog beside it and a Debian changelog for the revision
+# (dated SOURCE_DATE_EPOCH when set, for reproducible packages).
 if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
-  foreach(_c gvl:gvl:libgvl0 evloop:evloop:libevloop0 tkbridge:tkbridge:libtkbridge0
+  string(TIMESTAMP _date "%a, %d %b %Y %H:%M:%S +0000" UTC)
+  file(WRITE ${PROJECT_BINARY_DIR}/deb/changelog.Debian
+       "gvloop (${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE}) unstable; urgency=medium\n\n"
+       "  * Packaged from the gvloop ${PROJECT_VERSION} sources by CPack\n"
+       "    (cmake/gvloopCPack.cmake).\n\n"
+       " -- ${CPACK_PACKAGE_CONTACT}  ${_date}\n")
+  unset(_date)
+  foreach(_c gvl:gvl:${_gvl} evloop:evloop:${_evl} tkbridge:tkbridge:${_tkb}
              dev:gvl:libgvloop-dev tclpkg:gvloop_tcl:tcl-gvloop shells:gvwish:gvloop-shells
              ocaml:gvloop_ocaml_threads:libgvloop-ocaml-dev)
     string(REPLACE ":" ";" _c ${_c})
@@ -88,6 +108,8 @@ if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
               RENAME copyright COMPONENT ${_comp})
       install(FILES ${PROJECT_SOURCE_DIR}/CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${_pkg}
               RENAME changelog COMPONENT ${_comp})
+      install(FILES ${PROJECT_BINARY_DIR}/deb/changelog.Debian
+              DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${_pkg} COMPONENT ${_comp})
     endif()
   endforeach()
 endif()

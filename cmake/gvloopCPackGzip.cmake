@@ -8,7 +8,7 @@ file(GLOB_RECURSE _files LIST_DIRECTORIES false "${CPACK_TEMPORARY_INSTALL_DIREC
 set(_n 0)
 foreach(_f IN LISTS _files)
   if(IS_SYMLINK "${_f}" OR _f MATCHES "\\.gz$" OR
-     NOT _f MATCHES "/share/man/man[^/]+/[^/]+$|/share/doc/[^/]+/changelog$")
+     NOT _f MATCHES "/share/man/man[^/]+/[^/]+$|/share/doc/[^/]+/changelog(\\.Debian)?$")
     continue()
   endif()
   math(EXPR _n "${_n} + 1")

@@ -33,7 +33,7 @@ foreach(rel IN LISTS files)
   endif()
   # gvloop's own folders: the file's folder or the one above it, when one
   # of the two is named after gvloop or one of its packages (cmake/gvloop,
-  # tcltk/gvloop0.1, doc/libgvl0, ocaml/.../gvloop/threads).
+  # tcltk/gvloop0.2.0, doc/libgvl0.2, ocaml/.../gvloop/threads).
   get_filename_component(d1 "${rel}" DIRECTORY)
   get_filename_component(d2 "${d1}" DIRECTORY)
   get_filename_component(b1 "${d1}" NAME)

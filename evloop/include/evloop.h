@@ -86,9 +86,9 @@ extern "C" {
 /* Version of this header (the project's; semantic versioning).
  * evl_version() and evl_version_string() give the library's. */
 #define EVL_VERSION_MAJOR 0
-#define EVL_VERSION_MINOR 1
+#define EVL_VERSION_MINOR 2
 #define EVL_VERSION_PATCH 0
-#define EVL_VERSION_STRING "0.1.0"
+#define EVL_VERSION_STRING "0.2.0"
 #define EVL_VERSION_HEX \
   ((EVL_VERSION_MAJOR << 16) | (EVL_VERSION_MINOR << 8) | EVL_VERSION_PATCH)
 

@@ -89,9 +89,9 @@ extern "C" {
 /* Version of this header (the project's; semantic versioning).
  * gvl_version() and gvl_version_string() give the library's. */
 #define GVL_VERSION_MAJOR 0
-#define GVL_VERSION_MINOR 1
+#define GVL_VERSION_MINOR 2
 #define GVL_VERSION_PATCH 0
-#define GVL_VERSION_STRING "0.1.0"
+#define GVL_VERSION_STRING "0.2.0"
 #define GVL_VERSION_HEX \
   ((GVL_VERSION_MAJOR << 16) | (GVL_VERSION_MINOR << 8) | GVL_VERSION_PATCH)
 

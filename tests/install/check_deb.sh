@@ -11,7 +11,7 @@
 set -euo pipefail
 src=$(cd "$1" && pwd) build=$(cd "$2" && pwd)
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
-pkgs=(libgvl0 libevloop0 libtkbridge0 libgvloop-dev tcl-gvloop gvloop-shells)
+read -r -a pkgs <"$build/deb/packages"   # named after the SONAMEs (cmake/gvloopCPack.cmake)
 ocaml=()
 if [ -f "$build/hosts/ocaml/findlib/gvloop/META" ]; then
   pkgs+=(libgvloop-ocaml-dev)

@@ -88,9 +88,9 @@ extern "C" {
 /* Version of this header (the project's; semantic versioning).
  * tkb_version() and tkb_version_string() give the library's. */
 #define TKB_VERSION_MAJOR 0
-#define TKB_VERSION_MINOR 1
+#define TKB_VERSION_MINOR 2
 #define TKB_VERSION_PATCH 0
-#define TKB_VERSION_STRING "0.1.0"
+#define TKB_VERSION_STRING "0.2.0"
 #define TKB_VERSION_HEX \
   ((TKB_VERSION_MAJOR << 16) | (TKB_VERSION_MINOR << 8) | TKB_VERSION_PATCH)
 

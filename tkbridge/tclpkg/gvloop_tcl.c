@@ -30,7 +30,7 @@
 #include "tkb_tclcmd.h"
 
 #ifndef GVLOOP_TCL_PKG_VERSION
-#define GVLOOP_TCL_PKG_VERSION "0.1.0"
+#define GVLOOP_TCL_PKG_VERSION "0.2.0"
 #endif
 #define GVT_ASSOC "gvloop"
 

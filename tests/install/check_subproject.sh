@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# check_subproject.sh SRC_DIR [CC]: build gvloop inside another project
+# (tests/install/subproject: add_subdirectory) in a fresh build tree, run
+# what the parent built against it, and check that gvloop left the parent's
+# build tree without tests or packaging of its own.
+set -euo pipefail
+src=$(cd "$1" && pwd) cc=${2:-cc}
+tmp=$(mktemp -d /tmp/gvloop-subproject.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+CC=$cc cmake -S "$src/tests/install/subproject" -B "$tmp/b" -DGVLOOP_SRC="$src" >"$tmp/cfg.log" 2>&1 || { cat "$tmp/cfg.log" >&2; exit 1; }
+targets=(parent_gvl)
+[ -f "$tmp/b/gvloop/evloop/Makefile" ] && targets+=(parent_evloop)
+built=("${targets[@]}")   # run below; parent_tkbridge needs a display: built only
+[ -f "$tmp/b/gvloop/tkbridge/Makefile" ] && built+=(parent_tkbridge)
+cmake --build "$tmp/b" -j2 --target "${built[@]}" >"$tmp/build.log" 2>&1 ||
+  { tail -30 "$tmp/build.log" >&2; exit 1; }
+for t in "${targets[@]}"; do
+  out=$("$tmp/b/$t")
+  echo "ok   $t: $out"
+done
+if [ -e "$tmp/b/CTestTestfile.cmake" ] || [ -e "$tmp/b/gvloop/tests" ] || [ -e "$tmp/b/CPackConfig.cmake" ]; then
+  echo "FAIL gvloop added tests or packaging to the parent's build tree" >&2
+  exit 1
+fi
+echo "subproject ok"
