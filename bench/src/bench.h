@@ -66,6 +66,9 @@ void bench_rt_self_once(void);
 extern const bench_gvl_ops_t bench_simple_mutex_ops;
 extern const bench_gvl_ops_t bench_cond_timer_ops;
 extern const bench_gvl_ops_t bench_cpython_ops;
+/* The convoy's floor: the least a lock that hands over at safe points
+ * costs (variant_token.c); the convoy case only. */
+extern const bench_gvl_ops_t bench_token_ops;
 
 /* Boosted priority the workloads use for "event" acquisitions. */
 #define BENCH_PRIO_BOOST 10

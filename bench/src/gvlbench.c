@@ -34,6 +34,7 @@
 #define V_NOIA 0x08u
 #define V_FLOOR 0x10u    /* the floor: the raw handoff, no lock            */
 #define V_RT 0x20u       /* gvloop-rt, nogvl-rt: only when asked by name    */
+#define V_TOKEN 0x40u    /* token: the convoy's floor                       */
 
 typedef struct {
   const char *name;
@@ -54,7 +55,7 @@ static const case_t cases[] = {
     {"dispatch", bench_case_dispatch, V_CORE | V_NOGVL | V_NOBOOST | V_RT},
     {"fairness", bench_case_fairness, V_CORE | V_NOGVL},
     {"starvation", bench_case_starvation, V_CORE | V_NOBOOST},
-    {"convoy", bench_case_convoy, V_CORE | V_NOGVL | V_NOIA},
+    {"convoy", bench_case_convoy, V_CORE | V_NOGVL | V_NOIA | V_TOKEN},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
@@ -70,6 +71,7 @@ static const variant_t variants[] = {
     {&bench_gvloop_noia_ops, V_NOIA},    {&bench_nogvl_ops, V_NOGVL},
     {&bench_simple_mutex_ops, V_CORE},   {&bench_cond_timer_ops, V_CORE},
     {&bench_cpython_ops, V_CORE},        {&bench_floor_ops, V_FLOOR},
+    {&bench_token_ops, V_TOKEN},
     {&bench_gvloop_rt_ops, V_RT},        {&bench_nogvl_rt_ops, V_RT},
 };
 #define NVARIANTS (sizeof variants / sizeof variants[0])
