@@ -49,9 +49,12 @@
  *              the call still runs on the loop thread, and the interrupt
  *              stays pending for the thread's next gvl_check_ints
  *   ENOMEM     allocation failure
- *   EPERM      the evloop was not set up with tkb_evl_config
- *   ENOTSUP    Tk could not be initialised (e.g. no display); Tk's own
- *              message is in tkb_errmsg()
+ *   EPERM      the evloop was not set up with tkb_evl_config, or is
+ *              attached (evl_attach), or the call was made on a thread the
+ *              call's rule excludes
+ *   ENOTSUP    Tk could not be initialised (e.g. no display; or on a new
+ *              thread after one that ran Tk ended, see tkb_start); Tk's or
+ *              the bridge's message is in tkb_errmsg()
  *
  * Thread rules beside each call:
  *   [any]          any thread, GVL held or not (it is released while waiting)
@@ -185,9 +188,14 @@ TKB_EXPORT int tkb_evl_config(evl_config_t *ec);
  * thread and wait until it is ready; cfg may be NULL.  On success *out is
  * the bridge.  EPERM: l not set up with tkb_evl_config, or set up so but
  * attached (evl_attach: no driver runs Tcl there; see tkb_notifier_bind
- * for Tcl in a host's own loop); ENOTSUP: Tk_Init
- * failed (no display); TKB_ETCL: Tcl_Init failed; ECANCELED: l is
- * stopping.  On failure tkb_errmsg() tells why in words (Tcl's or Tk's own
+ * for Tcl in a host's own loop); ENOTSUP: Tk_Init failed (no display), or
+ * Tk was asked for on a loop thread that has not run it while another loop
+ * thread that ran Tk has ended: Tk 8.6 does not set its X display up again
+ * safely on a new thread (the third such thread makes Xlib exit the
+ * process, as with stock tclsh and Thread-package threads), so a process
+ * keeps Tk on the loop threads that have it (many bridges in turn on one
+ * evloop are fine, and so are Tk bridges on several evloops at once);
+ * TKB_ETCL: Tcl_Init failed; ECANCELED: l is stopping.  On failure tkb_errmsg() tells why in words (Tcl's or Tk's own
  * message when they failed).  An interrupt (gvl_thread_interrupt) does not
  * end the wait: it stays pending, and the call returns the bridge. */
 TKB_EXPORT int tkb_start(evl_t *l, const tkb_config_t *cfg, tkb_t **out);
@@ -222,7 +230,9 @@ TKB_EXPORT int tkb_stop(tkb_t *tk);
  * tk must not be used afterwards; a second tkb_destroy (or a tkb_stop) of
  * it returns EINVAL, as does a pointer tkb_start never returned.  (A
  * bridge started later may get the same address: the check cannot tell
- * that one apart.) */
+ * that one apart.)  So no other thread may be calling into tk when
+ * tkb_destroy begins: stop it first (tkb_stop, after which their calls
+ * fail with ECANCELED), let them finish, then destroy it. */
 TKB_EXPORT int tkb_destroy(tkb_t *tk);
 
 /* [any] Evaluate script at global level and wait for it.  With result

@@ -24,6 +24,8 @@
 static _Thread_local tkb__drv_t *tls_drv;
 
 static pthread_once_t tcl_once = PTHREAD_ONCE_INIT;
+/* Set once a loop thread that ran Tk has finalized it (tkb__driver). */
+static atomic_int tk_ended;
 
 /* Bridges handed out by tkb_start and not freed yet, so that tkb_stop and
  * tkb_destroy can refuse a handle that was destroyed (EINVAL) instead of
@@ -161,13 +163,42 @@ void tkb__mark_stopped(tkb_t *tk) {
   pthread_mutex_unlock(&tk->mu);
 }
 
-/* Move RUNNING to STOPPING and ask running scripts to unwind.  Tcl_CancelEval
- * is thread-safe (it marks an async handler of the interp's thread). */
+/* Tcl's own, in its internal stubs table (tclInt.decls, TIP 285) and
+ * exported by libtcl8.6: clears an interp's cancel flags. */
+extern int TclResetCancellation(Tcl_Interp *interp, int force);
+
+/* Stopping a bridge cancels the script that runs in its interp, so that a
+ * long one ends, with TCL_CANCEL_UNWIND: from the loop thread, at the next
+ * async point, by quiet_proc, which begin_stop marks (Tcl_AsyncMark is
+ * thread-safe).  The cancel stays set after that script has unwound, and
+ * often the script was one of Tk's idle handlers, whose error Tk reports as
+ * a background error: Tcl's report would then fail to call the handler in
+ * the cancelled interp as well, and print both on stderr (errors in a
+ * stopping bridge are meant to be dropped, bgerror_cmd).  So the cancel is
+ * made with an idle call queued before it, which clears it once the
+ * cancelled script is back in an event loop, ahead of any report (idle
+ * calls run in order); the teardown that follows cancels again itself. */
+static void uncancel_idle(ClientData cd) {
+  tkb_t *tk = cd;
+  if (tk->interp) TclResetCancellation(tk->interp, 1);
+}
+
+static int quiet_proc(ClientData cd, Tcl_Interp *running, int code) {
+  tkb_t *tk = cd;
+  (void)running;
+  if (tk->interp) {
+    Tcl_DoWhenIdle(uncancel_idle, tk);
+    Tcl_CancelEval(tk->interp, NULL, NULL, TCL_CANCEL_UNWIND);
+  }
+  return code;
+}
+
+/* Move RUNNING to STOPPING and have a running script unwind (quiet_proc). */
 static void begin_stop(tkb_t *tk) {
   pthread_mutex_lock(&tk->mu);
   if (tk->state == TKB_ST_RUNNING) {
     tk->state = TKB_ST_STOPPING;
-    if (tk->interp) Tcl_CancelEval(tk->interp, NULL, NULL, TCL_CANCEL_UNWIND);
+    if (tk->interp) Tcl_AsyncMark(tk->quiet);
   }
   pthread_mutex_unlock(&tk->mu);
 }
@@ -251,9 +282,15 @@ static int boot_interp(tkb_t *tk, Tcl_Interp *ip, char **msg) {
 int tkb__boot(tkb_t *tk, char **msg) {
   tkb__drv_t *d = tls_drv;
   if (d == NULL || d->l != tk->l) {
-    *msg = tkb__strdup("evloop not set up with tkb_evl_config");
+    *msg = tkb__strdup(TKB__NO_DRIVER_MSG);
     tkb__mark_stopped(tk);
     return EPERM;
+  }
+  if (!tk->cfg.no_tk && !d->had_tk && atomic_load(&tk_ended)) {
+    *msg = tkb__strdup("Tk cannot start on a new thread once a thread that ran it has "
+                       "ended (Tk 8.6 does not set up its X display again safely)");
+    tkb__mark_stopped(tk);
+    return ENOTSUP;
   }
   pthread_once(&tcl_once, tcl_once_fn);
   Tcl_Interp *ip = Tcl_CreateInterp();
@@ -266,8 +303,11 @@ int tkb__boot(tkb_t *tk, char **msg) {
     tkb__mark_stopped(tk);
     return rc;
   }
+  if (!tk->cfg.no_tk) d->had_tk = 1;
+  Tcl_AsyncHandler quiet = Tcl_AsyncCreate(quiet_proc, tk);
   pthread_mutex_lock(&tk->mu);
   tk->interp = ip;
+  tk->quiet = quiet;
   pthread_mutex_unlock(&tk->mu);
   tkb__ref(tk); /* the driver's list */
   tk->next = d->bridges;
@@ -301,6 +341,9 @@ void tkb__teardown(tkb_t *tk) {
   tk->interp = NULL; /* no other thread may use it from here on */
   pthread_mutex_unlock(&tk->mu);
   if (ip != NULL) {
+    Tcl_AsyncDelete(tk->quiet);  /* begin_stop marks it only with interp set */
+    tk->quiet = NULL;
+    Tcl_CancelIdleCall(uncancel_idle, tk);
     Tcl_CancelEval(ip, NULL, NULL, TCL_CANCEL_UNWIND);
     tkb__call_cancel_queued(tk);
     Tcl_DeleteInterp(ip);
@@ -339,7 +382,7 @@ static void traced_one_event(evl_t *l) {
 
 static void tkb__driver(evl_t *l, void *arg) {
   (void)arg;
-  tkb__drv_t d = {l, 0, NULL};
+  tkb__drv_t d = {.l = l};
   if (tkb__ntf_install() != 0 || tkb__ntf_bind(l, drv_on_stop, &d) != 0) {
     while (!evl_stopping(l)) evl_step(l, -1);
     return;
@@ -356,6 +399,11 @@ static void tkb__driver(evl_t *l, void *arg) {
   }
   if (d.tcl_live) {
     tkb__call_cancel_queued(NULL);
+    /* Tk closes its X display here.  Brought up again on another thread
+     * afterwards, Tk 8.6 can make Xlib exit the process (an X error from
+     * XRenderQueryFormats on the third such thread; tclsh8.6 with Thread-
+     * package threads does the same): tkb__boot refuses it from now on. */
+    if (d.had_tk) atomic_store(&tk_ended, 1);
     Tcl_FinalizeThread();
   }
   tls_drv = NULL;
@@ -615,8 +663,8 @@ const char *tkb_strerror(int err) {
   switch (err) {
     case TKB_ETCL: return "Tcl error (the message is the script's result)";
     case TKB_ENOCMD: return "no such host command (not created with tkb_command_create)";
-    case EPERM: return "the evloop was not set up with tkb_evl_config";
-    case ENOTSUP: return "Tk could not be initialised (no display?)";
+    case EPERM: return "the evloop was not set up with tkb_evl_config, or is attached, or wrong thread";
+    case ENOTSUP: return "Tk could not be initialised (no display, or Tk ended on another thread)";
     case ECANCELED: return "cancelled: the bridge stopped before the call ran";
     default: return evl_strerror(err);
   }

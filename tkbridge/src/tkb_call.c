@@ -272,7 +272,7 @@ static void post_cb(evl_t *l, void *arg, int status) {
     tkb__call_finish(c, ECANCELED, NULL);
   } else if (d == NULL || d->l != l) {
     if (control) tkb__mark_stopped(c->tk);
-    tkb__call_finish(c, EPERM, "evloop not set up with tkb_evl_config");
+    tkb__call_finish(c, EPERM, TKB__NO_DRIVER_MSG);
   } else if (!d->tcl_live) {
     exec_call(c);
   } else {

@@ -24,9 +24,14 @@
 enum { TKB_ST_RUNNING = 1, TKB_ST_STOPPING, TKB_ST_STOPPED };
 
 /* Per-loop-thread driver state (lives on the driver's stack). */
+/* tkb_errmsg of an EPERM from tkb_start on an evloop no driver runs Tcl on. */
+#define TKB__NO_DRIVER_MSG \
+  "evloop not set up with tkb_evl_config, or attached (evl_attach): no driver runs Tcl there"
+
 typedef struct tkb__drv_s {
   evl_t *l;
   int tcl_live;           /* Tcl is initialised; Tcl_DoOneEvent drives    */
+  int had_tk;             /* Tk was brought up on this thread             */
   struct tkb_s *bridges;  /* running bridges on this thread               */
 } tkb__drv_t;
 
@@ -42,6 +47,8 @@ struct tkb_s {
   char **argv_copy;
 
   Tcl_Interp *interp;     /* loop thread; guarded by mu for Tcl_CancelEval */
+  Tcl_AsyncHandler quiet; /* the loop thread's, with interp: begin_stop
+                             marks it to cancel a running script          */
   struct tkb_s *next;     /* in tkb__drv_t.bridges (loop thread)           */
   struct tkb_s *live_next;/* in the list of live bridges; guarded by live_mu */
   int destroyed;          /* tkb_destroy was called; guarded by live_mu    */
