@@ -2,7 +2,7 @@
 # Install helpers shared by the layers' CMakeLists.txt.
 #
 # Components (CPack turns each into one .deb, see cmake/gvloopCPack.cmake):
-#   gvl, evloop, tkbridge   the shared libraries (libgvl0, libevloop0, libtkbridge0)
+#   gvl, evloop, tkbridge   the shared libraries (libgvl0.2, libevloop0.2, libtkbridge0.2)
 #   dev                     headers, static libraries, .so links, .pc files,
 #                           the CMake package, man(3) pages (libgvloop-dev)
 #   tclpkg                  the gvloop Tcl package (tcl-gvloop)
