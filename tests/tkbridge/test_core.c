@@ -849,6 +849,64 @@ static void t_stop_busy(void) {
   }
 }
 
+/* Stopping bridge A while a script of A runs one of bridge B (the same loop
+ * thread) through a host command, B loops on `update idletasks`, and A
+ * then loops without entering the event loop: A must still unwind.  The
+ * idle call that clears a stop's cancel (tkb_bridge.c, uncancel_idle) ran
+ * in B's `update idletasks` with A's script still on the stack and cleared
+ * A's cancel; the STOP call, a Tcl event, never ran, and tkb_stop waited
+ * for ever.  The wait here is bounded only to fail instead of hanging. */
+static tkb_t *nested_b;
+
+static int call_b_cmd(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                      tkb_result_t *res) {
+  (void)tk;
+  (void)arg;
+  (void)res;
+  CHECK(argc == 2);
+  return tkb_eval(nested_b, argv[1], NULL) == 0 ? 0 : EIO;
+}
+
+typedef struct {
+  tkb_t *tk;
+  atomic_int done;
+} stopper_t;
+
+static void *stopper(void *arg) {
+  stopper_t *s = arg;
+  CHECK_RC(tkb_stop(s->tk), 0);
+  atomic_store(&s->done, 1);
+  return NULL;
+}
+
+static void t_stop_nested_idle(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  tkb_config_t tc;
+  memset(&tc, 0, sizeof tc);
+  tc.no_tk = 1;
+  CHECK_RC(tkb_start(f.l, &tc, &nested_b), 0);
+  CHECK_RC(tkb_command_create(f.tk, "callb", call_b_cmd, NULL), 0);
+  CHECK_RC(tkb_command_create(nested_b, "mark", count_cmd, &busy_started), 0);
+  atomic_store(&busy_started, 0);
+  busy_eval_t b = {f.tk,
+                   "callb {mark; for {set i 0} {$i < 50} {incr i} {after 10; update idletasks}}\n"
+                   "while 1 {}",
+                   -1};
+  pthread_t th, st;
+  CHECK(pthread_create(&th, NULL, busy_eval, &b) == 0);
+  while (!atomic_load(&busy_started)) usleep(1000);
+  stopper_t s = {f.tk, 0};
+  CHECK(pthread_create(&st, NULL, stopper, &s) == 0);
+  for (int i = 0; i < 30000 && !atomic_load(&s.done); i++) usleep(1000);
+  CHECK(atomic_load(&s.done));
+  CHECK(pthread_join(st, NULL) == 0);
+  CHECK(pthread_join(th, NULL) == 0);
+  CHECK_RC(b.rc, TKB_ETCL);
+  CHECK_RC(tkb_destroy(nested_b), 0);
+  fx_stop(&f);
+}
+
 /* A host command that stops its own bridge, and notes whether the interp
  * was gone when tkb_stop returned (1: still there; -1: not run yet). */
 static atomic_int interp_after_stop = -1;
@@ -1797,6 +1855,7 @@ static const tcase_t cases[] = {
     {"start_race", t_start_race},
     {"stop_twice", t_stop_twice},
     {"stop_busy", t_stop_busy},
+    {"stop_nested_idle", t_stop_nested_idle},
     {"bind_after_finalize", t_bind_after_finalize},
     {"errmsg_long", t_errmsg_long},
     {"start_interrupt", t_start_interrupt},

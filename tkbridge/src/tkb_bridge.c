@@ -176,11 +176,17 @@ extern int TclResetCancellation(Tcl_Interp *interp, int force);
  * the cancelled interp as well, and print both on stderr (errors in a
  * stopping bridge are meant to be dropped, bgerror_cmd).  So the cancel is
  * made with an idle call queued before it, which clears it once the
- * cancelled script is back in an event loop, ahead of any report (idle
- * calls run in order); the teardown that follows cancels again itself. */
+ * cancelled script has unwound, ahead of any report (idle calls run in
+ * order); the teardown that follows cancels again itself. */
 static void uncancel_idle(ClientData cd) {
   tkb_t *tk = cd;
-  if (tk->interp) TclResetCancellation(tk->interp, 1);
+  /* Not while a script of the interp is on the stack: it still has to
+   * unwind.  The idle call can run in an event loop nested in another
+   * interp's script that this one called, and a teardown may never come to
+   * cancel it again (an `update idletasks` loop does not run the STOP
+   * call).  Then the cancel stays until the teardown; the idle call is not
+   * queued again, which would keep `update idletasks` from ever ending. */
+  if (tk->interp && !Tcl_InterpActive(tk->interp)) TclResetCancellation(tk->interp, 1);
 }
 
 static int quiet_proc(ClientData cd, Tcl_Interp *running, int code) {
