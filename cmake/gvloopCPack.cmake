@@ -113,6 +113,9 @@ if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
     endif()
   endforeach()
 endif()
+unset(_gvl)
+unset(_evl)
+unset(_tkb)
 # Binaries ship stripped, as Debian's do (the build type keeps debug info in
 # the build tree).
 set(CPACK_STRIP_FILES ON)

@@ -27,7 +27,8 @@ typedef struct tk_gvl tk_gvl_t;
 
 typedef struct {
   tk_gvl_t *g;
-  uint64_t since;      /* when it took the lock (for the turn), holder only */
+  uint64_t since;      /* holder only: its first look at the clock since it
+                          took the lock (0: none yet), for the turn      */
   unsigned checks;     /* safe points since the last clock read             */
 } tk_thread_t;
 

@@ -23,11 +23,11 @@
 
 enum { TKB_ST_RUNNING = 1, TKB_ST_STOPPING, TKB_ST_STOPPED };
 
-/* Per-loop-thread driver state (lives on the driver's stack). */
 /* tkb_errmsg of an EPERM from tkb_start on an evloop no driver runs Tcl on. */
 #define TKB__NO_DRIVER_MSG \
   "evloop not set up with tkb_evl_config, or attached (evl_attach): no driver runs Tcl there"
 
+/* Per-loop-thread driver state (lives on the driver's stack). */
 typedef struct tkb__drv_s {
   evl_t *l;
   int tcl_live;           /* Tcl is initialised; Tcl_DoOneEvent drives    */
@@ -46,7 +46,8 @@ struct tkb_s {
   tkb_config_t cfg;       /* copied strings, freed with tk                 */
   char **argv_copy;
 
-  Tcl_Interp *interp;     /* loop thread; guarded by mu for Tcl_CancelEval */
+  Tcl_Interp *interp;     /* loop thread; set and cleared under mu, which
+                             begin_stop holds to mark quiet only while set */
   Tcl_AsyncHandler quiet; /* the loop thread's, with interp: begin_stop
                              marks it to cancel a running script          */
   struct tkb_s *next;     /* in tkb__drv_t.bridges (loop thread)           */
