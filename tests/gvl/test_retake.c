@@ -21,6 +21,7 @@
  * Run with a case name to run just that case.
  */
 #include "tgvl.h"
+#include "gvl_int.h"   /* white box: g->mu, see on_usr1 */
 
 #include <signal.h>
 #include <sys/syscall.h>
@@ -30,13 +31,28 @@ static atomic_uint nready;          /* GVL_EV_READY seen (threads queued) */
 static gvl_thread_t *_Atomic ready_last;
 static int hold_pipe[2];            /* the handler reads one byte from it */
 static atomic_int in_handler;
+static atomic_int declined;         /* the handler found g->mu held */
 static atomic_int order[4], norder;
 static int again_prio;              /* region_around(RELEASE): the acquire's */
 static unsigned again_after_us;     /* ... and a sleep before it, if not 0 */
 
+/* Freeze the thread only where it holds no lock of the GVL's.  The kernel
+ * runs the handler at once, in the thread's park (queue_waiter saw it
+ * asleep); TSan defers it to the thread's next atomic operation or
+ * intercepted call, which may be inside g->mu (timer_tick reads the clock
+ * there), and frozen there the thread would stop every other.  g->mu free
+ * proves the thread does not hold it; held, by anyone, the handler declines
+ * and freeze() signals again.  (The portable park waits in
+ * pthread_cond_wait, where TSan runs handlers at once.) */
 static void on_usr1(int sig) {
   char c;
   (void)sig;
+#ifdef GVL__PARK_FUTEX
+  if (atomic_load(&g->mu.v) != 0) {
+    atomic_store(&declined, 1);
+    return;
+  }
+#endif
   atomic_store(&in_handler, 1);
   while (read(hold_pipe[0], &c, 1) < 0 && errno == EINTR) {
   }
@@ -89,8 +105,14 @@ static void queue_waiter(waiter_t *w, int id, int prio) {
 
 /* Hold w's thread in the signal handler: it can take no grant now. */
 static void freeze(waiter_t *w) {
-  CHECK_OK(pthread_kill(w->th, SIGUSR1));
-  while (!atomic_load(&in_handler)) tgvl_sleep_us(50);
+  for (;;) {
+    atomic_store(&declined, 0);
+    CHECK_OK(pthread_kill(w->th, SIGUSR1));
+    while (!atomic_load(&in_handler) && !atomic_load(&declined))
+      tgvl_sleep_us(50);
+    if (atomic_load(&in_handler)) return;
+    tgvl_sleep_us(200);
+  }
 }
 
 static void thaw(void) {
