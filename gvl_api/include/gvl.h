@@ -67,6 +67,9 @@
  *   [self]     only the OS thread that owns the gvl_thread_t
  *   [held]     [self], and the caller must hold the GVL
  *   [not held] [self], and the caller must not hold the GVL
+ * No call is async-signal-safe (they take internal locks the interrupted
+ * code may hold): a signal handler sets a flag or writes to a pipe, and a
+ * thread acts on it (evloop.h's evl_signal_watch does this for a loop).
  */
 #ifndef GVL_H
 #define GVL_H
