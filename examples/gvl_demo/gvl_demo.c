@@ -20,7 +20,7 @@
 #include <time.h>
 
 static gvl_t *g;
-static atomic_int flag, stop_hog;
+static atomic_int flag, stop_hog, spinning;
 static atomic_ulong hog_work;
 
 static void sleep_ns(long ns) {
@@ -32,6 +32,7 @@ static void *spinner(void *arg) {
   (void)arg;
   gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   gvl_acquire(t);
+  atomic_store(&spinning, 1);
   while (!atomic_load_explicit(&flag, memory_order_relaxed)) gvl_check_ints(t);
   gvl_release(t);
   gvl_thread_detach(t);
@@ -109,6 +110,10 @@ int main(int argc, char **argv) {
   if (!(g = gvl_create(&cfg))) return 1;
   printf("gvloop demo: time slice 10 ms\n\n1. `0 until flag` while another thread must set flag\n");
   pthread_create(&a, NULL, spinner, NULL);
+  /* The setter must come while the spinner holds the GVL: a thread just
+   * created may take tens of ms to run on a busy machine, and a setter
+   * that found the GVL free would show no preemption at all. */
+  while (!atomic_load(&spinning)) sleep_ns(1000000);
   sleep_ns(20000000);
   pthread_create(&b, NULL, setter, &waited);
   pthread_join(b, NULL);
