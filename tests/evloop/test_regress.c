@@ -344,9 +344,28 @@ static void test_timers_never_early(gvl_t *g) {
 }
 
 /* evl_destroy while other threads wait in evl_stop: destroy frees the loop
- * only once they are out (ASan saw them read it after the free). */
+ * only once they are out (ASan saw them read it after the free).  The
+ * header allows only evl_stop calls that made their stop request before
+ * evl_destroy began, so the test must know they did: each stopper calls
+ * evl_stop holding the GVL, and its wait for the loop gives the GVL up, a
+ * GVL_EV_SUSPENDED this GVL's hook sees on the stopper's thread after the
+ * request; a stopper that found the loop finished and did not wait is
+ * known to be out once evl_stop returned. */
+#define STOPPERS 4
+static gvl_t *stop_g;
 static evl_t *shared_loop;
-static atomic_int stoppers_in;
+static atomic_int stoppers_past;            /* stoppers past their request */
+static _Thread_local atomic_int *past_flag; /* the stopper's, while in evl_stop */
+
+static void stopper_hook(void *arg, gvl_thread_t *t, gvl_event_t ev,
+                         uint64_t now) {
+  (void)arg;
+  (void)t;
+  (void)now;
+  if (ev == GVL_EV_SUSPENDED && past_flag != NULL &&
+      atomic_exchange(past_flag, 1) == 0)
+    atomic_fetch_add(&stoppers_past, 1);
+}
 
 static void slow_post(evl_t *l, void *arg, int status) {
   (void)l;
@@ -356,25 +375,40 @@ static void slow_post(evl_t *l, void *arg, int status) {
 }
 
 static void *stopper(void *arg) {
-  (void)arg;
-  atomic_fetch_add(&stoppers_in, 1);
+  atomic_int *past = arg;
+  gvl_thread_t *t = gvl_thread_attach(stop_g, GVL_PRIO_NORMAL);
+  CHECK(t != NULL);
+  CHECK_EQ(gvl_acquire(t), 0);
+  past_flag = past;
   CHECK_EQ(evl_stop(shared_loop), 0);
+  past_flag = NULL;
+  if (atomic_exchange(past, 1) == 0) atomic_fetch_add(&stoppers_past, 1);
+  CHECK_EQ(gvl_release(t), 0);
+  CHECK_EQ(gvl_thread_detach(t), 0);
   return NULL;
 }
 
-static void test_destroy_beside_stops(gvl_t *g) {
+static void test_destroy_beside_stops(void) {
+  gvl_config_t c = {0};
+  c.hook = stopper_hook;
+  gvl_t *g = stop_g = gvl_create(&c);
+  CHECK(g != NULL);
   for (int round = 0; round < 10; round++) {
-    pthread_t th[4];
+    pthread_t th[STOPPERS];
+    atomic_int past[STOPPERS];
     shared_loop = t_loop(g);
-    atomic_store(&stoppers_in, 0);
+    atomic_store(&stoppers_past, 0);
     CHECK_EQ(evl_post(shared_loop, slow_post, NULL, NULL), 0);
     t_sleep_ms(5);
-    for (int i = 0; i < 4; i++) CHECK_EQ(pthread_create(&th[i], NULL, stopper, NULL), 0);
-    t_wait_ge(&stoppers_in, 4);
-    t_sleep_ms(2);
+    for (int i = 0; i < STOPPERS; i++) {
+      atomic_init(&past[i], 0);
+      CHECK_EQ(pthread_create(&th[i], NULL, stopper, &past[i]), 0);
+    }
+    t_wait_ge(&stoppers_past, STOPPERS);
     CHECK_EQ(evl_destroy(shared_loop), 0);
-    for (int i = 0; i < 4; i++) CHECK_EQ(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < STOPPERS; i++) CHECK_EQ(pthread_join(th[i], NULL), 0);
   }
+  CHECK_EQ(gvl_destroy(g), 0);
 }
 
 /* An fd watch that ends on an error condition says what the fd's next
@@ -588,7 +622,7 @@ int main(void) {
   test_stop_by_holder();
   gvl_t *g = t_gvl();
   test_timers_never_early(g);
-  test_destroy_beside_stops(g);
+  test_destroy_beside_stops();
   test_fd_errors(g);
   test_cancel_exact_with_gvl(g);
   test_step_in_region(g);
