@@ -290,18 +290,21 @@ static void no_retake_past_slice(void) {
   teardown(me);
 }
 
-/* Taking the GVL back does not restart the slice: 60 ms into a 100 ms
- * slice the caller takes it back; 60 ms later it is past the slice that
- * started when the waiter queued, so it does not take it back again. */
+/* Taking the GVL back does not restart the slice: 60 ms after the waiter
+ * queued (an hour's slice) the caller takes it back; then the slice becomes
+ * 50 ms, which the slice that started when the waiter queued is past, so
+ * the caller does not take it back again.  A slice the take-back restarted
+ * would still run.  (Every wait is a lower bound: a loaded machine can only
+ * make a restarted slice end too, and the test miss, never fail.) */
 static void slice_goes_on(void) {
-  gvl_thread_t *me = setup(100000000);          /* 100 ms slice */
+  gvl_thread_t *me = setup(TGVL_HOUR_NS);
   waiter_t a;
   queue_waiter(&a, 1, 0);
   freeze(&a);
   tgvl_sleep_us(60000);
   CHECK(gvl_call_without(me, noop, me, NULL, NULL) == me);
   CHECK_EQ(tgvl_tstats(me).retakes, 1);
-  tgvl_sleep_us(60000);
+  CHECK_OK(gvl_set_slice(g, 50000000));
   expect_no_take_back(me, &a, noop);
   teardown(me);
 }
@@ -315,8 +318,7 @@ static void slice_goes_on(void) {
  * asked to give the GVL up when the slice ends (300 ms), before b's own
  * deadline (450 ms), which is when a timer that was not woken asks.
  * What the test cannot control is the kernel: on a loaded machine the
- * caller may reach its steps late (a frozen at its tick, inside g->mu,
- * would stop everyone) or b may run only after 450 ms.  Such a round
+ * caller may reach its steps late or b may run only after 450 ms.  Such a round
  * proves nothing either way and is run again, up to ten times; without the
  * wake every round asks at 450 ms or later. */
 static uint64_t mono_ns(void) {
