@@ -326,14 +326,14 @@ static void fork_in_hook(int refused) {
   atomic_store(&hf_me, NULL);
   if (refused) {
     c.boost_cap_pct = 1;
-    c.cap_window_ns = 800000000;
+    c.cap_window_ns = 10000000000ull;  /* the charge outlives any stall */
   }
   CHECK(g = gvl_create(&c));
   gvl_thread_t *me = gvl_thread_attach(g, 0);
   CHECK(me != NULL);
-  if (refused) {                       /* 50 ms boosted: past 1% of 0.8 s */
+  if (refused) {                       /* 150 ms boosted: past 1% of 10 s */
     CHECK_OK(gvl_acquire_prio(me, GVL_PRIO_BOOST));
-    tgvl_sleep_us(50000);
+    tgvl_sleep_us(150000);
     CHECK_OK(gvl_release(me));
   }
   atomic_store(&stop_spin, 0);
