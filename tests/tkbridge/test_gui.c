@@ -183,6 +183,12 @@ static void t_repaint_hog(void) {
   close(mkstemp(b));
   close(mkstemp(c));
   capture(id, a);
+  for (int i = 0; i < 50; i++) {  /* until two captures agree: drawn */
+    CHECK_RC(tkb_eval(f.tk, "after 20; update", NULL), 0);
+    capture(id, c);
+    if (same_file(a, c)) break;
+    capture(id, a);
+  }
 
   hog_t h = {f.g, 0, 0};
   pthread_t th;
@@ -198,6 +204,10 @@ static void t_repaint_hog(void) {
                     NULL),
            0);
   capture(id, b);
+  for (int i = 0; i < 50 && same_file(a, b); i++) { /* drawn late: retry */
+    CHECK_RC(tkb_eval(f.tk, "after 20; update", NULL), 0);
+    capture(id, b);
+  }
   CHECK_RC(tkb_eval(f.tk, "destroy .c; update", NULL), 0);
   int same = 0;
   for (int i = 0; i < 50 && !same; i++) { /* bounded retries, no timing */
