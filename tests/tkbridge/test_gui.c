@@ -165,6 +165,19 @@ static void capture(const char *winid, const char *out) {
   CHECK(file_size(out) > 100);
 }
 
+/* Capture the window into out until it is the same as ref (want 1) or
+ * differs from it (want 0): at most 50 tries, an update and 20 ms apart,
+ * bounded retries rather than a timing guess.  Returns whether it got there. */
+static int capture_until(tkb_t *tk, const char *winid, const char *out,
+                         const char *ref, int want) {
+  for (int i = 0; i < 50; i++) {
+    capture(winid, out);
+    if (same_file(ref, out) == want) return 1;
+    CHECK_RC(tkb_eval(tk, "after 20; update", NULL), 0);
+  }
+  return 0;
+}
+
 static void t_repaint_hog(void) {
   if (system("command -v xwd >/dev/null 2>&1") != 0) {
     fprintf(stderr, "xwd not installed (apt-get install x11-apps): skipped\n");
@@ -203,18 +216,9 @@ static void t_repaint_hog(void) {
                     "update; after 50; update",
                     NULL),
            0);
-  capture(id, b);
-  for (int i = 0; i < 50 && same_file(a, b); i++) { /* drawn late: retry */
-    CHECK_RC(tkb_eval(f.tk, "after 20; update", NULL), 0);
-    capture(id, b);
-  }
+  capture_until(f.tk, id, b, a, 0);
   CHECK_RC(tkb_eval(f.tk, "destroy .c; update", NULL), 0);
-  int same = 0;
-  for (int i = 0; i < 50 && !same; i++) { /* bounded retries, no timing */
-    capture(id, c);
-    same = same_file(a, c);
-    if (!same) CHECK_RC(tkb_eval(f.tk, "after 20; update", NULL), 0);
-  }
+  int same = capture_until(f.tk, id, c, a, 1);
   CHECK_RC(tkb_stats(f.tk, &s1), 0);
   CHECK(atomic_load(&h.holding) == 1);
   atomic_store(&h.stop, 1);
