@@ -333,8 +333,10 @@ static void run_blocker(gvl_t *g, int stop_while_blocked) {
   CHECK_OK(gvl_release(me));
   if (stop_while_blocked) {
     flt_spawn(&th, stopper, l);
-    flt_sleep_us(20000); /* let it reach its wait; not asserted */
-    CHECK(evl_stopping(l));
+    /* The stop is requested while the loop thread is still blocked: the
+     * interrupt below is what lets it go on.  (A fixed sleep here was not
+     * always long enough on a loaded machine.) */
+    while (!evl_stopping(l)) flt_sleep_us(200);
   }
   CHECK_OK(gvl_thread_interrupt(b.loop_t));
   flt_wait_ge(&blocked_done, 1);
