@@ -337,6 +337,7 @@ static void run_blocker(gvl_t *g, int stop_while_blocked) {
      * interrupt below is what lets it go on.  (A fixed sleep here was not
      * always long enough on a loaded machine.) */
     while (!evl_stopping(l)) flt_sleep_us(200);
+    flt_sleep_us(20000); /* let it reach its wait; not asserted */
   }
   CHECK_OK(gvl_thread_interrupt(b.loop_t));
   flt_wait_ge(&blocked_done, 1);
