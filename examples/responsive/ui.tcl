@@ -247,7 +247,16 @@ proc ui::hold {file deadline} {
 }
 
 # Worst first, gvloop last: the screenshot is taken while gvloop renders.
+# The tour's times count from the moment the window is on screen: a click
+# generated before the toplevel is mapped (its map is an idle callback, and a
+# slow start makes the first timers overdue before any idle pass) is dropped
+# by Tk, stock wish alike, and the tour would start without its policy and
+# without rendering.
 proc ui::script {} {
+  if {![winfo viewable .r.run.start]} {
+    after 50 ui::script
+    return
+  }
   variable phase_ms
   variable hold_file
   set t 400
