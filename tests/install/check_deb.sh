@@ -38,6 +38,16 @@ for d in "${debs[@]}"; do
   esac
   # Binaries ship stripped (shared objects with debug info name the build tree).
   dpkg-deb -x "$d" "$xt/$p"
+  # A link within one top-level directory is relative (Debian Policy 10.5).
+  while IFS= read -r -d '' l; do
+    t=$(readlink "$l") rel=${l#"$xt/$p"}
+    case $t in /*)
+      if [ "$(echo "$t" | cut -d/ -f2)" = "$(echo "$rel" | cut -d/ -f2)" ]; then
+        echo "check_deb.sh: $p ships $rel -> $t, an absolute link within one top-level directory" >&2
+        exit 1
+      fi ;;
+    esac
+  done < <(find "$xt/$p" -type l -print0)
   while IFS= read -r -d '' f; do
     if file "$f" | grep -q 'not stripped'; then
       echo "check_deb.sh: $p ships ${f#"$xt/$p"} unstripped" >&2; exit 1
@@ -48,6 +58,15 @@ rm -rf "$xt"
 cleanup() { $SUDO dpkg -P "${pkgs[@]}" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 $SUDO dpkg -i "${debs[@]}" >/dev/null
+# Every link the packages ship leads to a file once they are installed.
+for p in "${pkgs[@]}"; do
+  while IFS= read -r f; do
+    if [ -L "$f" ] && [ ! -e "$f" ]; then
+      echo "check_deb.sh: $p's $f -> $(readlink "$f") leads nowhere" >&2; exit 1
+    fi
+  done < <(dpkg -L "$p")
+done
+echo "ok   the packages' links are relative within a top-level directory and lead to files"
 tmp=$(mktemp -d)
 cp -r "$src/tests" "$src/README.md" "$tmp/"   # readable without the caller's environment
 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$tmp" ${DISPLAY:+DISPLAY=$DISPLAY} \
@@ -63,6 +82,10 @@ for page in gvl evloop tkbridge gvl_acquire evl_strerror tkb_eval; do
     { echo "man 3 $page: does not render" >&2; exit 1; }
 done
 echo "ok   man 3 gvl, evloop, tkbridge and a page per call"
+# The Tcl package's page where Debian's Tcl keeps its own: man3/<name>.3tcl.
+env -i PATH=/usr/bin:/bin MANWIDTH=80 man 3tcl gvloop 2>&1 | grep -q "gvloop::stats" ||
+  { echo "man 3tcl gvloop: not installed or does not render" >&2; exit 1; }
+echo "ok   man 3tcl gvloop"
 for p in "${pkgs[@]}"; do
   [ -f "/usr/share/doc/$p/copyright" ] || { echo "no /usr/share/doc/$p/copyright" >&2; exit 1; }
 done

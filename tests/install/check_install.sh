@@ -98,7 +98,7 @@ if [ "$(sums)" != "$before" ]; then
   exit 1
 fi
 echo "ok   install --strip changed nothing outside the staging tree ($(printf '%s' "$outside" | grep -c . || true) linked files)"
-for a in $(find "$tmp/strip" -name 'lib*.a'); do
+for a in $(find "$tmp/strip" -type f -name 'lib*.a'); do
   if grep -qaF "$src/" "$a"; then
     echo "FAIL $a, installed with --strip, still names $src" >&2
     exit 1
