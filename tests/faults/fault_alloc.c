@@ -134,11 +134,14 @@ static void fa_del(void *p) {
   fa_unlock_();
 }
 
-static void fa_note_site(int is_realloc) {
+/* realloc_caller: where a failing realloc returns to (NULL for the other
+ * calls); taken by realloc itself, as a frame of the backtrace would be
+ * one place or another as the compiler inlines these helpers or not. */
+static void fa_note_site(void *realloc_caller) {
   Dl_info di;
   int fd = atomic_load(&fa_site_fd);
   fa_site_n = backtrace(fa_site, 24);
-  if (is_realloc && fa_site_n > 2 && dladdr(fa_site[2], &di) != 0 &&
+  if (realloc_caller != NULL && dladdr(realloc_caller, &di) != 0 &&
       di.dli_fname != NULL && strstr(di.dli_fname, "libuv") != NULL)
     atomic_store(&fa_site_uv_realloc, 1);
   if (fd >= 0) {
@@ -150,7 +153,7 @@ static void fa_note_site(int is_realloc) {
 }
 
 /* Should this allocation fail? */
-static int fa_fail(int is_realloc) {
+static int fa_fail(void *realloc_caller) {
   long n, at;
   if (!atomic_load_explicit(&fa_armed, memory_order_relaxed)) return 0;
   n = atomic_fetch_add(&fa_count, 1) + 1;
@@ -158,7 +161,7 @@ static int fa_fail(int is_realloc) {
   if (at == 0 || n < at || (n > at && !atomic_load(&fa_from))) return 0;
   if (n == at) {
     atomic_store(&fa_hit, 1);
-    fa_note_site(is_realloc);
+    fa_note_site(realloc_caller);
   }
   errno = ENOMEM;
   return 1;
@@ -166,7 +169,7 @@ static int fa_fail(int is_realloc) {
 
 FA_EXPORT void *malloc(size_t n) {
   void *p;
-  if (fa_fail(0)) return NULL;
+  if (fa_fail(NULL)) return NULL;
   p = __libc_malloc(n);
   fa_add(p, __builtin_return_address(0));
   return p;
@@ -174,7 +177,7 @@ FA_EXPORT void *malloc(size_t n) {
 
 FA_EXPORT void *calloc(size_t a, size_t b) {
   void *p;
-  if (fa_fail(0)) return NULL;
+  if (fa_fail(NULL)) return NULL;
   p = __libc_calloc(a, b);
   fa_add(p, __builtin_return_address(0));
   return p;
@@ -183,7 +186,7 @@ FA_EXPORT void *calloc(size_t a, size_t b) {
 /* libgvl allocates its handles line-aligned. */
 FA_EXPORT void *aligned_alloc(size_t align, size_t n) {
   void *p;
-  if (fa_fail(0)) return NULL;
+  if (fa_fail(NULL)) return NULL;
   p = __libc_memalign(align, n);
   fa_add(p, __builtin_return_address(0));
   return p;
@@ -196,7 +199,7 @@ FA_EXPORT void *realloc(void *old, size_t n) {
     __libc_free(old);
     return NULL;
   }
-  if (fa_fail(1)) return NULL;
+  if (fa_fail(__builtin_return_address(0))) return NULL;
   p = __libc_realloc(old, n);
   if (p != NULL) {
     fa_del(old);
