@@ -370,7 +370,10 @@ EVL_EXPORT int evl_fail(evl_t *l, int err, const char *what);
  * A one-shot timer has one call (0, or ECANCELED if cancelled or stopped
  * first).  A repeating timer gets 0 per tick (ticks that fire while the
  * previous one is still waiting for dispatch are merged) and ends with
- * ECANCELED.  EINVAL, EVL_ESTOPPED, ENOMEM. */
+ * ECANCELED.  One-shot timers whose due times (call + timeout_ms) are a
+ * millisecond or more apart (libuv's resolution) have their calls in due
+ * order, also when the loop thread arms them after both are due; closer
+ * ones may come in either order.  EINVAL, EVL_ESTOPPED, ENOMEM. */
 EVL_EXPORT int evl_timer(evl_t *l, uint64_t timeout_ms, uint64_t repeat_ms,
                          unsigned flags, evl_cb cb, void *arg,
                          evl_id_t *id_out);

@@ -297,11 +297,40 @@ void evl__cancel_on_loop(evl_t *l, evl__item_t *it) {
   evl__dq_push(l, it, 1, ECANCELED, 1);
 }
 
+/* A timer's due time on uv_hrtime()'s clock, saturating. */
+static uint64_t evl__due_ns(const evl__item_t *it) {
+  uint64_t room = (UINT64_MAX - it->call_ns) / 1000000u;
+  return it->timeout_ms > room ? UINT64_MAX : it->call_ns + it->timeout_ms * 1000000u;
+}
+
+/* Sort a list linked by inext by due time; equal ones keep their order. */
+static evl__item_t *evl__sort_due(evl__item_t *h) {
+  evl__item_t *mid = h, *fast, *a, *b, *out = NULL, **tail = &out;
+  if (h == NULL || h->inext == NULL) return h;
+  for (fast = h->inext; fast != NULL && fast->inext != NULL; fast = fast->inext->inext)
+    mid = mid->inext;
+  b = mid->inext;
+  mid->inext = NULL;
+  a = evl__sort_due(h);
+  b = evl__sort_due(b);
+  while (a != NULL && b != NULL) {
+    evl__item_t **m = evl__due_ns(b) < evl__due_ns(a) ? &b : &a;
+    *tail = *m;
+    tail = &(*m)->inext;
+    *m = (*m)->inext;
+  }
+  *tail = a != NULL ? a : b;
+  return out;
+}
+
 /* Take both incoming lists and apply them: cancellations first, so that a
  * watch cancelled and re-made on the same fd closes the old handle before
- * the new one opens. */
+ * the new one opens.  The new timers are armed last, in due order: those
+ * already due get libuv's timeout 0 alike, and libuv would run them in the
+ * order they were armed (a timer of 20 ms made before one of 0 ms, both
+ * armed after a 25 ms busy stretch of the loop thread, ran first). */
 void evl__drain(evl_t *l) {
-  evl__item_t *starts, *cancels, *it, *next;
+  evl__item_t *starts, *cancels, *it, *next, *timers = NULL, **tt = &timers;
   pthread_mutex_lock(&l->mu);
   starts = l->in_head;
   cancels = l->c_head;
@@ -324,6 +353,16 @@ void evl__drain(evl_t *l) {
     }
   }
   for (it = starts; it != NULL; it = next) {
+    next = it->inext;
+    it->inext = NULL;
+    if (it->kind == EVL__TIMER) {
+      *tt = it;
+      tt = &it->inext;
+    } else {
+      evl__start_on_loop(l, it);
+    }
+  }
+  for (it = evl__sort_due(timers); it != NULL; it = next) {
     next = it->inext;
     it->inext = NULL;
     evl__start_on_loop(l, it);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Timers: one-shot, repeating, cancel before and after firing, a timer
- * cancelling itself, ordering by due time, stop with timers armed. */
+ * cancelling itself, ordering by due time (also of timers already due when
+ * armed), stop with timers armed. */
 #include "evl_test.h"
 
 static atomic_int fired, cancelled, other;
@@ -125,6 +126,43 @@ static void test_order(gvl_t *g) {
   CHECK_EQ(gvl_thread_detach(me), 0);
 }
 
+/* Timers armed when both are already due still run in due order: a timer
+ * of 20 ms made before one of 0 ms, while the loop thread is busy in a
+ * callback for longer than both, runs second.  (libuv alone would run two
+ * timers armed with timeout 0 in the order they were armed.) */
+static atomic_int late_go, late_in, late_n;
+static int late_order[4];
+static void late_block_cb(evl_t *l, void *arg, int status) {
+  (void)l; (void)arg; (void)status;
+  atomic_store(&late_in, 1);
+  while (!atomic_load(&late_go)) t_sleep_ms(1);
+}
+static void late_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  CHECK_EQ(status, 0);
+  int n = atomic_fetch_add(&late_n, 1);
+  if (n < 4) late_order[n] = (int)(intptr_t)arg;
+}
+
+static void test_order_late(gvl_t *g) {
+  evl_t *l = t_loop(g);
+  CHECK_EQ(evl_post_flags(l, late_block_cb, NULL, EVL_F_NOGVL, NULL), 0);
+  while (!atomic_load(&late_in)) t_sleep_ms(1);
+  /* Due in this order: 2 (0 ms), 3 (5 ms), 0 (20 ms), 1 (30 ms). */
+  CHECK_EQ(evl_timer(l, 20, 0, 0, late_cb, (void *)0, NULL), 0);
+  CHECK_EQ(evl_timer(l, 30, 0, 0, late_cb, (void *)1, NULL), 0);
+  CHECK_EQ(evl_timer(l, 0, 0, 0, late_cb, (void *)2, NULL), 0);
+  CHECK_EQ(evl_timer(l, 5, 0, 0, late_cb, (void *)3, NULL), 0);
+  t_sleep_ms(60);                 /* all due before the loop arms them */
+  atomic_store(&late_go, 1);
+  t_wait_ge(&late_n, 4);
+  CHECK_EQ(late_order[0], 2);
+  CHECK_EQ(late_order[1], 3);
+  CHECK_EQ(late_order[2], 0);
+  CHECK_EQ(late_order[3], 1);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
 static atomic_int nogvl_final;
 static void nogvl_cb(evl_t *l, void *arg, int status) {
   (void)arg;
@@ -153,6 +191,7 @@ int main(void) {
   test_repeat_and_cancel(g);
   test_self_cancel(g);
   test_order(g);
+  test_order_late(g);
   test_stop_with_armed(g);
   CHECK_EQ(gvl_destroy(g), 0);
   puts("test_timer ok");
