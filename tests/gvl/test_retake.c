@@ -394,11 +394,15 @@ static void no_retake_after_slice(void) {
 static void over_cap_with(void *(*fn)(void *)) {
   gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
   waiter_t a;
-  c.boost_cap_pct = 1;                           /* 1 ms of a 100 ms window */
+  /* 100 ms of a 10 s window: the hold's charge must not age out of the
+   * window before the retake is tried, however long the machine holds this
+   * thread off (with the default 100 ms window, a stall of ~90 ms did). */
+  c.boost_cap_pct = 1;
+  c.cap_window_ns = 10ull * 1000000000u;
   gvl_thread_t *me = setup_with(c, GVL_PRIO_BOOST);
   queue_waiter(&a, 1, 0);
   freeze(&a);
-  tgvl_sleep_us(5000);              /* a 5 ms boosted hold: over the cap */
+  tgvl_sleep_us(150000);            /* a 150 ms boosted hold: over the cap */
   again_prio = GVL_PRIO_BOOST;
   expect_no_take_back(me, &a, fn);
   teardown(me);
