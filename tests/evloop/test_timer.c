@@ -130,8 +130,8 @@ static void test_order(gvl_t *g) {
  * of 20 ms made before one of 0 ms, while the loop thread is busy in a
  * callback for longer than both, runs second.  (libuv alone would run two
  * timers armed with timeout 0 in the order they were armed.) */
-static atomic_int late_go, late_in, late_n;
-static int late_order[4];
+static atomic_int late_go, late_in, late_n, late_done;
+static atomic_int late_order[4];
 static void late_block_cb(evl_t *l, void *arg, int status) {
   (void)l; (void)arg; (void)status;
   atomic_store(&late_in, 1);
@@ -141,7 +141,8 @@ static void late_cb(evl_t *l, void *arg, int status) {
   (void)l;
   CHECK_EQ(status, 0);
   int n = atomic_fetch_add(&late_n, 1);
-  if (n < 4) late_order[n] = (int)(intptr_t)arg;
+  if (n < 4) atomic_store(&late_order[n], (int)(intptr_t)arg);
+  atomic_fetch_add(&late_done, 1);   /* after the store the test reads */
 }
 
 static void test_order_late(gvl_t *g) {
@@ -155,11 +156,11 @@ static void test_order_late(gvl_t *g) {
   CHECK_EQ(evl_timer(l, 5, 0, 0, late_cb, (void *)3, NULL), 0);
   t_sleep_ms(60);                 /* all due before the loop arms them */
   atomic_store(&late_go, 1);
-  t_wait_ge(&late_n, 4);
-  CHECK_EQ(late_order[0], 2);
-  CHECK_EQ(late_order[1], 3);
-  CHECK_EQ(late_order[2], 0);
-  CHECK_EQ(late_order[3], 1);
+  t_wait_ge(&late_done, 4);
+  CHECK_EQ(atomic_load(&late_order[0]), 2);
+  CHECK_EQ(atomic_load(&late_order[1]), 3);
+  CHECK_EQ(atomic_load(&late_order[2]), 0);
+  CHECK_EQ(atomic_load(&late_order[3]), 1);
   CHECK_EQ(evl_destroy(l), 0);
 }
 
