@@ -203,18 +203,24 @@ static void evl__after_work_cb(uv_work_t *req, int status) {
     evl__dq_push(l, it, 1, it->kind == EVL__READ ? it->read_err : 0, 1);
 }
 
+/* A timer's due time on uv_hrtime()'s clock, saturating. */
+static uint64_t evl__due_ns(const evl__item_t *it) {
+  uint64_t room = (UINT64_MAX - it->call_ns) / 1000000u;
+  return it->timeout_ms > room ? UINT64_MAX : it->call_ns + it->timeout_ms * 1000000u;
+}
+
 /* A timer counts from its evl_timer call, not from its arming, which may
  * come a whole busy stretch of the loop thread later: what is left of
  * timeout_ms, rounded up to whole ms, plus how far libuv's loop time (a
  * coarse clock where the kernel ticks at 1 kHz) lags the precise one, so
  * that it never fires before the call's time + timeout_ms. */
 static uint64_t evl__timer_left(evl_t *l, const evl__item_t *it) {
-  uint64_t loop_ms = uv_now(&l->loop);
-  if (it->timeout_ms > (UINT64_MAX - it->call_ns) / 1000000u - 1) return it->timeout_ms;
+  uint64_t loop_ms = uv_now(&l->loop), due = evl__due_ns(it);
+  if (due > UINT64_MAX - 999999u) return it->timeout_ms;
   /* libuv runs the timer once its loop time (whole ms of a clock that
    * never runs ahead of CLOCK_MONOTONIC, and may lag it by a coarse tick)
    * reaches loop_ms + the result: the due time rounded up to a whole ms. */
-  uint64_t due_ms = (it->call_ns + it->timeout_ms * 1000000u + 999999u) / 1000000u;
+  uint64_t due_ms = (due + 999999u) / 1000000u;
   return due_ms > loop_ms ? due_ms - loop_ms : 0;
 }
 
@@ -295,12 +301,6 @@ void evl__cancel_on_loop(evl_t *l, evl__item_t *it) {
   }
   evl__close(it);
   evl__dq_push(l, it, 1, ECANCELED, 1);
-}
-
-/* A timer's due time on uv_hrtime()'s clock, saturating. */
-static uint64_t evl__due_ns(const evl__item_t *it) {
-  uint64_t room = (UINT64_MAX - it->call_ns) / 1000000u;
-  return it->timeout_ms > room ? UINT64_MAX : it->call_ns + it->timeout_ms * 1000000u;
 }
 
 /* Sort a list linked by inext by due time; equal ones keep their order. */
