@@ -86,6 +86,10 @@ struct evl__item {
   int refs;                /* loop: delivery + open handle + running     */
   unsigned events;         /* loop: FD events merged since the last call */
 
+  evl__item_t *lnext;      /* loop: one-shot TIMER armed when already
+                              due, in l->late (see evl__late_add)         */
+  evl__item_t **lpprev;    /* loop: the link that points at it there, or
+                              NULL when not in l->late                   */
   uint64_t timeout_ms;     /* TIMER; immutable                           */
   uint64_t call_ns;        /* TIMER: uv_hrtime() at evl_timer; immutable  */
   uint64_t repeat_ms;      /* TIMER; immutable                           */
@@ -186,6 +190,8 @@ struct evl_s {
   int own_gt;              /* loop: attached by us, detach at the end    */
   int in_uv_run;           /* loop                                       */
   int uv_pending;          /* loop: item handles open + work in libuv    */
+  evl__item_t *late;       /* loop: one-shot timers armed when already
+                              due and not fired yet, in due order        */
   evl__item_t *dq_head;    /* loop: dispatch queue                       */
   evl__item_t *dq_tail;
   evl__frame_t *frame;     /* loop: innermost running callback           */

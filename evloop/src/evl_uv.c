@@ -62,9 +62,40 @@ static void evl__handle_closed(uv_handle_t *h) {
   evl__item_unref(it->l, it);
 }
 
+/* A timer's due time on uv_hrtime()'s clock, saturating. */
+static uint64_t evl__due_ns(const evl__item_t *it) {
+  uint64_t room = (UINT64_MAX - it->call_ns) / 1000000u;
+  return it->timeout_ms > room ? UINT64_MAX : it->call_ns + it->timeout_ms * 1000000u;
+}
+
+/* A one-shot timer armed when already due gets libuv's timeout 0: libuv
+ * then counts it due at its arming, after its own due time, and would run
+ * a timer armed in an earlier pass, due in between, first.  Such timers
+ * are kept in l->late in due order, so that whichever one-shot timer libuv
+ * runs first runs the late ones due before it.  The drain adds a batch in
+ * due order: at is where the batch's previous one went. */
+static evl__item_t **evl__late_add(evl_t *l, evl__item_t **at, evl__item_t *it) {
+  if (at == NULL) at = &l->late;
+  while (*at != NULL && evl__due_ns(*at) <= evl__due_ns(it)) at = &(*at)->lnext;
+  it->lnext = *at;
+  if (*at != NULL) (*at)->lpprev = &it->lnext;
+  *at = it;
+  it->lpprev = at;
+  return &it->lnext;
+}
+
+static void evl__late_remove(evl__item_t *it) {
+  if (it->lpprev == NULL) return;
+  *it->lpprev = it->lnext;
+  if (it->lnext != NULL) it->lnext->lpprev = it->lpprev;
+  it->lnext = NULL;
+  it->lpprev = NULL;
+}
+
 static void evl__close(evl__item_t *it) {
   if (it->uv_state != EVL__UV_ACTIVE) return;
   it->uv_state = EVL__UV_DONE;
+  evl__late_remove(it);
   if (it->kind == EVL__SIGNAL) {
     evl__sig_remove(it);        /* no libuv handle: a slot of the table */
     return;
@@ -72,15 +103,24 @@ static void evl__close(evl__item_t *it) {
   uv_close(&it->h.handle, evl__handle_closed);
 }
 
-static void evl__timer_cb(uv_timer_t *h) {
-  evl__item_t *it = h->data;
+static void evl__timer_done(evl__item_t *it) {
   evl__ready(it);
-  if (it->repeat_ms == 0) {
-    evl__close(it);
-    evl__dq_push(it->l, it, 1, 0, 0);
-  } else {
+  evl__close(it);
+  evl__dq_push(it->l, it, 1, 0, 0);
+}
+
+/* A one-shot timer first runs the late ones due before it (see
+ * evl__late_add); closing them takes them out of libuv's heap. */
+static void evl__timer_cb(uv_timer_t *h) {
+  evl__item_t *it = h->data, *o;
+  if (it->repeat_ms != 0) {
+    evl__ready(it);
     evl__dq_push(it->l, it, 0, 0, 0);
+    return;
   }
+  while ((o = it->l->late) != NULL && o != it && evl__due_ns(o) < evl__due_ns(it))
+    evl__timer_done(o);
+  evl__timer_done(it);
 }
 
 /* A failed watch is over: it leaves the fd list so the fd may be watched
@@ -203,12 +243,6 @@ static void evl__after_work_cb(uv_work_t *req, int status) {
     evl__dq_push(l, it, 1, it->kind == EVL__READ ? it->read_err : 0, 1);
 }
 
-/* A timer's due time on uv_hrtime()'s clock, saturating. */
-static uint64_t evl__due_ns(const evl__item_t *it) {
-  uint64_t room = (UINT64_MAX - it->call_ns) / 1000000u;
-  return it->timeout_ms > room ? UINT64_MAX : it->call_ns + it->timeout_ms * 1000000u;
-}
-
 /* A timer counts from its evl_timer call, not from its arming, which may
  * come a whole busy stretch of the loop thread later: what is left of
  * timeout_ms, rounded up to whole ms, plus how far libuv's loop time (a
@@ -328,9 +362,11 @@ static evl__item_t *evl__sort_due(evl__item_t *h) {
  * the new one opens.  The new timers are armed last, in due order: those
  * already due get libuv's timeout 0 alike, and libuv would run them in the
  * order they were armed (a timer of 20 ms made before one of 0 ms, both
- * armed after a 25 ms busy stretch of the loop thread, ran first). */
+ * armed after a 25 ms busy stretch of the loop thread, ran first); in that
+ * order they also join l->late, for the timers armed in earlier passes. */
 void evl__drain(evl_t *l) {
   evl__item_t *starts, *cancels, *it, *next, *timers = NULL, **tt = &timers;
+  evl__item_t **late = NULL;
   pthread_mutex_lock(&l->mu);
   starts = l->in_head;
   cancels = l->c_head;
@@ -366,5 +402,8 @@ void evl__drain(evl_t *l) {
     next = it->inext;
     it->inext = NULL;
     evl__start_on_loop(l, it);
+    if (it->uv_state == EVL__UV_ACTIVE && it->repeat_ms == 0 &&
+        uv_timer_get_due_in(&it->h.timer) == 0)
+      late = evl__late_add(l, late, it);
   }
 }

@@ -156,6 +156,47 @@ static void test_order_late(gvl_t *g) {
   CHECK_EQ(evl_destroy(l), 0);
 }
 
+/* ... and when armed in different passes: a timer of 200 ms is armed, the
+ * loop thread is then kept busy past its due time, and one of 5 ms made
+ * meanwhile, armed only after the stretch, runs first.  (libuv alone would
+ * run the second at its arming, after the first's due time.)  The calls'
+ * stamps settle the order; a round where the test thread was held off
+ * between them for longer than the gap runs again. */
+static void test_order_drains(gvl_t *g) {
+  static const uint64_t delay_ms[2] = {200, 5};
+  for (int round = 0;; round++) {
+    evl_t *l = t_loop(g);
+    uint64_t due[2][2];            /* [timer][before, after the call] */
+    atomic_store(&seq, 0);
+    atomic_store(&seq_bad, 0);
+    atomic_store(&late_in, 0);
+    atomic_store(&late_go, 0);
+    for (intptr_t i = 0; i < 2; i++) {
+      if (i == 1) {
+        /* The first is armed in the pass that starts this post, before
+         * the post runs. */
+        CHECK_EQ(evl_post_flags(l, late_block_cb, NULL, EVL_F_NOGVL, NULL), 0);
+        while (!atomic_load(&late_in)) t_sleep_ms(1);
+      }
+      due[i][0] = gvl_now_ns() + delay_ms[i] * 1000000u;
+      CHECK_EQ(evl_timer(l, delay_ms[i], 0, 0, seq_cb, (void *)i, NULL), 0);
+      due[i][1] = gvl_now_ns() + delay_ms[i] * 1000000u;
+    }
+    int settled = due[1][1] + 2000000u < due[0][0];
+    seq_rank[0] = 1;
+    seq_rank[1] = 0;
+    t_sleep_ms(250);               /* both due before the second is armed */
+    atomic_store(&late_go, 1);
+    t_wait_ge(&seq, 2);
+    CHECK_EQ(evl_destroy(l), 0);
+    if (settled) {
+      CHECK_EQ(atomic_load(&seq_bad), 0);
+      return;
+    }
+    CHECK(round < 10);
+  }
+}
+
 static atomic_int nogvl_final;
 static void nogvl_cb(evl_t *l, void *arg, int status) {
   (void)arg;
@@ -185,6 +226,7 @@ int main(void) {
   test_self_cancel(g);
   test_order(g);
   test_order_late(g);
+  test_order_drains(g);
   test_stop_with_armed(g);
   CHECK_EQ(gvl_destroy(g), 0);
   puts("test_timer ok");
