@@ -286,12 +286,15 @@ static void cache_put(uint64_t run, tbuf_t *b) {
 /* Cache miss: find or set up the buffer under the session's lock.  A
  * thread past max_threads caches "no buffer" for the run, so that its lost
  * events do not take the lock each time.  This first one is counted under
- * the lock, with the run on: before any stop of the run. */
-static tbuf_t *buf_slow(session_t *s, uint64_t run) {
+ * the lock, with the run on: before any stop of the run.  An event from
+ * before the run (ns, as in rec_begin) sets nothing up: its thread has
+ * recorded nothing and must not take one of max_threads' buffers. */
+static tbuf_t *buf_slow(session_t *s, uint64_t run, uint64_t ns) {
   tbuf_t *b = NULL;
   if (!atomic_load(&s->on)) return NULL;
   pthread_mutex_lock(&s->mu);
-  if (atomic_load(&s->on) && atomic_load(&s->run) == run) {
+  if (atomic_load(&s->on) && atomic_load(&s->run) == run &&
+      !(ns && ns < s->t0)) {
     b = buf_for_run(s, run);
     cache_put(run, b);
     if (!b) atomic_fetch_add(&s->lost_nobuf, 1);
@@ -312,13 +315,13 @@ static void lose_nobuf(session_t *s, uint64_t run) {
 
 /* Run numbers are never reused, so a cache entry whose run matches the
  * session's points into that (live) session. */
-static tbuf_t *get_buf(session_t *s, uint64_t run) {
+static tbuf_t *get_buf(session_t *s, uint64_t run, uint64_t ns) {
   for (int i = 0; i < CACHE_WAYS; i++)
     if (tl_cache[i].run == run) {
       if (!tl_cache[i].b) lose_nobuf(s, run);
       return tl_cache[i].b;
     }
-  return buf_slow(s, run);
+  return buf_slow(s, run, ns);
 }
 
 /* ---- recording ------------------------------------------------------------ */
@@ -334,7 +337,7 @@ static tbuf_t *get_buf(session_t *s, uint64_t run) {
  * run and its origin are stable (no stop can pass a busy recorder). */
 static rec_t *rec_begin(session_t *s, tbuf_t **bp, uint64_t ns) {
   uint64_t run = atomic_load_explicit(&s->run, memory_order_acquire);
-  tbuf_t *b = get_buf(s, run);
+  tbuf_t *b = get_buf(s, run, ns);
   if (!b) return NULL;
   atomic_fetch_add(&b->busy, 1);             /* seq_cst: the handshake */
   /* b->run == run: b is still this thread's (a header changes hands only

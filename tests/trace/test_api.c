@@ -390,26 +390,44 @@ static void exit_writes(const ttrace_env_t *e) {
   TTRACE_CHECK(e, path, "--holds", "2");
 }
 
-/* A span that ended before the trace started is not recorded; one inside
- * the run is.  A thread named "" shows under its OS name again, not "". */
+/* A span that ended before the trace started is not recorded, nor does
+ * its thread count as recording or take one of max_threads' buffers; one
+ * inside the run is recorded.  A thread named "" shows under its OS name
+ * again, not "". */
+static gvl_t *early_g;
+static uint64_t early_ns;
+static void *span_before(void *arg) {
+  (void)arg;
+  CHECK_OK(gvl_trace_span(early_g, "t", "before", early_ns, early_ns + 1));
+  return NULL;
+}
+
 static void before_and_unnamed(const ttrace_env_t *e) {
   char path[512];
   gvl_trace_stats_t st;
-  gvl_t *g = gvl_create(NULL);
+  gvl_trace_config_t one = {0};
+  one.max_threads = 1;
+  gvl_t *g = early_g = gvl_create(NULL);
   CHECK(g != NULL);
-  uint64_t early = gvl_now_ns();
+  early_ns = gvl_now_ns();
   ttrace_path(e, "unnamed", path, sizeof path);
-  CHECK_OK(gvl_trace_start(g, path, NULL));
-  CHECK_OK(gvl_trace_span(g, "t", "before", early, early + 1));
+  CHECK_OK(gvl_trace_start(g, path, &one));
+  pthread_t th;
+  tgvl_spawn(&th, span_before, NULL);
+  tgvl_join(th);
   CHECK_OK(gvl_trace_stats(g, &st));
   CHECK_EQ(st.recorded, 0);
+  CHECK_EQ(st.threads, 0);
+  CHECK_EQ(st.lost, 0);
   CHECK_OK(gvl_trace_set_thread_name("named for a while"));
   uint64_t now = gvl_now_ns();
   CHECK_OK(gvl_trace_span(g, "t", "inside", now, now + 1));
   CHECK_OK(gvl_trace_set_thread_name(""));
   CHECK_OK(gvl_trace_stop(g));
   CHECK_OK(gvl_trace_stats(g, &st));
-  CHECK_EQ(st.recorded, 1);
+  CHECK_EQ(st.recorded, 1);        /* this thread had the one buffer */
+  CHECK_EQ(st.lost, 0);
+  CHECK_EQ(st.threads, 1);
   CHECK_OK(gvl_destroy(g));
   char *json = ttrace_convert(e, path);
   FILE *f = fopen(json, "r");
