@@ -403,7 +403,7 @@ void evl__drain(evl_t *l) {
     it->inext = NULL;
     evl__start_on_loop(l, it);
     if (it->uv_state == EVL__UV_ACTIVE && it->repeat_ms == 0 &&
-        uv_timer_get_due_in(&it->h.timer) == 0)
+        evl__timer_left(l, it) == 0)
       late = evl__late_add(l, late, it);
   }
 }

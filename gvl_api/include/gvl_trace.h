@@ -82,7 +82,10 @@
  * stops and is written at once by the thread that filled its buffer
  * (GVL_TRACE_STOP_FULL: every thread's events up to the same moment).
  * Dropped and overwritten events are counted as lost; so are events of
- * threads past max_threads.  Otherwise the file is written by
+ * threads past max_threads.  An event whose call meets the stop is neither
+ * kept nor lost; a thread whose only event did so does not count among the
+ * threads that recorded (though the buffer its event set up counted
+ * against max_threads for that run).  Otherwise the file is written by
  * gvl_trace_stop(), by gvl_destroy(), or at process exit (exit() or a
  * return from main) for a trace still running then; exit() also waits for
  * a write in progress on another thread, so the file is whole.  Writing is

@@ -655,6 +655,14 @@ int gvl_trace_stop(gvl_t *g) {
 
 /* ---- counters and names ------------------------------------------------------- */
 
+/* Whether b is a thread of this run that recorded: a thread whose first
+ * event set up its buffer just as a stop came, and lost the event to it
+ * (rec_begin), has recorded nothing and is counted nowhere. */
+static bool buf_recorded(const tbuf_t *b, uint64_t run) {
+  return atomic_load(&b->run) == run &&
+         atomic_load_explicit(&b->n, memory_order_relaxed) > 0;
+}
+
 static void buf_counts(const session_t *s, const tbuf_t *b, uint64_t *kept,
                        uint64_t *lost) {
   uint64_t n = atomic_load_explicit(&b->n, memory_order_relaxed);
@@ -672,7 +680,7 @@ int gvl_trace_stats(gvl_t *g, gvl_trace_stats_t *out) {
   uint64_t run = atomic_load(&s->run);
   for (uint32_t i = 0; i < s->nbufs; i++) {
     uint64_t kept, lost;
-    if (atomic_load(&s->bufs[i]->run) != run) continue;
+    if (!buf_recorded(s->bufs[i], run)) continue;
     buf_counts(s, s->bufs[i], &kept, &lost);
     out->recorded += kept;
     out->lost += lost;
@@ -726,9 +734,13 @@ static bool insert_number(char *out, size_t size, uint64_t n) {
   return k > 0 && (size_t)k < size - at;
 }
 
+/* The longest path GVLOOP_TRACE may expand to (gvl_trace.h), so that the
+ * process id still fits in a path another trace writes. */
+#define ENV_PATH_MAX 4070
+
 /* Expand %p and %g; without %g, GVLs after the first get ".<n>" inserted
  * before a trailing ".gvlt" or ".json" so that no GVL overwrites another's
- * file.  False if the path does not fit in size. */
+ * file.  False if the path does not fit in size or is over ENV_PATH_MAX. */
 static bool env_path(char *out, size_t size, const char *tmpl, uint64_t id,
                      bool nth) {
   size_t o = 0;
@@ -746,8 +758,8 @@ static bool env_path(char *out, size_t size, const char *tmpl, uint64_t id,
   }
   out[o] = '\0';
   if (*p) return false;
-  if (has_g || !nth) return true;
-  return insert_number(out, size, id);
+  if (!has_g && nth && !insert_number(out, size, id)) return false;
+  return strlen(out) <= ENV_PATH_MAX;
 }
 
 void gvl__trace_env(gvl_t *g) {
@@ -980,10 +992,10 @@ static int write_trace(session_t *s, int fd) {
   h.lost_nobuf = atomic_load(&s->lost_nobuf);
   h.flags = s->flags;
   for (uint32_t i = 0; i < s->nbufs; i++)
-    h.nthreads += atomic_load(&s->bufs[i]->run) == run && s->bufs[i]->ev;
+    h.nthreads += buf_recorded(s->bufs[i], run) && s->bufs[i]->ev;
   put(&w, &h, sizeof h);
   for (uint32_t i = 0; i < s->nbufs; i++)
-    if (atomic_load(&s->bufs[i]->run) == run && s->bufs[i]->ev)
+    if (buf_recorded(s->bufs[i], run) && s->bufs[i]->ev)
       put_thread(s, &w, s->bufs[i], &st);
   put(&w, &st.n, sizeof st.n);
   for (uint32_t i = 0; i < st.n; i++) {

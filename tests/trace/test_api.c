@@ -295,6 +295,21 @@ static void fifo_gone(const ttrace_env_t *e) {
   CHECK_OK(unlink(path));
 }
 
+/* dir/././.../ccc...c.gvlt, len bytes (malloc'd, with room for a glob). */
+static char *long_path(const ttrace_env_t *e, size_t len, char c) {
+  char *p = malloc(len + 8);
+  CHECK(p != NULL);
+  size_t at = (size_t)snprintf(p, len + 8, "%s/", e->dir);
+  while (at + 2 + 200 + 5 < len) {
+    memcpy(p + at, "./", 2);
+    at += 2;
+  }
+  memset(p + at, c, len - 5 - at);
+  memcpy(p + len - 5, ".gvlt", 6);
+  CHECK_EQ(strlen(p), len);
+  return p;
+}
+
 /* gvl_create and gvl_destroy leave errno alone (gvl.h), also where
  * GVLOOP_TRACE makes them parse the environment, fail to open a trace
  * (reported on stderr) or write one. */
@@ -316,22 +331,33 @@ static void env_errno(const ttrace_env_t *e) {
   CHECK_OK(unsetenv("GVLOOP_TRACE"));
   CHECK_OK(unsetenv("GVLOOP_TRACE_EVENTS"));
   /* A path too long to expand is refused, not cut short (it would name
-   * another file). */
-  static char longp[4095];   /* dir/././.../ttt...t.gvlt, 4094 bytes */
-  size_t at = (size_t)snprintf(longp, sizeof longp, "%s/", e->dir);
-  while (at + 2 + 200 + 5 < sizeof longp - 1) {
-    memcpy(longp + at, "./", 2);
-    at += 2;
+   * another file), and so is one over gvl_trace.h's 4070 bytes; one a
+   * little shorter, with this process's ".<n>" inserted, is traced. */
+  static const size_t lens[] = {4094, 4072, 4071, 4060};
+  for (int i = 0; i < 4; i++) {
+    char *longp = long_path(e, lens[i], (char)('p' + i));
+    char *pat = long_path(e, lens[i], (char)('p' + i));
+    glob_t gl;
+    strcpy(pat + lens[i] - 5, ".*.gvlt");
+    if (!glob(pat, 0, NULL, &gl)) {        /* an earlier run's */
+      for (size_t k = 0; k < gl.gl_pathc; k++) CHECK_OK(unlink(gl.gl_pathv[k]));
+      globfree(&gl);
+    }
+    CHECK_OK(setenv("GVLOOP_TRACE", longp, 1));
+    gvl_t *gl_ = gvl_create(NULL);
+    CHECK(gl_ != NULL);
+    CHECK_OK(unsetenv("GVLOOP_TRACE"));
+    CHECK_EQ(gvl_trace_active(gl_), lens[i] <= 4070);
+    CHECK_OK(gvl_destroy(gl_));
+    int found = glob(pat, 0, NULL, &gl) == 0;
+    CHECK_EQ(found ? gl.gl_pathc : 0, lens[i] <= 4070);
+    if (found) {
+      CHECK_OK(unlink(gl.gl_pathv[0]));
+      globfree(&gl);
+    }
+    free(longp);
+    free(pat);
   }
-  memset(longp + at, 't', sizeof longp - 1 - 5 - at);
-  memcpy(longp + sizeof longp - 1 - 5, ".gvlt", 6);
-  CHECK_EQ(strlen(longp), sizeof longp - 1);
-  CHECK_OK(setenv("GVLOOP_TRACE", longp, 1));
-  gvl_t *gl_ = gvl_create(NULL);
-  CHECK(gl_ != NULL);
-  CHECK_OK(unsetenv("GVLOOP_TRACE"));
-  CHECK_EQ(gvl_trace_active(gl_), 0);
-  CHECK_OK(gvl_destroy(gl_));
   /* Not the first GVLOOP_TRACE of the process: written to errno.<n>.gvlt. */
   char pattern[600];
   glob_t gl;
