@@ -67,6 +67,13 @@
  *
  * The notifier is process-wide (Tcl_SetNotifier): the first tkb_start
  * installs it, and it must come before any other use of Tcl in the process.
+ *
+ * fork(): a child of a process that has started a bridge must not use
+ * tkbridge or Tcl at all, the parent's bridges nor new ones: Tcl's state
+ * (its notifier, its threads' data) is the parent's, and the child has
+ * none of the threads it belongs to.  Such a child may exec() or _exit(),
+ * as Tcl's own exec and open | do.  (evloop.h says what a child may do
+ * with evloop.)
  */
 #ifndef TKBRIDGE_H
 #define TKBRIDGE_H
