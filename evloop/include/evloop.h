@@ -373,7 +373,8 @@ EVL_EXPORT int evl_fail(evl_t *l, int err, const char *what);
  * ECANCELED.  One-shot timers whose due times (call + timeout_ms) are a
  * millisecond or more apart (libuv's resolution) have their calls in due
  * order, also when the loop thread arms one or both only after they are
- * due (in one pass or in two); closer ones may come in either order.  EINVAL, EVL_ESTOPPED, ENOMEM. */
+ * due (in one pass or in two); closer ones may come in either order.
+ * EINVAL, EVL_ESTOPPED, ENOMEM. */
 EVL_EXPORT int evl_timer(evl_t *l, uint64_t timeout_ms, uint64_t repeat_ms,
                          unsigned flags, evl_cb cb, void *arg,
                          evl_id_t *id_out);

@@ -359,11 +359,9 @@ static evl__item_t *evl__sort_due(evl__item_t *h) {
 
 /* Take both incoming lists and apply them: cancellations first, so that a
  * watch cancelled and re-made on the same fd closes the old handle before
- * the new one opens.  The new timers are armed last, in due order: those
- * already due get libuv's timeout 0 alike, and libuv would run them in the
- * order they were armed (a timer of 20 ms made before one of 0 ms, both
- * armed after a 25 ms busy stretch of the loop thread, ran first); in that
- * order they also join l->late, for the timers armed in earlier passes. */
+ * the new one opens.  The new timers are armed last, in due order, so
+ * that those already due (libuv's timeout 0 alike, which libuv runs in the
+ * order they were armed) join l->late in one pass over it. */
 void evl__drain(evl_t *l) {
   evl__item_t *starts, *cancels, *it, *next, *timers = NULL, **tt = &timers;
   evl__item_t **late = NULL;
