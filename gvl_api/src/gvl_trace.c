@@ -434,6 +434,7 @@ static int record_user(gvl_t *g, int kind, const char *cat, const char *name,
   if (!(r = rec_begin(s, &b, kind == GVL__TK_SPAN ? arg : 0))) return 0;
   r->ns = at ? at : gvl__now();
   r->kind = (uint8_t)kind;
+  r->cpu = -1;                  /* a CPU is told for GVL events only */
   r->p = name;
   r->cat = cat;
   r->arg = arg;

@@ -61,7 +61,8 @@ typedef struct {
   uint32_t name, cat;        /* other layers: strings, 1-based; 0 none     */
   int16_t prio;              /* READY: queue prio; RESUMED: hold prio      */
   int16_t req;               /* the priority the caller asked for          */
-  int16_t cpu;               /* CPU the thread ran on, -1 unknown          */
+  int16_t cpu;               /* GVL events: the CPU the thread ran on;
+                                -1 unknown, and in other layers' records  */
   uint8_t kind;              /* gvl_event_t or GVL__TK_*                   */
   uint8_t why;               /* SUSPENDED: GVL__TW_*                       */
 } gvl__tf_rec_t;

@@ -64,8 +64,9 @@ static uint32_t u32_at(const unsigned char *p) {
 }
 
 /* The bytes are exactly one raw trace (gvl_trace_file.h): a header, its
- * threads, each of which offered an event, with their records, the string
- * table, and nothing after it.  Returns the number of records. */
+ * threads, each of which offered an event, with their records (a CPU
+ * only on GVL events), the string table, and nothing after it.  Returns
+ * the number of records. */
 static uint64_t check_raw(const unsigned char *p, size_t len) {
   uint64_t recs = 0;
   size_t at = sizeof(gvl__tf_head_t);
@@ -79,9 +80,15 @@ static uint64_t check_raw(const unsigned char *p, size_t len) {
     CHECK_LE(at + sizeof th, len);
     memcpy(&th, p + at, sizeof th);
     CHECK_GE(th.offered, 1);
-    at += sizeof th + (size_t)th.kept * sizeof(gvl__tf_rec_t);
+    at += sizeof th;
+    CHECK_LE(at + (size_t)th.kept * sizeof(gvl__tf_rec_t), len);
+    for (uint32_t k = 0; k < th.kept; k++, at += sizeof(gvl__tf_rec_t)) {
+      gvl__tf_rec_t r;
+      memcpy(&r, p + at, sizeof r);
+      CHECK_GE(r.cpu, -1);
+      if (r.kind >= GVL__TK_BEGIN) CHECK_EQ(r.cpu, -1);   /* a CPU only for GVL events */
+    }
     recs += th.kept;
-    CHECK_LE(at, len);
   }
   CHECK_LE(at + 4, len);
   uint32_t nstr = u32_at(p + at);
