@@ -32,7 +32,9 @@
  *   EINVAL     NULL or out-of-range argument
  *   EPERM      wrong thread for this call (see the thread rules)
  *   EBUSY      evl_step from inside a libuv callback; evl_cancel of work
- *              that has started; evl_destroy from the loop thread
+ *              that has started; evl_destroy from the loop thread; evl_run
+ *              or evl_attach of a loop running or run; evl_attach on a
+ *              thread that is another loop's; evl_detach from a callback
  *   EVL_ENOREG    evl_cancel: the id is unknown or has had its last call
  *   EEXIST     evl_fd_watch: the fd is already watched on this loop
  *   EVL_ENOTPOLL  evl_fd_watch: a regular file or directory

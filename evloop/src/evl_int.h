@@ -58,7 +58,9 @@ struct evl__item {
   evl_read_cb read_cb;     /* READ; immutable                            */
 
   evl__item_t *hnext;      /* mu: id map chain                           */
-  evl__item_t *inext;      /* mu: incoming "start" list                  */
+  evl__item_t *inext;      /* incoming "start" list: mu while on
+                              l->in_head's list; the loop thread's once
+                              evl__drain has taken the list              */
   evl__item_t *cnext;      /* mu: incoming "cancel" list                 */
   evl__item_t *fnext;      /* mu: list of live fd watches                */
   int in_map;              /* mu                                         */

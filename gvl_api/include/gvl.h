@@ -47,7 +47,9 @@
  *            acquire inside one of the thread's blocking regions
  *   EDEADLK  acquire while already holding
  *   EBUSY    detach while holding, inside a call on the handle or owning a
- *            gvl_mutex; destroy with threads attached
+ *            gvl_mutex; destroy with threads attached or a gvl_call_with
+ *            under way; gvl_mutex_trylock of an owned mutex; destroying a
+ *            gvl_mutex or gvl_cond in use
  *   ERANGE   gvl_thread_set_name: name too long
  *   EEXIST   thread already attached to this GVL (gvl_thread_attach: errno)
  *   ENOMEM   allocation failure

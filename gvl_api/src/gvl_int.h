@@ -397,7 +397,9 @@ struct gvl_s {
   gvl_thread_t *threads;        /* attached threads; mu                    */
   gvl__hook_t *hooks;           /* every hook pair published; mu          */
   int nthreads;                 /* explicit (non-foreign) attached; mu     */
-  _Atomic int in_call;          /* gvl_call_with calls in progress         */
+  _Atomic int in_call;          /* gvl_call_with calls in progress by
+                                   threads not holding g (a nested one
+                                   returns fn(arg) uncounted)              */
   uint64_t retired[C__COUNT];   /* counters of detached threads; mu       */
   gvl_t *rnext, *rprev;         /* registry; registry_mu                   */
 };

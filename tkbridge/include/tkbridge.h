@@ -176,7 +176,7 @@ typedef struct {
   uint64_t gvl_acquires;   /* GVL acquisitions for host callbacks           */
   uint64_t bg_errors;      /* background errors seen                        */
   uint64_t cancelled;      /* calls completed with ECANCELED                */
-  uint64_t ntf_waits;      /* Tcl_WaitForEvent calls                        */
+  uint64_t ntf_waits;      /* Tcl waits the notifier saw                    */
   uint64_t ntf_blocking;   /* ... that could block                          */
   uint64_t ntf_file_events;/* file events queued by the notifier            */
   uint64_t ntf_alerts;     /* cross-thread wake-ups of the notifier         */

@@ -27,12 +27,19 @@
 
 #include "evloop.h"
 
-/* Counters kept by the notifier, per loop thread. */
+/* Counters kept by the notifier, per loop thread.  What each counts
+ * depends on the implementation: tkb_notifier_uv.c (Tcl's notifier
+ * replaced) or tkb_notifier_tcl.c (Tcl's own, with libuv's descriptor as a
+ * Tcl file handler). */
 typedef struct {
-  uint64_t waits;        /* Tcl_WaitForEvent calls                         */
-  uint64_t blocking;     /* ... of which could block (timeout != 0)        */
-  uint64_t file_events;  /* Tcl file events queued from libuv callbacks    */
-  uint64_t alerts;       /* Tcl_AlertNotifier calls (cross-thread wakeups) */
+  uint64_t waits;        /* Tcl waits: Tcl_WaitForEvent calls (uv); event-
+                            source setups for file or timer events (tcl)  */
+  uint64_t blocking;     /* ... of which could block                      */
+  uint64_t file_events;  /* file events: Tcl file events queued, also for
+                            always-ready files (uv); calls of the handler
+                            on libuv's descriptor (tcl)                   */
+  uint64_t alerts;       /* Tcl_AlertNotifier calls (uv); 0 (tcl), whose
+                            cross-thread wake-ups Tcl's notifier makes    */
 } tkb__ntf_stats_t;
 
 /* [any] Install the notifier for the whole process.  Must run before the
