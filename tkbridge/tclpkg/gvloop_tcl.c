@@ -532,7 +532,12 @@ static int cancel_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const ob
    * thread's interps. */
   for (r = gi->regs; r != NULL && r->id != (evl_id_t)id; r = r->next) {
   }
-  if (r == NULL) return posix_error(ip, "gvloop::cancel", ENOENT);
+  if (r == NULL) {   /* ENOENT, with a message about ids, not files */
+    posix_error(ip, "gvloop::cancel", ENOENT);
+    Tcl_SetObjResult(ip, Tcl_ObjPrintf("gvloop::cancel: no timer or watch %s in this "
+                                       "interpreter", Tcl_GetString(objv[1])));
+    return TCL_ERROR;
+  }
   if ((err = evl_cancel(gi->th->l, r->id)) != 0) return posix_error(ip, "gvloop::cancel", err);
   reg_unlink(r);  /* its script never runs again; freed at its last call */
   return TCL_OK;
