@@ -23,6 +23,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 
 #include "evl_int.h"
 
@@ -93,10 +94,23 @@ static void atfork_init(void) {
   (void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+/* Wait for the handlers still using the slot.  Yielding alone is not
+ * enough: the handler's own wake-up lets a real-time loop thread preempt it
+ * on its CPU, and a real-time thread's sched_yield never lets a normal
+ * thread run there, so after a few yields sleep, which does. */
 static void slot_clear(evl__sig_slot_t *s) {
+  int err = errno;
   atomic_store(&s->owner, NULL);
   atomic_store(&s->signum, 0);
-  while (atomic_load(&s->busy) != 0) sched_yield();
+  for (int i = 0; atomic_load(&s->busy) != 0; i++) {
+    if (i < 16) {
+      sched_yield();
+    } else {
+      struct timespec ts = {0, 20000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  errno = err;
 }
 
 /* [loop thread] Start its watch.  The slot is filled in before the
@@ -140,7 +154,8 @@ int evl__sig_add(evl__item_t *it) {
 
 /* [loop thread] End its watch.  Once this returns, no handler looks at
  * the slot.  The wait is for handlers that are in the middle of the few
- * instructions above, which cannot block. */
+ * instructions above, which never block but may be preempted (see
+ * slot_clear). */
 void evl__sig_remove(evl__item_t *it) {
   if (it->sig_slot < 0) return;
   pthread_mutex_lock(&sig_mu);

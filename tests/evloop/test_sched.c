@@ -8,9 +8,10 @@
  * thread that posts to it or signals it runs each call at once, the waker
  * never stuck half-way: 6000 rounds, each waiting for its call, end long
  * before the test's timeout (with libuv's uv_async_send each could stall
- * until the kernel's real-time throttling let the waker finish).  Exits
- * 77 (skipped) where real-time scheduling is
- * not permitted at all. */
+ * until the kernel's real-time throttling let the waker finish); and a
+ * signal watch removed while the handler that woke the loop thread is
+ * preempted on that CPU is removed without spinning.  Exits 77 (skipped)
+ * where real-time scheduling is not permitted at all. */
 #include <linux/capability.h>
 #include <pthread.h>
 #include <sched.h>
@@ -221,6 +222,77 @@ static void rt_wakes_one_cpu(gvl_t *g) {
   CHECK_EQ(sched_setaffinity(0, sizeof all, &all), 0);
 }
 
+/* The watch's callback cancels its own watch.  The signal's handler, on
+ * this thread, wakes the loop thread, which preempts it before the handler
+ * is done with the watch's slot; removing the watch must then let this
+ * thread finish the handler.  A real-time thread's sched_yield never does:
+ * the removal spun until the kernel's real-time throttling (950 ms of every
+ * second by default; for ever without it).  The loop thread's CPU time over
+ * the rounds tells: microseconds a round, or that whole stretch. */
+typedef struct {
+  evl_id_t id;
+  atomic_int calls, ended;
+} self_cancel_t;
+
+static void self_cancel_cb(evl_t *l, void *arg, int status) {
+  self_cancel_t *s = arg;
+  if (status != 0) {
+    atomic_fetch_add(&s->ended, 1);
+    return;
+  }
+  CHECK_EQ(evl_cancel(l, s->id), 0);
+  atomic_fetch_add(&s->calls, 1);
+}
+
+static atomic_llong loop_cpu_ns;
+static void loop_cpu_cb(evl_t *l, void *arg, int status) {
+  struct timespec ts;
+  (void)l;
+  CHECK_EQ(status, 0);
+  CHECK_EQ(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts), 0);
+  atomic_store(&loop_cpu_ns, (long long)ts.tv_sec * 1000000000 + ts.tv_nsec);
+  atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+static long long loop_cpu(evl_t *l) {
+  atomic_int done = 0;
+  CHECK_EQ(evl_post(l, loop_cpu_cb, &done, NULL), 0);
+  t_wait_ge(&done, 1);
+  return atomic_load(&loop_cpu_ns);
+}
+
+static void rt_cancel_at_signal_one_cpu(gvl_t *g) {
+  cpu_set_t one, all;
+  evl_config_t cfg = {0};
+  self_cancel_t s = {0};
+  int i;
+  CHECK_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  CPU_ZERO(&one);
+  for (i = 0; i < CPU_SETSIZE && !CPU_ISSET(i, &all); i++) {
+  }
+  CPU_SET(i, &one);
+  CHECK_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  cfg.sched_policy = EVL_SCHED_FIFO;
+  cfg.sched_priority = 10;
+  evl_t *l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  CHECK(signal(SIGUSR2, SIG_IGN) != SIG_ERR);
+  long long cpu0 = 0;
+  for (i = 1; i <= 20; i++) {
+    CHECK_EQ(evl_signal_watch(l, SIGUSR2, 0, self_cancel_cb, &s, &s.id), 0);
+    long long c = loop_cpu(l);                /* also: the watch is in place */
+    if (i == 1) cpu0 = c;
+    CHECK_EQ(kill(getpid(), SIGUSR2), 0);
+    t_wait_ge(&s.ended, i);
+  }
+  long long spent = loop_cpu(l) - cpu0;
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+  CHECK_EQ(atomic_load(&s.calls), 20);
+  if (spent >= 500000000) printf("20 rounds took %lld ms of the loop thread's CPU\n", spent / 1000000);
+  CHECK(spent < 500000000);
+}
+
 int main(void) {
   struct sched_param sp = {.sched_priority = 2};
   if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0 ||
@@ -238,6 +310,7 @@ int main(void) {
   runs_in(g, EVL_SCHED_FIFO, 1, SCHED_FIFO, 1);
   runs_in(g, EVL_SCHED_RR, 2, SCHED_RR, 2);
   rt_wakes_one_cpu(g);
+  rt_cancel_at_signal_one_cpu(g);
   CHECK_EQ(gvl_destroy(g), 0);
   lend_to_holder();
   puts("test_sched ok");
