@@ -411,6 +411,7 @@ _Static_assert(offsetof(struct gvl_s, pol) + sizeof(uint64_t) <= GVL__LINE,
 
 /* gvl_lock.c: the mechanism */
 uint64_t gvl__now(void);
+void gvl__backoff(int i);
 void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev);
 /* The same for an event that happened at now (gvl__hook reads the clock). */
 void gvl__hook_at(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define KNOWN_FLAGS \
@@ -32,6 +33,22 @@ static int one_cpu(void) {
   cpu_set_t set;
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) return 1;
   return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < 2;
+}
+
+/* The i-th pass of a wait for another thread to finish a few instructions:
+ * give it the CPU, then sleep a little.  Yielding alone is not enough: a
+ * real-time caller's sched_yield never lets a normal thread that it
+ * preempted on its CPU run, and it would spin until the kernel's real-time
+ * throttling.  A signal's EINTR from the sleep is not the caller's errno. */
+void gvl__backoff(int i) {
+  if (i < 16) {
+    sched_yield();
+  } else {
+    int saved = errno;
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+    errno = saved;
+  }
 }
 
 void *gvl__alloc_lines(size_t size) {

@@ -76,19 +76,10 @@ static void tls_remove(gvl_thread_t *t) {
 }
 
 /* A waker may still be on its way to wake t (wake_refs, a few instructions
- * and a system call): give it the CPU, then sleep a little, until done.
- * A signal's EINTR from the sleep is not the caller's errno. */
+ * and a system call). */
 static void wait_wakers(gvl_thread_t *t) {
-  int saved = errno;
-  for (int i = 0; atomic_load_explicit(&t->wake_refs, memory_order_acquire); i++) {
-    if (i < 16) {
-      sched_yield();
-    } else {
-      struct timespec ts = {0, 20000};
-      nanosleep(&ts, NULL);
-    }
-  }
-  errno = saved;
+  for (int i = 0; atomic_load_explicit(&t->wake_refs, memory_order_acquire); i++)
+    gvl__backoff(i);
 }
 
 static void thread_free(gvl_thread_t *t) {

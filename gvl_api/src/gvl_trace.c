@@ -578,11 +578,12 @@ int gvl_trace_active(gvl_t *g) {
 }
 
 /* Wait until no recorder is inside rec_begin/rec_commit or lose_nobuf.
- * Recorders never block there, so this is short. */
+ * Recorders never block there, so this is short, but one may be preempted
+ * by the stopping thread (gvl__backoff). */
 static void drain(session_t *s) {
-  while (atomic_load(&s->nobuf_busy)) sched_yield();
+  for (int k = 0; atomic_load(&s->nobuf_busy); k++) gvl__backoff(k);
   for (uint32_t i = 0; i < s->nbufs; i++)
-    while (atomic_load(&s->bufs[i]->busy)) sched_yield();
+    for (int k = 0; atomic_load(&s->bufs[i]->busy); k++) gvl__backoff(k);
 }
 
 static int write_trace(session_t *s, int fd);   /* below */
