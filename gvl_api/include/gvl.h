@@ -342,8 +342,9 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  * before a blocking region's fn runs.  Threads and processes it starts
  * while lent begin as SCHED_OTHER at nice 0 or above (the kernel's
  * SCHED_RESET_ON_FORK); a fork() child's thread has the holder's own.
- * A lend the kernel refuses (EPERM: no CAP_SYS_NICE or RLIMIT_RTPRIO) is
- * not made.  Counted in gvl_stats_t.lends, on the lender.  While lent, a
+ * A lend the kernel refuses (EPERM: no CAP_SYS_NICE or RLIMIT_RTPRIO, or,
+ * for a real-time policy, a cgroup v1 CPU group with no real-time budget,
+ * cpu.rt_runtime_us 0, as containers often have) is not made.  Counted in gvl_stats_t.lends, on the lender.  While lent, a
  * change the host makes to the holder's scheduling is undone when the lend
  * ends.  Only the kernel's real-time policies preempt a busy CPU at once:
  * a booster at a lower nice lends a weight that the kernel applies at its

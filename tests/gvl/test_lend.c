@@ -660,7 +660,8 @@ int main(int argc, char **argv) {
   int err = ks_set_self(fifo3);
   if (err == 0) err = ks_set_self(nice_m5);
   if (err != 0) {
-    printf("skipped: SCHED_FIFO 3 and nice -5 need CAP_SYS_NICE (%s)\n",
+    printf("skipped: SCHED_FIFO 3 and nice -5 refused (%s): they need CAP_SYS_NICE, "
+           "and FIFO a real-time budget in this cgroup (cgroup v1: cpu.rt_runtime_us > 0)\n",
            strerror(err));
     return 77;
   }
