@@ -47,6 +47,7 @@ typedef struct {
   int prio;
   host_log_t log;     /* written only by host code, under the GVL */
   atomic_uint failures;
+  unsigned long skipped;  /* sensor ticks skipped, once it has stopped */
 } ext_t;
 
 typedef struct {
@@ -146,7 +147,8 @@ static double run_phase(gvl_t *g, int n, unsigned steps, double secs, ext_t *e,
   struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
   while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
   }
-  sensor_stop(s);
+  unsigned long skipped = sensor_stop(s);
+  if (e != NULL) e->skipped = skipped;
   atomic_store(&stop, 1);
   uint64_t units = 0;
   for (int i = 0; i < started; i++) {
@@ -181,6 +183,10 @@ static void report(const char *name, ext_t *e, double rate, double solo) {
          name, l->n, p50, p99, mx);
   printf("%-7s %6s        (OS wake-up lateness of the sensor thread: p50 %.1f us, p99 %.1f us)\n",
          "", "", w50, w99);
+  if (e->skipped)
+    printf("%-7s %6s        %lu ticks skipped: the sensor thread woke, or host code returned,\n"
+           "%-7s %6s        after the next tick was due (not in the figures above)\n",
+           "", "", e->skipped, "", "");
   /* Both rates come from one short run each on a machine others may share:
    * a ratio above 100% means the solo run was the slower one, not that the
    * sensor made the threads faster.  Say so instead of printing "kept 198%". */
@@ -190,17 +196,19 @@ static void report(const char *name, ext_t *e, double rate, double solo) {
   else
     printf("%-7s %6s        interpreter threads ran at %.1f%% of the solo rate measured "
            "before: the solo run was slowed by other load (try --seconds 5)\n", "", "", kept);
-  printf("STAT prio=%s calls=%zu p50_us=%.1f p99_us=%.1f max_us=%.1f wake_p99_us=%.1f "
-         "kept_pct=%.1f failures=%u\n",
-         name, l->n, p50, p99, mx, w99, kept, atomic_load(&e->failures));
+  printf("STAT prio=%s calls=%zu skipped=%lu p50_us=%.1f p99_us=%.1f max_us=%.1f "
+         "wake_p99_us=%.1f kept_pct=%.1f failures=%u\n",
+         name, l->n, e->skipped, p50, p99, mx, w99, kept, atomic_load(&e->failures));
 }
 
 /* ---- main ----------------------------------------------------------------- */
 
-static int parse_num(const char *s, double lo, double hi, double *out) {
+/* A number in lo..hi; a whole one if whole. */
+static int parse_num(const char *s, double lo, double hi, int whole, double *out) {
   char *end;
   double v = strtod(s, &end);
   if (*s == '\0' || *end != '\0' || !(v >= lo && v <= hi)) return -1;
+  if (whole && v != (double)(long)v) return -1;
   *out = v;
   return 0;
 }
@@ -234,14 +242,19 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : "";
     int bad = 0;
-    if (strcmp(argv[i], "--threads") == 0) bad = parse_num(v, 1, MAX_THREADS, &threads), i++;
-    else if (strcmp(argv[i], "--seconds") == 0) bad = parse_num(v, 0.2, 3600, &secs), i++;
-    else if (strcmp(argv[i], "--rate") == 0) bad = parse_num(v, 1, 100000, &rate), i++;
+    if (strcmp(argv[i], "--threads") == 0) bad = parse_num(v, 1, MAX_THREADS, 1, &threads), i++;
+    else if (strcmp(argv[i], "--seconds") == 0) bad = parse_num(v, 0.2, 3600, 0, &secs), i++;
+    else if (strcmp(argv[i], "--rate") == 0) bad = parse_num(v, 1, 100000, 1, &rate), i++;
     else if (strcmp(argv[i], "--normal") == 0) normal = 1;
-    else bad = 1;
+    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) bad = 2;
+    else bad = 3;
     if (bad) {
-      fprintf(stderr, "usage: cext [--threads N] [--seconds S] [--rate HZ] [--normal]\n");
-      return 2;
+      if (bad == 3) fprintf(stderr, "cext: unknown option %s\n", argv[i]);
+      else if (bad < 0) fprintf(stderr, "cext: %s %s: bad value\n", argv[i - 1], v);
+      fprintf(bad == 2 ? stdout : stderr,
+              "usage: cext [--threads 1..%d] [--seconds 0.2..3600] [--rate 1..100000 (Hz)] "
+              "[--normal]\n", MAX_THREADS);
+      return bad == 2 ? 0 : 2;
     }
   }
   gvl_t *g = gvl_create(NULL);

@@ -16,6 +16,7 @@ struct sensor {
   void *user;
   atomic_int stop;
   pthread_t tid;
+  unsigned long skipped;  /* the sensor thread's; read after the join */
 };
 
 static uint64_t now_ns(void) {
@@ -39,7 +40,11 @@ static void *sensor_main(void *arg) {
     s->cb(value, due, s->user);
     due += period;
     uint64_t now = now_ns();
-    if (due < now) due = now + period - (now - due) % period; /* skip missed ticks */
+    if (due < now) {  /* skip the ticks missed, keeping the schedule */
+      uint64_t missed = (now - due) / period + 1;
+      s->skipped += missed;
+      due += missed * period;
+    }
   }
   return NULL;
 }
@@ -63,9 +68,11 @@ sensor_t *sensor_start(unsigned rate_hz, sensor_cb cb, void *user) {
   return s;
 }
 
-void sensor_stop(sensor_t *s) {
-  if (s == NULL) return;
+unsigned long sensor_stop(sensor_t *s) {
+  if (s == NULL) return 0;
   atomic_store(&s->stop, 1);
   pthread_join(s->tid, NULL);
+  unsigned long skipped = s->skipped;
   free(s);
+  return skipped;
 }

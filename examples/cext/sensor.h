@@ -20,7 +20,9 @@ typedef void (*sensor_cb)(double value, uint64_t due_ns, void *user);
 sensor_t *sensor_start(unsigned rate_hz, sensor_cb cb, void *user);
 
 /* Stop the thread and free the sensor.  The callback is not running and
- * will not run after this returns. */
-void sensor_stop(sensor_t *s);
+ * will not run after this returns.  Returns the ticks skipped because the
+ * thread woke or its callback returned after the next tick was due (0 for
+ * a NULL s). */
+unsigned long sensor_stop(sensor_t *s);
 
 #endif /* SENSOR_H */

@@ -270,13 +270,13 @@ static int usage(const char *argv0, const char *fmt, ...) {
 }
 
 int main(int argc, char **argv) {
-  int port = 7007, selftest = 0, hog = 1, rounds = 200, lfd, i, ok = 1;
+  int port = -1, selftest = 0, hog = 1, rounds = 200, lfd, i, ok = 1;
   gvl_t *g;
   evl_t *l;
   evl_config_t cfg = {0};
   pthread_t hog_th;
   for (i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--selftest") == 0) { selftest = 1; port = 0; }
+    if (strcmp(argv[i], "--selftest") == 0) selftest = 1;
     else if (strcmp(argv[i], "--no-hog") == 0) hog = 0;
     else if (strcmp(argv[i], "--port") == 0 || strcmp(argv[i], "--rounds") == 0) {
       int is_port = argv[i][2] == 'p';
@@ -296,6 +296,7 @@ int main(int argc, char **argv) {
       return usage(argv[0], "unknown option %s", argv[i]);
     }
   }
+  if (port < 0) port = selftest ? 0 : 7007;   /* the self-test: any free port */
   if ((lfd = listen_on(port, &port)) < 0) {
     perror("evl_echo: listen");
     return 1;

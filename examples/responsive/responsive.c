@@ -658,10 +658,9 @@ static void print_stats(app_t *a) {
 
 /* ---- main ---------------------------------------------------------------- */
 
-static void usage(void) {
-  fprintf(stderr,
-          "usage: responsive [--threads N] [--policy gvloop|gvloop-noboost|cond-timer|cpython]\n"
-          "                  [--script] [--phase-ms MS] [--tour P1,P2,...] [--hold-file FILE]\n");
+static void usage(FILE *f) {
+  fprintf(f, "usage: responsive [--threads N] [--policy gvloop|gvloop-noboost|cond-timer|cpython]\n"
+             "                  [--script] [--phase-ms MS] [--tour P1,P2,...] [--hold-file FILE]\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out) {
@@ -687,27 +686,37 @@ static int parse_tour(const char *v, char *out, size_t outsz) {
   return out[0] ? 0 : -1;
 }
 
+/* 0, 1 for --help, or -1 after saying what was wrong. */
 static int parse(app_t *a, int argc, char **argv, int *pol) {
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(o, "--script") == 0) {
+    int bad = 0;
+    if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+      return 1;
+    } else if (strcmp(o, "--script") == 0) {
       a->script = 1;
     } else if (strcmp(o, "--threads") == 0 && v) {
-      if (parse_int(v, 1, MAX_THREADS, &a->nthreads)) return -1;
-      i++;
+      bad = parse_int(v, 1, MAX_THREADS, &a->nthreads), i++;
     } else if (strcmp(o, "--phase-ms") == 0 && v) {
-      if (parse_int(v, 200, 600000, &a->phase_ms)) return -1;
-      i++;
+      bad = parse_int(v, 200, 600000, &a->phase_ms), i++;
     } else if (strcmp(o, "--policy") == 0 && v) {
-      if ((*pol = find_policy(v)) < 0) return -1;
-      i++;
+      bad = (*pol = find_policy(v)) < 0, i++;
     } else if (strcmp(o, "--tour") == 0 && v) {
-      if (parse_tour(v, a->tour, sizeof a->tour)) return -1;
-      i++;
+      bad = parse_tour(v, a->tour, sizeof a->tour), i++;
     } else if (strcmp(o, "--hold-file") == 0 && v) {
       a->hold_file = v;
       i++;
     } else {
+      static const char *const valued[] = {"--threads", "--phase-ms", "--policy", "--tour",
+                                           "--hold-file"};
+      const char *why = "unknown option";
+      for (size_t k = 0; k < sizeof valued / sizeof *valued; k++)
+        if (strcmp(o, valued[k]) == 0) why = "needs a value";
+      fprintf(stderr, "responsive: %s: %s\n", o, why);
+      return -1;
+    }
+    if (bad) {
+      fprintf(stderr, "responsive: %s %s: bad value\n", o, v);
       return -1;
     }
   }
@@ -716,15 +725,23 @@ static int parse(app_t *a, int argc, char **argv, int *pol) {
 
 /* Set the options as Tcl variables, then build the window. */
 static int build_ui(app_t *a, int pol) {
-  char pre[2048];
+  char pre[512];
   snprintf(pre, sizeof pre,
            "namespace eval ui {}; set ui::script %d; set ui::phase_ms %d; "
-           "set ui::nthreads %d; set ui::policy %s; set ui::tour {%s}; "
-           "set ui::hold_file {%s}",
-           a->script, a->phase_ms, a->nthreads, policies[pol].key, a->tour,
-           a->hold_file ? a->hold_file : "");
-  char *err = NULL;
-  int rc = tkb_eval(a->tk, pre, &err);
+           "set ui::nthreads %d; set ui::policy %s; set ui::tour {%s}; set ui::hold_file",
+           a->script, a->phase_ms, a->nthreads, policies[pol].key, a->tour);
+  /* The file name as one list element, whatever its braces or spaces. */
+  const char *av[2] = {pre, a->hold_file ? a->hold_file : ""};
+  char *cmd = Tcl_Concat(1, av), *hold = Tcl_Merge(1, av + 1);
+  char *err = NULL, *s = cmd && hold ? Tcl_Alloc((unsigned)(strlen(cmd) + strlen(hold) + 2)) : NULL;
+  int rc = ENOMEM;
+  if (s) {
+    sprintf(s, "%s %s", cmd, hold);
+    rc = tkb_eval(a->tk, s, &err);
+  }
+  Tcl_Free(s);
+  Tcl_Free(cmd);
+  Tcl_Free(hold);
   if (rc == 0) {
     free(err);
     err = NULL;
@@ -780,9 +797,10 @@ int main(int argc, char **argv) {
   a->nthreads = 2;
   a->phase_ms = 8000;
   strcpy(a->tour, "cond-timer cpython gvloop-noboost gvloop");
-  if (parse(a, argc, argv, &pol) != 0) {
-    usage();
-    return 2;
+  int pr = parse(a, argc, argv, &pol);
+  if (pr != 0) {
+    usage(pr > 0 ? stdout : stderr);
+    return pr > 0 ? 0 : 2;
   }
   pthread_mutex_init(&a->mu, NULL);
   pthread_mutex_init(&a->fb_mu, NULL);

@@ -45,7 +45,7 @@ if [ ! -x "$bin" ]; then
 fi
 
 if [ -n "${DISPLAY:-}" ] && [ $headless = 0 ]; then
-  echo "Opening the demo window on $DISPLAY: press 'Start rendering', switch the policy, click Ping."
+  echo "Opening the demo window on $DISPLAY: rendering starts by itself; switch the policy, click Ping."
   exec "$bin" --threads "$threads"
 fi
 

@@ -24,6 +24,8 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,6 +324,12 @@ static void *hog_main(void *arg) {
 
 /* ---- main ------------------------------------------------------------------- */
 
+/* SIGINT / SIGTERM: quit through the normal path, so everything is freed. */
+static void on_signal(evl_t *l, void *arg, int status) {
+  (void)l;
+  if (status == 0) request_quit(arg, 0);
+}
+
 static int start(viewer_t *v, const char *file) {
   evl_config_t ec;
   memset(&ec, 0, sizeof ec);
@@ -342,6 +350,8 @@ static int start(viewer_t *v, const char *file) {
     fprintf(stderr, "viewer: cannot start Tk: %s\n", tkb_strerror(rc));
     return 1;
   }
+  evl_signal_watch(v->l, SIGINT, EVL_F_NOGVL, on_signal, v, NULL);
+  evl_signal_watch(v->l, SIGTERM, EVL_F_NOGVL, on_signal, v, NULL);
   const char *argv[] = {"set", "viewer::batch", v->batch ? "1" : "0"};
   char *s = Tcl_Merge(3, argv);
   char *err = NULL;
@@ -361,6 +371,20 @@ static int start(viewer_t *v, const char *file) {
   return rc != 0;
 }
 
+/* A whole number of digits only, in 0..hi. */
+static int parse_count(const char *s, unsigned long long hi, unsigned long long *out) {
+  char *end;
+  if (*s < '0' || *s > '9') return -1;
+  errno = 0;
+  unsigned long long n = strtoull(s, &end, 10);
+  if (*end || errno || n > hi) return -1;
+  *out = n;
+  return 0;
+}
+
+static const char usage_text[] =
+    "usage: viewer [--batch] [--max-show BYTES] [--hog 0..8] [FILE]\n";
+
 int main(int argc, char **argv) {
   static viewer_t app; /* one per process */
   viewer_t *v = &app;
@@ -368,25 +392,44 @@ int main(int argc, char **argv) {
   int hogs = 0;
   v->max_show = 8u << 20;
   for (int i = 1; i < argc; i++) {
-    char *end = NULL;
-    if (strcmp(argv[i], "--batch") == 0) {
+    const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+    unsigned long long n;
+    if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+      fputs(usage_text, stdout);
+      return 0;
+    } else if (strcmp(o, "--batch") == 0) {
       v->batch = 1;
-    } else if (strcmp(argv[i], "--max-show") == 0 && i + 1 < argc) {
-      unsigned long long n = strtoull(argv[++i], &end, 10);
-      if (*end || n < 1) file = NULL, hogs = -1;
-      v->max_show = (size_t)n;
-    } else if (strcmp(argv[i], "--hog") == 0 && i + 1 < argc) {
-      long n = strtol(argv[++i], &end, 10);
-      hogs = (*end || n < 0 || n > MAX_HOGS) ? -1 : (int)n;
-    } else if (argv[i][0] != '-' && file == NULL) {
-      file = argv[i];
+      continue;
+    } else if (o[0] != '-' && file == NULL) {
+      file = o;
+      continue;
+    } else if (strcmp(o, "--max-show") == 0 && val) {
+      if (parse_count(val, SIZE_MAX, &n) == 0 && n >= 1) {
+        v->max_show = (size_t)n;
+        i++;
+        continue;
+      }
+    } else if (strcmp(o, "--hog") == 0 && val) {
+      if (parse_count(val, MAX_HOGS, &n) == 0) {
+        hogs = (int)n;
+        i++;
+        continue;
+      }
     } else {
-      hogs = -1;
+      const char *why = "unknown option";
+      if (o[0] != '-') why = "one file only";
+      else if (!strcmp(o, "--hog") || !strcmp(o, "--max-show")) why = "needs a value";
+      fprintf(stderr, "viewer: %s: %s\n", o, why);
+      fputs(usage_text, stderr);
+      return 2;
     }
-    if (hogs < 0) break;
+    fprintf(stderr, "viewer: %s %s: bad value\n", o, val);
+    fputs(usage_text, stderr);
+    return 2;
   }
-  if (hogs < 0 || (v->batch && file == NULL)) {
-    fprintf(stderr, "usage: viewer [--batch] [--max-show BYTES] [--hog N] [FILE]\n");
+  if (v->batch && file == NULL) {
+    fprintf(stderr, "viewer: --batch needs a FILE\n");
+    fputs(usage_text, stderr);
     return 2;
   }
   pthread_mutex_init(&v->mu, NULL);
