@@ -411,7 +411,6 @@ _Static_assert(offsetof(struct gvl_s, pol) + sizeof(uint64_t) <= GVL__LINE,
 
 /* gvl_lock.c: the mechanism */
 uint64_t gvl__now(void);
-void gvl__backoff(int i);
 void gvl__hook(gvl_t *g, gvl_thread_t *t, gvl_event_t ev);
 /* The same for an event that happened at now (gvl__hook reads the clock). */
 void gvl__hook_at(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now);
@@ -458,6 +457,10 @@ bool gvl__pol_interactive(gvl_thread_t *t, uint64_t now);
 /* gvl_sync.c: take t out of the gvl_mutex/gvl_cond queue q it is in (the
  * GVL held, or the fork child). */
 void gvl__wq_leave(gvl__waitq_t *q, gvl_thread_t *t);
+
+/* gvl_misc.c: pass i of a wait for another thread to finish a few
+ * instructions (yields, then short sleeps; errno kept) */
+void gvl__backoff(int i);
 
 /* gvl_trace.c */
 void gvl__trace_event(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now);
