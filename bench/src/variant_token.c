@@ -157,7 +157,7 @@ static void *tk_call_without(void *tp, void *(*fn)(void *), void *arg) {
 static void *tk_create(void) {
   tk_gvl_t *g = aligned_alloc(64, sizeof(tk_gvl_t));
   if (!g) bench_die("aligned_alloc", 0);
-  *g = (tk_gvl_t){0};
+  *g = (tk_gvl_t){.owner = NULL};   /* {0}: an int for an _Atomic pointer (clang) */
   return g;
 }
 

@@ -189,11 +189,12 @@ typedef struct {
  * every normal process on the machine.  A host callback that computes for
  * long keeps a CPU from them for as long as it runs (the kernel's
  * real-time throttling, by default 95% of each second, is the only bound),
- * so use it for loops whose callbacks are short.  It needs CAP_SYS_NICE or
- * an RLIMIT_RTPRIO of at least sched_priority, and, in a cgroup v1 CPU
- * group, a real-time budget (cpu.rt_runtime_us > 0; containers often have
- * 0): without, evl_start fails with EPERM.  A nice level is not offered: a lower nice is applied by the
- * kernel at its next pick, not at once, and does not help (measured). */
+ * so use it for loops whose callbacks are short.  It needs CAP_SYS_NICE
+ * or an RLIMIT_RTPRIO of at least sched_priority, and, in a cgroup v1 CPU
+ * group, a real-time budget (cpu.rt_runtime_us > 0; containers often
+ * have 0): without, evl_start fails with EPERM.  A nice level is not
+ * offered: a lower nice is applied by the kernel at its next pick, not at
+ * once, and does not help (measured). */
 #define EVL_SCHED_KEEP 0
 #define EVL_SCHED_FIFO 1
 #define EVL_SCHED_RR   2

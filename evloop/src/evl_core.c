@@ -616,7 +616,9 @@ const char *evl_strerror(int err) {
     case EVL_ENOTPOLL: return "cannot watch this fd: a regular file or directory is always ready";
     case EINVAL: return "invalid argument (NULL or out of range)";
     case EPERM: return "wrong thread for this call (see its thread rule in evloop.h)";
-    case EBUSY: return "busy: inside a libuv callback, work already started, or on the loop thread";
+    case EBUSY:
+      return "busy: inside a callback, work already started, the loop running already, "
+             "or on the loop thread";
     case EEXIST: return "the fd is already watched on this loop";
     case ECANCELED: return "cancelled (evl_cancel or evl_stop)";
     default: return gvl__err_text(err);

@@ -97,7 +97,8 @@ static void atfork_init(void) {
 /* Wait for the handlers still using the slot.  Yielding alone is not
  * enough: the handler's own wake-up lets a real-time loop thread preempt it
  * on its CPU, and a real-time thread's sched_yield never lets a normal
- * thread run there, so after a few yields sleep, which does. */
+ * thread run there, so after a few yields sleep, which does (libgvl's
+ * gvl__backoff, whose numbers these are). */
 static void slot_clear(evl__sig_slot_t *s) {
   int err = errno;
   atomic_store(&s->owner, NULL);

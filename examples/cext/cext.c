@@ -250,6 +250,7 @@ int main(int argc, char **argv) {
     else bad = 3;
     if (bad) {
       if (bad == 3) fprintf(stderr, "cext: unknown option %s\n", argv[i]);
+      else if (bad < 0 && !*v) fprintf(stderr, "cext: %s: needs a value\n", argv[i - 1]);
       else if (bad < 0) fprintf(stderr, "cext: %s %s: bad value\n", argv[i - 1], v);
       fprintf(bad == 2 ? stdout : stderr,
               "usage: cext [--threads 1..%d] [--seconds 0.2..3600] [--rate 1..100000 (Hz)] "

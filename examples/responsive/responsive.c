@@ -730,18 +730,13 @@ static int build_ui(app_t *a, int pol) {
            "namespace eval ui {}; set ui::script %d; set ui::phase_ms %d; "
            "set ui::nthreads %d; set ui::policy %s; set ui::tour {%s}; set ui::hold_file",
            a->script, a->phase_ms, a->nthreads, policies[pol].key, a->tour);
-  /* The file name as one list element, whatever its braces or spaces. */
-  const char *av[2] = {pre, a->hold_file ? a->hold_file : ""};
-  char *cmd = Tcl_Concat(1, av), *hold = Tcl_Merge(1, av + 1);
-  char *err = NULL, *s = cmd && hold ? Tcl_Alloc((unsigned)(strlen(cmd) + strlen(hold) + 2)) : NULL;
-  int rc = ENOMEM;
-  if (s) {
-    sprintf(s, "%s %s", cmd, hold);
-    rc = tkb_eval(a->tk, s, &err);
-  }
-  Tcl_Free(s);
-  Tcl_Free(cmd);
-  Tcl_Free(hold);
+  Tcl_DString ds;   /* the file name as one list element, whatever its braces */
+  Tcl_DStringInit(&ds);
+  Tcl_DStringAppend(&ds, pre, -1);
+  Tcl_DStringAppendElement(&ds, a->hold_file ? a->hold_file : "");
+  char *err = NULL;
+  int rc = tkb_eval(a->tk, Tcl_DStringValue(&ds), &err);
+  Tcl_DStringFree(&ds);
   if (rc == 0) {
     free(err);
     err = NULL;

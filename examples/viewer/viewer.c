@@ -18,7 +18,8 @@
  *
  * --hog N     run N interpreter threads computing under the GVL meanwhile
  * --batch     load FILE, print one line of figures and exit: 0 loaded,
- *             3 refused as binary, 4 unreadable (for tests and scripts)
+ *             3 refused as binary, 4 unreadable (for tests and scripts);
+ *             SIGINT and SIGTERM end any run with 130 and 143
  * --max-show  show at most this many bytes (default 8 MiB); the rest is
  *             counted but not inserted (a Tk text widget gets slow)
  */
@@ -324,10 +325,17 @@ static void *hog_main(void *arg) {
 
 /* ---- main ------------------------------------------------------------------- */
 
-/* SIGINT / SIGTERM: quit through the normal path, so everything is freed. */
-static void on_signal(evl_t *l, void *arg, int status) {
+/* SIGINT / SIGTERM: quit through the normal path, so everything is freed,
+ * with the status a shell gives a process the signal ended (a --batch run
+ * stopped so is not one that loaded). */
+static void on_sigint(evl_t *l, void *arg, int status) {
   (void)l;
-  if (status == 0) request_quit(arg, 0);
+  if (status == 0) request_quit(arg, 128 + SIGINT);
+}
+
+static void on_sigterm(evl_t *l, void *arg, int status) {
+  (void)l;
+  if (status == 0) request_quit(arg, 128 + SIGTERM);
 }
 
 static int start(viewer_t *v, const char *file) {
@@ -350,8 +358,10 @@ static int start(viewer_t *v, const char *file) {
     fprintf(stderr, "viewer: cannot start Tk: %s\n", tkb_strerror(rc));
     return 1;
   }
-  evl_signal_watch(v->l, SIGINT, EVL_F_NOGVL, on_signal, v, NULL);
-  evl_signal_watch(v->l, SIGTERM, EVL_F_NOGVL, on_signal, v, NULL);
+  /* Without them (ENOSPC: 1024 watches in the process) the signals end
+   * the process as they would anyway. */
+  (void)evl_signal_watch(v->l, SIGINT, EVL_F_NOGVL, on_sigint, v, NULL);
+  (void)evl_signal_watch(v->l, SIGTERM, EVL_F_NOGVL, on_sigterm, v, NULL);
   const char *argv[] = {"set", "viewer::batch", v->batch ? "1" : "0"};
   char *s = Tcl_Merge(3, argv);
   char *err = NULL;

@@ -45,11 +45,12 @@
  *   EINVAL   NULL or out-of-range argument
  *   EPERM    caller does not hold the GVL / handle used from another thread /
  *            acquire inside one of the thread's blocking regions
- *   EDEADLK  acquire while already holding
+ *   EDEADLK  acquire while already holding; gvl_mutex_lock/trylock of a
+ *            mutex the caller owns
  *   EBUSY    detach while holding, inside a call on the handle or owning a
  *            gvl_mutex; destroy with threads attached or a gvl_call_with
- *            under way; gvl_mutex_trylock of an owned mutex; destroying a
- *            gvl_mutex or gvl_cond in use
+ *            under way; gvl_mutex_trylock of a mutex another thread owns;
+ *            destroying a gvl_mutex or gvl_cond in use
  *   ERANGE   gvl_thread_set_name: name too long
  *   EEXIST   thread already attached to this GVL (gvl_thread_attach: errno)
  *   ENOMEM   allocation failure
@@ -342,9 +343,10 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  * before a blocking region's fn runs.  Threads and processes it starts
  * while lent begin as SCHED_OTHER at nice 0 or above (the kernel's
  * SCHED_RESET_ON_FORK); a fork() child's thread has the holder's own.
- * A lend the kernel refuses (EPERM: no CAP_SYS_NICE or RLIMIT_RTPRIO, or,
- * for a real-time policy, a cgroup v1 CPU group with no real-time budget,
- * cpu.rt_runtime_us 0, as containers often have) is not made.  Counted in gvl_stats_t.lends, on the lender.  While lent, a
+ * A lend the kernel refuses (EPERM: no CAP_SYS_NICE or RLIMIT_RTPRIO,
+ * or, for a real-time policy, a cgroup v1 CPU group with no real-time
+ * budget, cpu.rt_runtime_us 0, as containers often have) is not made.
+ * Counted in gvl_stats_t.lends, on the lender.  While lent, a
  * change the host makes to the holder's scheduling is undone when the lend
  * ends.  Only the kernel's real-time policies preempt a busy CPU at once:
  * a booster at a lower nice lends a weight that the kernel applies at its

@@ -281,7 +281,9 @@ const char *gvl_strerror(int err) {
     case EINVAL: return "invalid argument (NULL or out of range)";
     case EPERM: return "the calling thread does not hold the GVL, the handle belongs to another thread, or an acquire was made inside a blocking region";
     case EDEADLK: return "the GVL is already held by this thread";
-    case EBUSY: return "busy: threads are still attached, or the thread holds the GVL";
+    case EBUSY:
+      return "busy: in use (threads attached, a call under way, a mutex owned or waited "
+             "on), or the thread holds the GVL";
     case EEXIST: return "the thread is already attached to this GVL";
     case EINTR: return "interrupted (gvl_thread_interrupt)";
     case ETIMEDOUT: return "timed out";

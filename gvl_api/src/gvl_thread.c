@@ -13,10 +13,8 @@
  */
 #include "gvl_int.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t tls_key;

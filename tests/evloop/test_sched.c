@@ -289,7 +289,8 @@ static void rt_cancel_at_signal_one_cpu(gvl_t *g) {
   CHECK_EQ(evl_destroy(l), 0);
   CHECK_EQ(sched_setaffinity(0, sizeof all, &all), 0);
   CHECK_EQ(atomic_load(&s.calls), 20);
-  if (spent >= 500000000) printf("20 rounds took %lld ms of the loop thread's CPU\n", spent / 1000000);
+  if (spent >= 500000000)
+    printf("20 rounds took %lld ms of the loop thread's CPU\n", spent / 1000000);
   CHECK(spent < 500000000);
 }
 

@@ -3,11 +3,12 @@
 """check_run.py -- run an example and check what it did.
 
   check_run.py [--status N] [--expect REGEX]... [--png FILE WxH]
-               [--need PROGRAM]... [--unset-display] -- CMD [ARG...]
+               [--need PROGRAM]... [--unset-display] [--no-stderr] -- CMD [ARG...]
 
 Passes (exit 0) when CMD exits with status N (default 0), its output
-(stdout and stderr together) matches every REGEX (multi-line mode), and,
-with --png, FILE is a PNG of exactly W x H pixels that is not uniform.
+(stdout and stderr together; with --no-stderr stdout alone, and stderr
+must be empty) matches every REGEX (multi-line mode), and, with --png,
+FILE is a PNG of exactly W x H pixels that is not uniform.
 Exits 77 (ctest: skipped) when a --need program is not installed.
 The PNG is decoded with the standard library only (zlib), so the check
 does not depend on the tool that wrote it.
@@ -103,7 +104,7 @@ def check_png(path, size):
 
 
 def main(argv):
-    status, expects, png, needs, unset = 0, [], None, [], False
+    status, expects, png, needs, unset, no_stderr = 0, [], None, [], False, False
     i = 1
     while i < len(argv) and argv[i] != "--":
         a = argv[i]
@@ -117,6 +118,8 @@ def main(argv):
             needs.append(argv[i + 1]); i += 2
         elif a == "--unset-display":
             unset = True; i += 1
+        elif a == "--no-stderr":
+            no_stderr = True; i += 1
         else:
             fail("bad option " + a)
     cmd = argv[i + 1:]
@@ -129,8 +132,11 @@ def main(argv):
     env = dict(os.environ)
     if unset:
         env.pop("DISPLAY", None)
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE if no_stderr else subprocess.STDOUT, env=env)
     out = p.stdout.decode("utf-8", "replace")
+    if no_stderr and p.stderr:
+        fail("wrote to stderr: " + p.stderr.decode("utf-8", "replace"), out)
     if p.returncode != status:
         fail("exit status %d, expected %d" % (p.returncode, status), out)
     for rx in expects:
