@@ -31,7 +31,9 @@
  *    it was then: a process pinned to one CPU, or a 1-CPU container, never
  *    spins), and never with GVL_F_NOSPIN.  Waits for a gvl_mutex or
  *    gvl_cond never spin (nor does a gvl_cond_timedwait's reacquire of the
- *    GVL after its timeout).
+ *    GVL after its timeout).  A CPU quota (a container's cgroup cpu.max or
+ *    cpu.cfs_quota_us) is not looked at: a spin counts against it, so
+ *    where the quota is a CPU or less, GVL_F_NOSPIN saves it.
  *  - fork(): in the child only the forking thread exists.  Each GVL keeps
  *    that thread's attachments, is held by it if it held it, and has no
  *    waiters (a fork made from a hook while that thread waited for it
