@@ -190,23 +190,32 @@ static void wake_cb(evl_t *l, void *arg, int status) {
   if (status == 0) atomic_fetch_add(&wakes, 1);
 }
 
-/* Everything on one CPU: the loop thread in SCHED_FIFO preempts this
- * thread the moment a post or a signal wakes it. */
-static void rt_wakes_one_cpu(gvl_t *g) {
-  cpu_set_t one, all;
+/* Pin this thread to the first CPU of its mask (the old mask in *all) and
+ * start a loop whose thread runs SCHED_FIFO there: it inherits the one CPU,
+ * and preempts this thread the moment a post or a signal wakes it. */
+static evl_t *fifo_loop_on_one_cpu(gvl_t *g, cpu_set_t *all) {
+  cpu_set_t one;
   evl_config_t cfg = {0};
-  evl_id_t id;
   int i;
-  CHECK_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  CHECK_EQ(sched_getaffinity(0, sizeof *all, all), 0);
   CPU_ZERO(&one);
-  for (i = 0; i < CPU_SETSIZE && !CPU_ISSET(i, &all); i++) {
+  for (i = 0; i < CPU_SETSIZE && !CPU_ISSET(i, all); i++) {
   }
   CPU_SET(i, &one);
   CHECK_EQ(sched_setaffinity(0, sizeof one, &one), 0);
   cfg.sched_policy = EVL_SCHED_FIFO;
   cfg.sched_priority = 10;
-  evl_t *l = evl_start(g, &cfg);   /* inherits the one CPU */
+  evl_t *l = evl_start(g, &cfg);
   CHECK(l != NULL);
+  return l;
+}
+
+/* Everything on one CPU: each post and signal is served at once. */
+static void rt_wakes_one_cpu(gvl_t *g) {
+  cpu_set_t all;
+  evl_id_t id;
+  int i;
+  evl_t *l = fifo_loop_on_one_cpu(g, &all);
   CHECK(signal(SIGUSR1, SIG_IGN) != SIG_ERR);
   CHECK_EQ(evl_signal_watch(l, SIGUSR1, 0, wake_cb, NULL, &id), 0);
   atomic_store(&wakes, 0);
@@ -262,20 +271,10 @@ static long long loop_cpu(evl_t *l) {
 }
 
 static void rt_cancel_at_signal_one_cpu(gvl_t *g) {
-  cpu_set_t one, all;
-  evl_config_t cfg = {0};
+  cpu_set_t all;
   self_cancel_t s = {0};
   int i;
-  CHECK_EQ(sched_getaffinity(0, sizeof all, &all), 0);
-  CPU_ZERO(&one);
-  for (i = 0; i < CPU_SETSIZE && !CPU_ISSET(i, &all); i++) {
-  }
-  CPU_SET(i, &one);
-  CHECK_EQ(sched_setaffinity(0, sizeof one, &one), 0);
-  cfg.sched_policy = EVL_SCHED_FIFO;
-  cfg.sched_priority = 10;
-  evl_t *l = evl_start(g, &cfg);
-  CHECK(l != NULL);
+  evl_t *l = fifo_loop_on_one_cpu(g, &all);
   CHECK(signal(SIGUSR2, SIG_IGN) != SIG_ERR);
   long long cpu0 = 0;
   for (i = 1; i <= 20; i++) {

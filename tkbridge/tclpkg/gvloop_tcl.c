@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -533,12 +534,12 @@ static int cancel_cmd(ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const ob
   for (r = gi->regs; r != NULL && r->id != (evl_id_t)id; r = r->next) {
   }
   if (r == NULL) {   /* ENOENT, with a message about ids, not files */
-    Tcl_Obj *msg = Tcl_ObjPrintf("no timer or watch %s in this interpreter",
-                                 Tcl_GetString(objv[1]));
-    Tcl_SetObjResult(ip, Tcl_ObjPrintf("gvloop::cancel: %s", Tcl_GetString(msg)));
+    char msg[80];
+    snprintf(msg, sizeof msg, "no timer or watch %lld in this interpreter",
+             (long long)id);
+    Tcl_SetObjResult(ip, Tcl_ObjPrintf("gvloop::cancel: %s", msg));
     Tcl_SetErrno(ENOENT);
-    Tcl_SetErrorCode(ip, "POSIX", "ENOENT", Tcl_GetString(msg), NULL);
-    Tcl_DecrRefCount(msg);
+    Tcl_SetErrorCode(ip, "POSIX", "ENOENT", msg, NULL);
     return TCL_ERROR;
   }
   if ((err = evl_cancel(gi->th->l, r->id)) != 0) return posix_error(ip, "gvloop::cancel", err);
