@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gvl.h, "No spinning on one CPU": a GVL created while its process's CPU
+ * quota (a cgroup's cpu.cfs_quota_us or cpu.max) allows one CPU or less
+ * never spins; a quota above one CPU leaves the spin on.  Each case makes
+ * a cgroup below the process's own, sets its quota, moves the process in,
+ * creates the GVL with a spin of an hour and moves the process back out
+ * (the GVL decides at creation; the rest of the case runs unthrottled):
+ *
+ *   half      quota 50 ms per 100 ms: never spins
+ *   one       quota 100 ms per 100 ms: never spins
+ *   nested    the quota (50%) on the parent, none on the process's cgroup:
+ *             never spins (the kernel enforces every ancestor's)
+ *   above     quota 150 ms per 100 ms (two CPUs, rounded up): spins
+ *
+ * "Never spins": a boosted waiter whose holder does not answer goes to
+ * sleep (state S); were it to spin it would stay runnable for the hour and
+ * the watchdog would end the test.  "Spins": the waiter is still runnable
+ * 50 ms after it asked.  Needs two CPUs and a cgroup CPU controller this
+ * process may write (root; cgroup v1, or v2 where cpu can be enabled
+ * below the process's cgroup): else exit 77 (ctest: skipped).
+ */
+#include "tgvl.h"
+
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+static gvl_t *g;
+static char home[512];       /* the process's cgroup, where it goes back to */
+static char made[2][600];    /* the cgroups made, child last; "" if none */
+static int v2;
+
+static int write_file(const char *dir, const char *name, const char *text) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  int ok = fputs(text, f) >= 0;
+  return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static void skip(const char *why) {
+  printf("skipped: %s\n", why);  /* a skip, not a pass */
+  exit(77);
+}
+
+/* The process's cgroup directory in the CPU controller's hierarchy. */
+static void find_home(void) {
+  static const char *v1_mounts[] = {"/sys/fs/cgroup/cpu,cpuacct",
+                                    "/sys/fs/cgroup/cpu"};
+  char line[512], path[512] = "", *p;
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  if (!f) skip("no /proc/self/cgroup");
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    if (!(p = strchr(line, ':')) || !(p = strchr(p + 1, ':'))) continue;
+    *p = '\0';
+    const char *ctl = strchr(line, ':') + 1;
+    if (!strcmp(ctl, "cpu") || !strncmp(ctl, "cpu,", 4) ||
+        strstr(ctl, ",cpu,") || (strlen(ctl) > 4 &&
+                                 !strcmp(ctl + strlen(ctl) - 4, ",cpu"))) {
+      for (size_t i = 0; i < 2; i++) {
+        struct stat st;
+        char q[600];
+        snprintf(q, sizeof q, "%s/cpu.cfs_quota_us", v1_mounts[i]);
+        if (stat(q, &st) == 0) {
+          snprintf(home, sizeof home, "%s%s", v1_mounts[i],
+                   strcmp(p + 1, "/") ? p + 1 : "");
+          fclose(f);
+          return;
+        }
+      }
+    } else if (!*ctl) {
+      snprintf(path, sizeof path, "%s", p + 1);
+    }
+  }
+  fclose(f);
+  char ctl[256] = "";
+  f = fopen("/sys/fs/cgroup/cgroup.controllers", "r");
+  if (!f || !fgets(ctl, sizeof ctl, f) || !strstr(ctl, "cpu") || !*path)
+    skip("no cgroup CPU controller found");
+  fclose(f);
+  snprintf(home, sizeof home, "/sys/fs/cgroup%s", strcmp(path, "/") ? path : "");
+  v2 = 1;
+}
+
+static void remove_made(void) {
+  for (int i = 1; i >= 0; i--)
+    if (made[i][0]) rmdir(made[i]);
+}
+
+/* Makes home/gvloop-quota-PID (and /c below it if nested), sets the quota
+ * (ms per 100 ms) on the first, and moves the process into the last. */
+static void enter(int quota_ms, int nested) {
+  char pid[32], q[64];
+  snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+  snprintf(made[0], sizeof made[0], "%s/gvloop-quota-%d", home, (int)getpid());
+  if (mkdir(made[0], 0755) != 0) skip("cannot make a cgroup (not root?)");
+  atexit(remove_made);
+  if (v2) {
+    if (write_file(home, "cgroup.subtree_control", "+cpu\n") != 0)
+      skip("cannot enable the cgroup v2 cpu controller here");
+    snprintf(q, sizeof q, "%d 100000\n", quota_ms * 1000);
+    CHECK(write_file(made[0], "cpu.max", q) == 0);
+  } else {
+    CHECK(write_file(made[0], "cpu.cfs_period_us", "100000\n") == 0);
+    snprintf(q, sizeof q, "%d\n", quota_ms * 1000);
+    CHECK(write_file(made[0], "cpu.cfs_quota_us", q) == 0);
+  }
+  if (nested) {
+    CHECK(snprintf(made[1], sizeof made[1], "%s/c", made[0]) <
+          (int)sizeof made[1]);
+    CHECK(mkdir(made[1], 0755) == 0);
+  }
+  CHECK(write_file(made[nested], "cgroup.procs", pid) == 0);
+}
+
+static void leave(void) {
+  char pid[32];
+  snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+  CHECK(write_file(home, "cgroup.procs", pid) == 0);
+}
+
+static atomic_int waiter_tid;
+
+static void *waiter(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  atomic_store(&waiter_tid, (int)syscall(SYS_gettid));
+  CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));   /* asks, then waits */
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+static void run(int quota_ms, int nested, int spins) {
+  cpu_set_t all;
+  CHECK_OK(pthread_getaffinity_np(pthread_self(), sizeof all, &all));
+  if (CPU_COUNT(&all) < 2) skip("needs two CPUs");
+  find_home();
+  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+  c.spin_ns = TGVL_HOUR_NS;
+  enter(quota_ms, nested);
+  g = gvl_create(&c);
+  leave();
+  CHECK(g);
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me);
+  CHECK_OK(gvl_acquire(me));     /* held with no safe point meanwhile */
+  pthread_t w;
+  tgvl_spawn(&w, waiter, NULL);
+  while (!atomic_load(&waiter_tid)) tgvl_sleep_us(100);
+  while (tgvl_tstats(me).preempt_reqs < 1) tgvl_sleep_us(100);  /* it asked */
+  if (spins) {
+    tgvl_sleep_us(50000);
+    CHECK(tgvl_thread_state(atomic_load(&waiter_tid)) == 'R');
+  } else {
+    while (tgvl_thread_state(atomic_load(&waiter_tid)) != 'S')
+      tgvl_sleep_us(100);
+  }
+  CHECK_OK(gvl_check_ints(me));  /* hands over to it */
+  CHECK_OK(gvl_release(me));
+  tgvl_join(w);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
+int main(int argc, char **argv) {
+  tgvl_watchdog(60);
+  if (argc != 2) return 2;
+  if (!strcmp(argv[1], "half")) run(50, 0, 0);
+  else if (!strcmp(argv[1], "one")) run(100, 0, 0);
+  else if (!strcmp(argv[1], "nested")) run(50, 1, 0);
+  else if (!strcmp(argv[1], "above")) run(150, 0, 1);
+  else return 2;
+  printf("ok %s\n", argv[1]);
+  return 0;
+}
