@@ -27,15 +27,16 @@
  *    priority whose holder last ran on another CPU, where Linux's rseq
  *    area tells: there a yield could only hand its own CPU to another
  *    process for a whole kernel time slice) only with two or more CPUs
- *    online, in the affinity mask of the thread that created the GVL and
- *    allowed by the CPU quota of its process's cgroups (Linux: cgroup v1's
- *    cpu.cfs_quota_us per cpu.cfs_period_us, else v2's cpu.max, of its own
- *    cgroup and every ancestor, rounded up to whole CPUs; one it cannot
- *    read counts as none), all as they were at gvl_create (a process
- *    pinned to one CPU, or a container allowed one CPU's time or less,
- *    never spins), and never with GVL_F_NOSPIN.  Waits for a gvl_mutex or
+ *    online and in the affinity mask of the thread that created the GVL (as
+ *    it was then: a process pinned to one CPU, or a 1-CPU container, never
+ *    spins), and never with GVL_F_NOSPIN.  Waits for a gvl_mutex or
  *    gvl_cond never spin (nor does a gvl_cond_timedwait's reacquire of the
- *    GVL after its timeout).
+ *    GVL after its timeout).  A CPU quota (a container's cgroup cpu.max or
+ *    cpu.cfs_quota_us) is not looked at: even at one CPU's time or less,
+ *    two CPUs run the holder and a spinning waiter at once, and the
+ *    spin's bounded cost to the quota is less than a sleeping waiter's
+ *    wake-up costs the threads that wait for the GVL (measured in
+ *    BENCHMARKS.md, "The spin under a CPU quota").
  *  - fork(): in the child only the forking thread exists.  Each GVL keeps
  *    that thread's attachments, is held by it if it held it, and has no
  *    waiters (a fork made from a hook while that thread waited for it
@@ -179,9 +180,8 @@ typedef struct {
                              yield, was preempted by a boost, or its last
                              wait was this short), and never longer than
                              the slice; 0 = default (50 us);
-                             never on 1 CPU (online, in the creating
-                             thread's affinity mask, or by CPU quota) or
-                             with GVL_F_NOSPIN                             */
+                             never on 1 CPU (online, or in the creating
+                             thread's affinity mask) or with GVL_F_NOSPIN */
   unsigned flags;         /* GVL_F_*                                        */
   gvl_hook_cb hook;       /* optional instrumentation hook                 */
   void *hook_arg;

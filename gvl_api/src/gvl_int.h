@@ -154,11 +154,6 @@ int gvl__ksched_rank(const gvl__ksched_t *s);
  * there is none.  Another thread may read it while this one lives. */
 const volatile uint32_t *gvl__ksched_cpu_word(void);
 
-/* How many CPUs the calling thread's process can keep busy at once: CPUs
- * online, in its affinity mask, and its cgroups' CPU quotas rounded up
- * (gvl_cpus_linux.c; elsewhere, those online).  At least 1. */
-int gvl__cpus(void);
-
 /* Revocable grants (g->hot_kind): none; a release into a blocking region
  * (gvl_call_without); the release that ends a boosted hold. */
 enum { GVL__HOT_NONE, GVL__HOT_REGION, GVL__HOT_BOOST };

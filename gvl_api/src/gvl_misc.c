@@ -27,6 +27,14 @@ static int check_config(const gvl_config_t *c) {
   return 0;
 }
 
+/* Spinning only pays when the thread we wait for can run meanwhile: never
+ * with one CPU online or one CPU in our affinity mask (taskset -c 0). */
+static int one_cpu(void) {
+  cpu_set_t set;
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) return 1;
+  return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < 2;
+}
+
 /* The i-th pass of a wait for another thread to finish a few instructions:
  * give it the CPU, then sleep a little.  Yielding alone is not enough: a
  * real-time caller's sched_yield never lets a normal thread that it
@@ -104,10 +112,7 @@ gvl_t *gvl_create(const gvl_config_t *cfg) {
   g->window_ns = c->cap_window_ns ? c->cap_window_ns : GVL__DEF_WINDOW_NS;
   g->age_ns = c->age_ns ? c->age_ns : GVL__DEF_AGE_NS;
   g->spin_ns = c->spin_ns ? c->spin_ns : GVL__DEF_SPIN_NS;
-  /* Spinning only pays when the thread we wait for can run meanwhile: not
-   * with one CPU online, in our affinity mask (taskset -c 0) or allowed by
-   * a CPU quota, where the spin would also spend the quota it waits on. */
-  if ((c->flags & GVL_F_NOSPIN) || gvl__cpus() < 2) g->spin_ns = 0;
+  if ((c->flags & GVL_F_NOSPIN) || one_cpu()) g->spin_ns = 0;
   g->flags = c->flags;
   /* g came zeroed (gvl__alloc_lines): g->hooks is empty. */
   if (c->hook && !hook_pair(g, c->hook, c->hook_arg)) {

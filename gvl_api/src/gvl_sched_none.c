@@ -1,17 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gvl_sched_none.c -- for systems where one thread cannot set another's
- * kernel scheduling: GVL_F_LEND is accepted and lends nothing, and the
- * CPUs counted for the spin are those online.
+ * kernel scheduling: GVL_F_LEND is accepted and lends nothing.
  */
 #include "gvl_int.h"
-
-#include <unistd.h>
-
-int gvl__cpus(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 1 ? (n < 1024 ? (int)n : 1024) : 1;
-}
 
 int gvl__ksched_tid(void) { return 0; }
 int gvl__ksched_get(int tid, gvl__ksched_t *s) {
