@@ -25,7 +25,7 @@ foreach(_p gvl_api/include/gvl.h:gvl:gvl gvl_api/include/gvl_trace.h:gvl_trace:g
   list(APPEND _man3_args ${PROJECT_SOURCE_DIR}/${_hdr}:${_page}:${PROJECT_SOURCE_DIR}/man/${_page}.example.c:${_lib})
   list(APPEND _man3_deps ${PROJECT_SOURCE_DIR}/${_hdr} ${PROJECT_SOURCE_DIR}/man/${_page}.example.c)
   list(APPEND GVLOOP_MAN3_PAGES ${_page})
-  if(BUILD_TESTING)
+  if(GVLOOP_TESTING)
     add_executable(man_example_${_page} ${PROJECT_SOURCE_DIR}/man/${_page}.example.c)
     target_link_libraries(man_example_${_page} PRIVATE ${_lib} Threads::Threads)
     # tkbridge's example opens a window: on a private Xvfb if DISPLAY is
@@ -50,7 +50,7 @@ add_custom_command(OUTPUT ${_man3_dir}/gvl.3.stamp
 add_custom_target(man3 ALL DEPENDS ${_man3_dir}/gvl.3.stamp)
 install(DIRECTORY ${_man3_dir}/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man3
         COMPONENT dev FILES_MATCHING PATTERN "*.3")
-if(BUILD_TESTING)
+if(GVLOOP_TESTING)
   # Every page renders without a groff warning.
   add_test(NAME man.pages COMMAND ${CMAKE_COMMAND} -DDIR=${_man3_dir}
     "-DPAGES=${GVLOOP_MAN3_PAGES}" -P ${PROJECT_SOURCE_DIR}/cmake/gvloopManCheck.cmake)

@@ -61,9 +61,10 @@ static void find_home(void) {
         char q[600];
         snprintf(q, sizeof q, "%s/cpu.cfs_quota_us", v1_mounts[i]);
         if (stat(q, &st) == 0) {
-          snprintf(home, sizeof home, "%s%s", v1_mounts[i],
-                   strcmp(p + 1, "/") ? p + 1 : "");
           fclose(f);
+          if (snprintf(home, sizeof home, "%s%s", v1_mounts[i],
+                       strcmp(p + 1, "/") ? p + 1 : "") >= (int)sizeof home)
+            skip("cgroup path too long");
           return;
         }
       }
@@ -77,7 +78,9 @@ static void find_home(void) {
   if (!f || !fgets(ctl, sizeof ctl, f) || !strstr(ctl, "cpu") || !*path)
     skip("no cgroup CPU controller found");
   fclose(f);
-  snprintf(home, sizeof home, "/sys/fs/cgroup%s", strcmp(path, "/") ? path : "");
+  if (snprintf(home, sizeof home, "/sys/fs/cgroup%s",
+               strcmp(path, "/") ? path : "") >= (int)sizeof home)
+    skip("cgroup path too long");
   v2 = 1;
 }
 

@@ -37,6 +37,13 @@ for d in "${debs[@]}"; do
       { echo "check_deb.sh: $p has no ldconfig trigger" >&2; exit 1; } ;;
   esac
   # Binaries ship stripped (shared objects with debug info name the build tree).
+  # A dependency on one of gvloop's own packages names one built here.
+  for dep in $(dpkg-deb -f "$d" Depends | tr ',' '\n' | sed 's/^ *//; s/ .*//' |
+               grep -E '^(libgvl|libevloop|libtkbridge)[0-9]'); do
+    case " ${pkgs[*]} " in *" $dep "*) ;;
+      *) echo "check_deb.sh: $p depends on $dep, which this build does not make" >&2; exit 1 ;;
+    esac
+  done
   dpkg-deb -x "$d" "$xt/$p"
   # A link within one top-level directory is relative (Debian Policy 10.5).
   while IFS= read -r -d '' l; do

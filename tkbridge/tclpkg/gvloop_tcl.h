@@ -52,7 +52,10 @@
 extern "C" {
 #endif
 
-#define GVLOOP_TCL_VERSION "0.1"
+/* The package version this header comes with (the project's, as in
+ * gvl.h, evloop.h and tkbridge.h); gvloop_tcl_require asks for at least
+ * it.  The table's layout is guarded by GVLOOP_TCL_API_VERSION and size. */
+#define GVLOOP_TCL_VERSION "0.2.0"
 #define GVLOOP_TCL_API_VERSION 1
 
 typedef struct gvloop_tcl_api {
