@@ -54,11 +54,20 @@
  *   [loop thread]  only the loop thread (including inside its callbacks)
  *   [GVL held]     the caller holds the GVL through the given handle
  *
- * fork(): the loops of the parent belong to the parent.  A child has no
- * loop thread for them and must not call anything on them (a registration
- * would never run, evl_stop and evl_destroy would wait for ever); it may
- * start loops of its own, also when it was forked inside a callback or a
- * work function (its thread is no loop's thread there, and may attach).
+ * fork(): the child has only the forking thread.  The loops that thread
+ * drives (its evl_run or evl_attach, also from inside one of their
+ * callbacks) are its loops in the child too, given kernel state of their
+ * own as it forks (libuv's uv_loop_fork, and a new wake-up on the same
+ * descriptor; evl_backend's may change: a host asks for it again), so
+ * that neither process's polls, cancellations or wake-ups reach the
+ * other's loop: what was registered before the fork goes on in both (a
+ * watch of an fd they share sees it in both, as two processes polling it
+ * would), but for signal watches, which the child's signals do not reach
+ * (evl_signal_watch).  The parent's other loops have no loop thread in
+ * the child, which must not call anything on them (a registration would
+ * never run, evl_stop and evl_destroy would wait for ever).  The child may start loops of its own: a thread forked
+ * inside a work function may attach one; one that drives a loop cannot
+ * attach another (EBUSY), in the child as in the parent.
  *
  * Errors in host callbacks: evl_cb returns void, so a callback fails by
  * calling evl_fail(l, err, what) before returning.  After the callback

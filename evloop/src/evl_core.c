@@ -147,11 +147,37 @@ static void evl__uv_fini(evl_t *l) {
 
 /* ---- the loop thread ------------------------------------------------------- */
 
-/* A fork()ed child has no loop thread for the parent's loops (evloop.h):
- * the forking thread, perhaps inside a callback or a work function, is
- * not one there, and may attach a loop of the child's own. */
+/* The loops the forking thread drives (evl_run, evl_attach, and the
+ * loops it is nested in) go on in the child, driven by the same thread
+ * (evloop.h).  Until they have kernel state of their own they share the
+ * parent's: a poll stopped in the child would take the parent's fd out of
+ * its epoll instance, a wake-up read there would be the parent's.  Their
+ * lock is made anew, since a thread of the parent may have held it.
+ * libuv closes each descriptor before it makes the new one, so this needs
+ * no free number; should the kernel still refuse (out of memory), the loop
+ * is stopped (and libuv aborts the child if it is stepped again). */
+static void evl__fork_loop(evl_t *l) {
+  evl__fd_hold_t held;      /* libuv's new descriptors go high (evl_stdfd.h) */
+  int ok;
+  pthread_mutex_init(&l->mu, NULL);
+  pthread_cond_init(&l->cv, NULL);
+  ok = l->wake.rfd >= 0 && evl__wake_fork(&l->wake) == 0;
+  if (ok) {
+    (void)evl__std_hold(&held, EVL__FD_NEED_EVL);  /* best effort */
+    ok = uv_loop_fork(&l->loop) == 0;
+    evl__std_release(&held);
+  }
+  if (ok) return;
+  l->closed = 1;
+  atomic_store(&l->stopping, 1);
+  uv_stop(&l->loop);
+}
+
+/* A fork()ed child keeps only the forking thread: it drives in the child
+ * the loops it drove; a work function it was in is no longer one. */
 static void evl__atfork_child(void) {
-  evl__tls_loop = NULL;
+  for (evl_t *l = evl__tls_loop; l != NULL; l = l->saved_tls)
+    evl__fork_loop(l);
   evl__tls_work = NULL;
 }
 

@@ -243,6 +243,7 @@ evl__item_t *evl__sig_next(evl_t *l, int *pos);
 int evl__wake_open(evl__wake_t *w);
 void evl__wake_send(const evl__wake_t *w);
 void evl__wake_drain(const evl__wake_t *w);
+int evl__wake_fork(evl__wake_t *w);
 void evl__wake_close(evl__wake_t *w);
 
 /* evl_dispatch.c */

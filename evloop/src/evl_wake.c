@@ -60,6 +60,20 @@ void evl__wake_drain(const evl__wake_t *w) {
   } while ((n > 0 && w->rfd != w->wfd) || (n < 0 && errno == EINTR));
 }
 
+/* In a fork()ed child: the same descriptors now name a wake-up of the
+ * child's own.  Until then parent and child share one, and the child's
+ * drain would take the parent's wake-ups.  Async-signal-safe. */
+int evl__wake_fork(evl__wake_t *w) {
+  evl__wake_t n = {-1, -1};
+  int rc = evl__wake_open(&n);
+  if (rc) return rc;
+  if (dup3(n.rfd, w->rfd, O_CLOEXEC) < 0 ||
+      (w->wfd != w->rfd && dup3(n.wfd, w->wfd, O_CLOEXEC) < 0))
+    rc = errno;
+  evl__wake_close(&n);
+  return rc;
+}
+
 void evl__wake_close(evl__wake_t *w) {
   if (w->wfd >= 0 && w->wfd != w->rfd) close(w->wfd);
   if (w->rfd >= 0) close(w->rfd);

@@ -4,7 +4,8 @@
  * Posts from another thread, a timer, a stop requested by another thread
  * (which waits for evl_detach), pending registrations cancelled at detach,
  * the thread rules, evl_backend's timeout after a slow callback, and a
- * child forked in a callback attaching a loop of its own. */
+ * child forked in a callback going on with the loop, which stays the
+ * parent's too. */
 #include <poll.h>
 #include <pthread.h>
 #include <sys/wait.h>
@@ -218,8 +219,9 @@ static void test_backend_after_slow_cb(gvl_t *g) {
   CHECK_EQ(evl_destroy(l), 0);
 }
 
-/* A child forked inside a callback of an attached loop is not that loop's
- * thread (it has none), and may attach a loop of its own. */
+/* A child forked inside a callback of an attached loop is still that
+ * loop's thread (its only thread goes back into the loop when the callback
+ * returns), so it cannot attach another (EBUSY, as in the parent). */
 static void fork_cb(evl_t *l, void *arg, int status) {
   int *st = arg;
   if (status != 0) return;
@@ -227,15 +229,15 @@ static void fork_cb(evl_t *l, void *arg, int status) {
   CHECK(pid >= 0);
   if (pid == 0) {
     evl_config_t cfg = {0};
-    cfg.no_thread = 1;
-    if (evl_in_loop_thread(l)) _exit(2);
+    if (!evl_in_loop_thread(l)) _exit(2);
     gvl_t *g2 = gvl_create(NULL);
     if (g2 == NULL) _exit(3);
+    cfg.no_thread = 1;
     evl_t *l2 = evl_start(g2, &cfg);
     if (l2 == NULL) _exit(4);
-    if (evl_attach(l2) != 0) _exit(5);
-    if (evl_detach(l2) != 0) _exit(6);
-    if (evl_destroy(l2) != 0) _exit(7);
+    if (evl_attach(l2) != EBUSY) _exit(5);
+    if (evl_destroy(l2) != 0) _exit(6);
+    if (gvl_destroy(g2) != 0) _exit(7);
     _exit(0);
   }
   CHECK_EQ(waitpid(pid, st, 0), pid);
@@ -285,8 +287,92 @@ static void test_detach_keeps_held(gvl_t *g) {
   CHECK(gvl_thread_self(g) == NULL);
 }
 
+/* fork() in a callback: the child goes on driving the loop, with kernel
+ * state of its own.  The parent watches a pipe; the child, in its copy of
+ * the loop, gets a timer and a watch on a pipe of its own, then cancels
+ * its copy of the parent's watch (which, on an epoll instance shared with
+ * the parent, would take the parent's fd out of it) and exits.  The parent
+ * then writes its pipe: its watch must still see it.  The child reports
+ * by its exit status; both sides give up after 10 s with a status of
+ * their own rather than hang. */
+enum { FK_TIMER = 1, FK_READ = 2, FK_CANCEL = 4, FK_ALL = 7 };
+static int fk_pipe[2], fk_child_pipe[2];
+static evl_id_t fk_watch;
+static int fk_child_seen, fk_parent_got = -1, fk_status = -1;
+
+static void fk_child_done(void) {
+  if (fk_child_seen == FK_ALL) _exit(0);
+}
+static void fk_child_read(evl_t *l, void *arg, int status, unsigned ev) {
+  (void)l, (void)arg, (void)ev;
+  char c;
+  if (status == 0 && read(fk_child_pipe[0], &c, 1) == 1 && c == 'c')
+    fk_child_seen |= FK_READ;
+  fk_child_done();
+}
+static void fk_child_timer(evl_t *l, void *arg, int status) {
+  (void)arg;
+  if (status != 0) _exit(20);
+  fk_child_seen |= FK_TIMER;
+  if (evl_cancel(l, fk_watch) == 0) fk_child_seen |= FK_CANCEL;
+  fk_child_done();
+}
+static void fk_give_up(evl_t *l, void *arg, int status) {
+  (void)l, (void)arg;
+  if (status == 0) _exit(30 + fk_child_seen);   /* in the child */
+}
+static void fk_parent_read(evl_t *l, void *arg, int status, unsigned ev) {
+  (void)l, (void)arg, (void)ev;
+  char c;
+  if (status == 0 && read(fk_pipe[0], &c, 1) == 1) fk_parent_got = c;
+}
+static void fk_parent_timeout(evl_t *l, void *arg, int status) {
+  (void)l, (void)arg;
+  if (status == 0 && fk_parent_got == -1) fk_parent_got = 0;
+}
+static void fk_fork_cb(evl_t *l, void *arg, int status) {
+  (void)arg;
+  if (status != 0) return;
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {   /* back into the loop once this returns */
+    if (pipe(fk_child_pipe) != 0 || write(fk_child_pipe[1], "c", 1) != 1 ||
+        evl_fd_watch(l, fk_child_pipe[0], EVL_READABLE, 0, fk_child_read,
+                     NULL, NULL) != 0 ||
+        evl_timer(l, 5, 0, 0, fk_child_timer, NULL, NULL) != 0 ||
+        evl_timer(l, 10000, 0, 0, fk_give_up, NULL, NULL) != 0)
+      _exit(10);
+    return;
+  }
+  CHECK_EQ(waitpid(pid, &fk_status, 0), pid);
+}
+
+static void test_fork_keeps_loop(gvl_t *g) {
+  evl_config_t cfg = {0};
+  cfg.no_thread = 1;
+  CHECK_EQ(pipe(fk_pipe), 0);
+  evl_t *l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_attach(l), 0);
+  CHECK_EQ(evl_fd_watch(l, fk_pipe[0], EVL_READABLE, 0, fk_parent_read, NULL,
+                        &fk_watch), 0);
+  CHECK_EQ(evl_post(l, fk_fork_cb, NULL, NULL), 0);
+  while (fk_status == -1) host_iteration(l);
+  CHECK(WIFEXITED(fk_status));
+  CHECK_EQ(WEXITSTATUS(fk_status), 0);   /* 3x: the child's give-up, x its marks */
+  CHECK_EQ(write(fk_pipe[1], "p", 1), 1);
+  CHECK_EQ(evl_timer(l, 10000, 0, 0, fk_parent_timeout, NULL, NULL), 0);
+  while (fk_parent_got == -1) host_iteration(l);
+  CHECK_EQ(fk_parent_got, 'p');          /* 0: the parent's watch was lost */
+  CHECK_EQ(evl_detach(l), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+  close(fk_pipe[0]);
+  close(fk_pipe[1]);
+}
+
 int main(void) {
   gvl_t *g = t_gvl();
+  test_fork_keeps_loop(g);
   test_detach_keeps_held(g);
   test_backend_after_slow_cb(g);
   test_fork_in_cb(g);
