@@ -68,15 +68,17 @@
  * The notifier is process-wide (Tcl_SetNotifier): the first tkb_start
  * installs it, and it must come before any other use of Tcl in the process.
  *
- * fork(): a child forked by a bridge's Tcl thread (TclX's fork, or a
- * command of yours that forks) goes on running that Tcl, as a child of
- * tclsh or wish does: the bridge's loop is the child's own there
- * (evloop.h), so the child's events are its own and what it does to its
- * copies of channels and handlers (close, fileevent, exit) leaves the
- * parent's alone.  Nothing else of tkbridge or Tcl is the child's: other
- * bridges, other Tcl threads, and tkb_call from threads the child does not
- * have.  A child forked by any other thread must not use tkbridge or Tcl
- * at all; it may exec() or _exit(), as Tcl's own exec and open | do.
+ * fork(): a child forked by a thread that runs Tcl on tkbridge's notifier
+ * (a bridge's Tcl thread, or another Tcl thread such as the Thread
+ * package's; by TclX's fork, or a command of yours that forks) goes on
+ * running that thread's Tcl, as a child of tclsh or wish does: the loop
+ * its notifier waits in is the child's own there (evloop.h), so the
+ * child's events are its own and what it does to its copies of channels
+ * and handlers (close, fileevent, exit) leaves the parent's alone.
+ * Nothing else of tkbridge or Tcl is the child's: other bridges, other
+ * Tcl threads, and tkb_call from threads the child does not have.  A
+ * child forked by any other thread must not use tkbridge or Tcl at all;
+ * it may exec() or _exit(), as Tcl's own exec and open | do.
  */
 #ifndef TKBRIDGE_H
 #define TKBRIDGE_H

@@ -458,11 +458,34 @@ static int ntf_wait(const Tcl_Time *tp) {
 
 /* ---- per-thread init and finalize ----------------------------------------- */
 
+/* A fork()ed child keeps only the forking thread.  The standalone loop it
+ * waits in (a Thread-package thread's; a bound notifier's loop is an
+ * evloop's, which evloop forks itself) gets kernel state of its own, with
+ * the low numbers held: until then parent and child share its epoll
+ * instance, and a handler the child deletes (its exit does) would take the
+ * parent's descriptor out of it.  libuv closes each descriptor before it
+ * makes the new one; should the kernel still refuse, libuv aborts the
+ * child at its next wait. */
+static void ntf_atfork_child(void) {
+  ntf_t *n = tls_ntf;
+  evl__fd_hold_t held;
+  if (n == NULL || n->evl != NULL) return;
+  (void)evl__std_hold(&held, EVL__FD_NEED_NTF);
+  (void)uv_loop_fork(n->loop);
+  evl__std_release(&held);
+}
+
+static void ntf_atfork_init(void) {
+  (void)pthread_atfork(NULL, NULL, ntf_atfork_child);
+}
+
 /* libuv's own descriptors must not take a free low number: the free ones
  * are held while the loop and its async are created (evl_stdfd.h). */
 static int standalone_init(ntf_t *n) {
+  static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
   evl__fd_hold_t held;
   int rc = -1;
+  pthread_once(&atfork_once, ntf_atfork_init);
   if (evl__std_hold(&held, EVL__FD_NEED_NTF) != 0) goto out;
   if (uv_loop_init(&n->own) != 0) goto out;
   evl__std_loop_made();
