@@ -58,16 +58,24 @@
  * drives (its evl_run or evl_attach, also from inside one of their
  * callbacks) are its loops in the child too, given kernel state of their
  * own as it forks (libuv's uv_loop_fork, and a new wake-up on the same
- * descriptor; evl_backend's may change: a host asks for it again), so
- * that neither process's polls, cancellations or wake-ups reach the
- * other's loop: what was registered before the fork goes on in both (a
- * watch of an fd they share sees it in both, as two processes polling it
- * would), but for signal watches, which the child's signals do not reach
- * (evl_signal_watch).  The parent's other loops have no loop thread in
- * the child, which must not call anything on them (a registration would
- * never run, evl_stop and evl_destroy would wait for ever).  The child may start loops of its own: a thread forked
- * inside a work function may attach one; one that drives a loop cannot
- * attach another (EBUSY), in the child as in the parent.
+ * descriptor), so that neither process's polls, cancellations or wake-ups
+ * reach the other's loop: what was registered before the fork goes on in
+ * both (a watch of an fd they share sees it in both, as two processes
+ * polling it would), but for signal watches, which the child's signals do
+ * not reach (evl_signal_watch), and work (evl_work) under way, which the
+ * child, without the parent's pool threads, never finishes: its
+ * evl_detach or evl_destroy would then wait for ever.  evl_backend keeps
+ * its number but names a new epoll instance: a host that polls it by
+ * number (poll, select) goes on; one that added it to an epoll instance
+ * of its own adds it again.  The parent's other loops have no loop thread
+ * in the child, which must not call anything on them (a registration
+ * would never run, evl_stop and evl_destroy would wait for ever).  The
+ * child may start loops of its own: a thread forked inside a work
+ * function may attach one; one that drives a loop cannot attach another
+ * (EBUSY), in the child as in the parent.  (libuv's own: a child of a
+ * process that has used the work pool crashes in exit(), where libuv
+ * joins pool threads the child does not have; such a child ends with
+ * _exit.)
  *
  * Errors in host callbacks: evl_cb returns void, so a callback fails by
  * calling evl_fail(l, err, what) before returning.  After the callback

@@ -151,38 +151,59 @@ static void evl__uv_fini(evl_t *l) {
  * loops it is nested in) go on in the child, driven by the same thread
  * (evloop.h).  Until they have kernel state of their own they share the
  * parent's: a poll stopped in the child would take the parent's fd out of
- * its epoll instance, a wake-up read there would be the parent's.  Their
- * lock is made anew, since a thread of the parent may have held it.
- * libuv closes each descriptor before it makes the new one, so this needs
- * no free number; should the kernel still refuse (out of memory), the loop
- * is stopped (and libuv aborts the child if it is stepped again). */
+ * its epoll instance, a wake-up read there would be the parent's.  Every
+ * fork from such a thread pays for it (Tcl's exec too), so it is kept to
+ * a few system calls: libuv closes each descriptor before it makes the
+ * new one, on the lowest free number (the low numbers are not held as at
+ * start).  Should the kernel refuse (out of memory), the loop is stopped,
+ * and libuv aborts the child if it is stepped again.  The loops' locks are
+ * taken before the fork (a thread of the parent may be between a lock and
+ * an unlock, with a list half linked) and let go on both sides. */
 static void evl__fork_loop(evl_t *l) {
-  evl__fd_hold_t held;      /* libuv's new descriptors go high (evl_stdfd.h) */
-  int ok;
-  pthread_mutex_init(&l->mu, NULL);
-  pthread_cond_init(&l->cv, NULL);
-  ok = l->wake.rfd >= 0 && evl__wake_fork(&l->wake) == 0;
-  if (ok) {
-    (void)evl__std_hold(&held, EVL__FD_NEED_EVL);  /* best effort */
-    ok = uv_loop_fork(&l->loop) == 0;
-    evl__std_release(&held);
+  int old = uv_backend_fd(&l->loop);
+  int ok = l->wake.rfd >= 0 && evl__wake_fork(&l->wake) == 0 &&
+           uv_loop_fork(&l->loop) == 0;
+  /* evl_backend's number stays: a host that registered it (the Tcl
+   * package's file handler, a select loop) goes on polling it.  libuv
+   * keeps the descriptor in uv/unix.h's backend_fd, the field
+   * uv_backend_fd reads. */
+  int now = ok ? uv_backend_fd(&l->loop) : -1;
+  if (ok && old >= 0 && now >= 0 && now != old) {
+    if (dup3(now, old, O_CLOEXEC) == old) {
+      close(now);
+      l->loop.backend_fd = old;
+    }
   }
-  if (ok) return;
-  l->closed = 1;
-  atomic_store(&l->stopping, 1);
-  uv_stop(&l->loop);
+  if (!ok) {
+    l->closed = 1;
+    atomic_store(&l->stopping, 1);
+    uv_stop(&l->loop);
+  }
+}
+
+static void evl__atfork_prepare(void) {
+  for (evl_t *l = evl__tls_loop; l != NULL; l = l->saved_tls)
+    pthread_mutex_lock(&l->mu);
+}
+
+static void evl__atfork_parent(void) {
+  for (evl_t *l = evl__tls_loop; l != NULL; l = l->saved_tls)
+    pthread_mutex_unlock(&l->mu);
 }
 
 /* A fork()ed child keeps only the forking thread: it drives in the child
  * the loops it drove; a work function it was in is no longer one. */
 static void evl__atfork_child(void) {
-  for (evl_t *l = evl__tls_loop; l != NULL; l = l->saved_tls)
+  for (evl_t *l = evl__tls_loop; l != NULL; l = l->saved_tls) {
+    pthread_mutex_unlock(&l->mu);
     evl__fork_loop(l);
+  }
   evl__tls_work = NULL;
 }
 
 static void evl__atfork_init(void) {
-  (void)pthread_atfork(NULL, NULL, evl__atfork_child);
+  (void)pthread_atfork(evl__atfork_prepare, evl__atfork_parent,
+                       evl__atfork_child);
 }
 
 /* Make the calling thread the loop thread: use its GVL handle if it has

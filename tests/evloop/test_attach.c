@@ -8,6 +8,8 @@
  * parent's too. */
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -370,9 +372,64 @@ static void test_fork_keeps_loop(gvl_t *g) {
   close(fk_pipe[1]);
 }
 
+/* The child's wake-up is its own: a loop thread forks in a callback, the
+ * child idles in its copy of the loop (own thread: nothing else wakes it),
+ * and the parent posts 200 times, each waiting for its call.  A child
+ * that polled the parent's wake-up would read some of them first, and
+ * the parent's loop, with no timer to wake it, would sleep through the
+ * post: the wait gives up after 10 s. */
+static pid_t fw_child;
+static pthread_mutex_t fw_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fw_cv = PTHREAD_COND_INITIALIZER;
+static int fw_runs;
+static void fw_fork_cb(evl_t *l, void *arg, int status) {
+  (void)l, (void)arg;
+  if (status != 0) return;
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) return;   /* the child idles in the loop until killed */
+  pthread_mutex_lock(&fw_mu);
+  fw_child = pid;
+  pthread_cond_broadcast(&fw_cv);
+  pthread_mutex_unlock(&fw_mu);
+}
+static void fw_count(evl_t *l, void *arg, int status) {
+  (void)l, (void)arg;
+  pthread_mutex_lock(&fw_mu);
+  if (status == 0) fw_runs++;
+  pthread_cond_broadcast(&fw_cv);
+  pthread_mutex_unlock(&fw_mu);
+}
+static void test_fork_wake(gvl_t *g) {
+  evl_t *l = evl_start(g, NULL);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_post(l, fw_fork_cb, NULL, NULL), 0);
+  pthread_mutex_lock(&fw_mu);
+  while (fw_child == 0) pthread_cond_wait(&fw_cv, &fw_mu);
+  pthread_mutex_unlock(&fw_mu);
+  for (int i = 1; i <= 200; i++) {
+    struct timespec until;
+    CHECK_EQ(evl_post(l, fw_count, NULL, NULL), 0);
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&fw_mu);
+    while (fw_runs < i &&
+           pthread_cond_timedwait(&fw_cv, &fw_mu, &until) != ETIMEDOUT) {
+    }
+    int runs = fw_runs;
+    pthread_mutex_unlock(&fw_mu);
+    if (runs < i) kill(fw_child, SIGKILL);
+    CHECK_EQ(runs, i);   /* a post the parent's loop slept through */
+  }
+  CHECK_EQ(kill(fw_child, SIGKILL), 0);
+  CHECK_EQ(waitpid(fw_child, NULL, 0), fw_child);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
 int main(void) {
   gvl_t *g = t_gvl();
   test_fork_keeps_loop(g);
+  test_fork_wake(g);
   test_detach_keeps_held(g);
   test_backend_after_slow_cb(g);
   test_fork_in_cb(g);

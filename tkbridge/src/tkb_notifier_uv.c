@@ -460,19 +460,16 @@ static int ntf_wait(const Tcl_Time *tp) {
 
 /* A fork()ed child keeps only the forking thread.  The standalone loop it
  * waits in (a Thread-package thread's; a bound notifier's loop is an
- * evloop's, which evloop forks itself) gets kernel state of its own, with
- * the low numbers held: until then parent and child share its epoll
- * instance, and a handler the child deletes (its exit does) would take the
- * parent's descriptor out of it.  libuv closes each descriptor before it
- * makes the new one; should the kernel still refuse, libuv aborts the
- * child at its next wait. */
+ * evloop's, which evloop forks itself) gets kernel state of its own: until
+ * then parent and child share its epoll instance, and a handler the child
+ * deletes (its exit does) would take the parent's descriptor out of it.
+ * As in evloop, a few system calls (every exec from the thread pays
+ * them); should the kernel refuse, libuv aborts the child at its next
+ * wait. */
 static void ntf_atfork_child(void) {
   ntf_t *n = tls_ntf;
-  evl__fd_hold_t held;
   if (n == NULL || n->evl != NULL) return;
-  (void)evl__std_hold(&held, EVL__FD_NEED_NTF);
   (void)uv_loop_fork(n->loop);
-  evl__std_release(&held);
 }
 
 static void ntf_atfork_init(void) {
