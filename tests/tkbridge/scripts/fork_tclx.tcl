@@ -1,4 +1,5 @@
-# TclX's fork under gvtclsh, as under tclsh (man gvtclsh, FORK): a child
+# SPDX-License-Identifier: MIT
+# TclX's fork under gvtclsh, as under tclsh (man gvtclsh, NOTES): a child
 # goes on running Tcl with events of its own, and what it does to its
 # copies of the parent's channels and event handlers leaves the parent's
 # alone.  Skipped (77) without TclX (Debian: tclx8.4).  Every wait has a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # TclX's fork from a Thread-package thread under gvtclsh, as under tclsh:
 # the thread's own notifier loop is the child's own from the fork on, so a
 # child that exits leaves the parent thread's fileevent alone, and the
