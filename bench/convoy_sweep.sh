@@ -14,40 +14,16 @@
 # them against alone, the share of it that did work; rqw%, the time they
 # waited runnable for a CPU).  Nothing is asserted.
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-build="$here/build" runs=5 nobuild=0
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --runs) runs=$2; shift ;;
-    --no-build) nobuild=1 ;;
-    *) sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
-  esac
-  shift
-done
-if [ $nobuild = 0 ]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
-        -DGVLOOP_BUILD_EXAMPLES=OFF -DGVLOOP_WERROR=OFF >"$build.cmake.log" 2>&1
-  cmake --build "$build" -j2 --target gvlbench >"$build.build.log" 2>&1
-fi
-gvlbench="$build/bench/gvlbench"
-[ -x "$gvlbench" ] || { echo "convoy_sweep.sh: $gvlbench not built" >&2; exit 1; }
-
-# median of the values of one metric in RESULT lines on stdin
-median() {
-  awk -v m="$1" '$1 == "RESULT" && $4 == m { v[n++] = $5 }
-    END { if (!n) { print "-"; exit }
-          for (i = 0; i < n; i++) for (j = i + 1; j < n; j++)
-            if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-          printf "%.3g", n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2 }'
-}
+. "$(dirname "$0")/sweep_lib.sh"
+sweep_args 3,15 "$@"
+sweep_gvlbench
 
 row() {  # label, file
   printf '%-22s %8s %9s %8s %9s %8s %8s %8s %8s\n' "$1" \
-    "$(median io_ratio_1hog <"$2")" "$(median hog_pct_1hog <"$2")" \
-    "$(median io_ratio_2hog <"$2")" "$(median hog_pct_2hog <"$2")" \
-    "$(median io_us_alone <"$2")" "$(median hog_cpu_pct_2hog <"$2")" \
-    "$(median hog_eff_pct_2hog <"$2")" "$(median hog_rqwait_pct_2hog <"$2")"
+    "$(median convoy io_ratio_1hog <"$2")" "$(median convoy hog_pct_1hog <"$2")" \
+    "$(median convoy io_ratio_2hog <"$2")" "$(median convoy hog_pct_2hog <"$2")" \
+    "$(median convoy io_us_alone <"$2")" "$(median convoy hog_cpu_pct_2hog <"$2")" \
+    "$(median convoy hog_eff_pct_2hog <"$2")" "$(median convoy hog_rqwait_pct_2hog <"$2")"
 }
 
 tmp=$(mktemp)

@@ -13,29 +13,14 @@
 # per quota and setting: medians over the runs; the throttled time is the
 # cgroup's (cpu.stat) over all of that setting's runs.  Nothing is asserted.
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-build="$here/build" runs=5 nobuild=0
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --runs) runs=$2; shift ;;
-    --no-build) nobuild=1 ;;
-    *) sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
-  esac
-  shift
-done
+. "$(dirname "$0")/sweep_lib.sh"
+sweep_args 3,14 "$@"
 mnt=""
 for m in /sys/fs/cgroup/cpu,cpuacct /sys/fs/cgroup/cpu; do
   [ -w "$m/cgroup.procs" ] && [ -e "$m/cpu.cfs_quota_us" ] && { mnt=$m; break; }
 done
 [ -n "$mnt" ] || { echo "quota_spin.sh: needs root and a cgroup v1 cpu controller" >&2; exit 1; }
-if [ $nobuild = 0 ]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
-        -DGVLOOP_BUILD_EXAMPLES=OFF -DGVLOOP_WERROR=OFF >"$build.cmake.log" 2>&1
-  cmake --build "$build" -j2 --target gvlbench >"$build.build.log" 2>&1
-fi
-gvlbench="$build/bench/gvlbench"
-[ -x "$gvlbench" ] || { echo "quota_spin.sh: $gvlbench not built" >&2; exit 1; }
+sweep_gvlbench
 
 cg="$mnt/gvloop-quota-spin-$$"
 tmp=$(mktemp -d)
@@ -43,13 +28,6 @@ trap 'rmdir "$cg" 2>/dev/null; rm -rf "$tmp"' EXIT
 mkdir "$cg"
 echo 100000 > "$cg/cpu.cfs_period_us"
 
-median() {
-  awk -v c="$1" -v m="$2" '$1 == "RESULT" && $2 == c && $4 == m { v[n++] = $5 }
-    END { if (!n) { print "-"; exit }
-          for (i = 0; i < n; i++) for (j = i + 1; j < n; j++)
-            if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-          printf "%.3g", n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2 }'
-}
 throttled() { awk '$1 == "throttled_time" { print $2 }' "$cg/cpu.stat"; }
 
 echo "INFO $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $runs run(s) per setting, by turns"
