@@ -3,39 +3,15 @@
 # goes on running Tcl with events of its own, and what it does to its
 # copies of the parent's channels and event handlers leaves the parent's
 # alone.  Skipped (77) without TclX (Debian: tclx8.4).  Every wait has a
-# 20 s timer that reports rather than hangs.
+# 20 s timer that reports rather than hangs.  The first two cases are in
+# fork_cases.tcl, shared with fork_tclx_thread.tcl.
 if {[catch {package require Tclx}]} { puts "skipped: no TclX"; exit 77 }
 
-# 1. A child that just exits (Tcl's exit closes its copy of the pipe and
-#    deletes its copy of the fileevent): the parent's fileevent still fires.
-lassign [chan pipe] r w
-fconfigure $w -buffering line
-fileevent $r readable {set ::got [gets $r]}
-update
-set pid [fork]
-if {$pid == 0} { exit 0 }
-wait $pid
-after 10 [list puts $w hello]
-set t [after 20000 {set ::got TIMEOUT}]
-vwait ::got
-after cancel $t
-puts "parent after child exit: $::got"
+source [file join [file dirname [info script]] fork_cases.tcl]
+puts "parent after child exit: [fork_parent_fe]"
+puts "child events: [fork_child_events]"
 
-# 2. The child's own fileevent and timer; the parent sees its status.
-set pid [fork]
-if {$pid == 0} {
-  lassign [chan pipe] r2 w2
-  fconfigure $w2 -buffering line
-  fileevent $r2 readable {set ::y [gets $r2]}
-  after 10 [list puts $w2 hi]
-  after 20000 {set ::y TIMEOUT}
-  vwait ::y
-  exit [expr {$::y eq "hi" ? 0 : 1}]
-}
-lassign [wait $pid] p how code
-puts "child events: $how $code"
-
-# 3. A forking server: the parent accepts, a child per client closes the
+# A forking server: the parent accepts, a child per client closes the
 #    listening socket, answers and exits; three clients in turn.
 proc accept {s addr port} {
   set pid [fork]
