@@ -162,23 +162,21 @@ static void evl__fork_loop(evl_t *l) {
   int old = uv_backend_fd(&l->loop);
   pthread_mutex_init(&l->mu, NULL);
   pthread_cond_init(&l->cv, NULL);
-  int ok = l->wake.rfd >= 0 && evl__wake_fork(&l->wake) == 0 &&
-           uv_loop_fork(&l->loop) == 0;
+  if (l->wake.rfd < 0 || evl__wake_fork(&l->wake) != 0 ||
+      uv_loop_fork(&l->loop) != 0) {
+    l->closed = 1;
+    atomic_store(&l->stopping, 1);
+    uv_stop(&l->loop);
+    return;
+  }
   /* evl_backend's number stays: a host that registered it (the Tcl
    * package's file handler, a select loop) goes on polling it.  libuv
    * keeps the descriptor in uv/unix.h's backend_fd, the field
    * uv_backend_fd reads. */
-  int now = ok ? uv_backend_fd(&l->loop) : -1;
-  if (ok && old >= 0 && now >= 0 && now != old) {
-    if (dup3(now, old, O_CLOEXEC) == old) {
-      close(now);
-      l->loop.backend_fd = old;
-    }
-  }
-  if (!ok) {
-    l->closed = 1;
-    atomic_store(&l->stopping, 1);
-    uv_stop(&l->loop);
+  int now = uv_backend_fd(&l->loop);
+  if (old >= 0 && now >= 0 && now != old && dup3(now, old, O_CLOEXEC) == old) {
+    close(now);
+    l->loop.backend_fd = old;
   }
 }
 
