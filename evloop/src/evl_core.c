@@ -156,11 +156,10 @@ static void evl__uv_fini(evl_t *l) {
  * a few system calls: libuv closes each descriptor before it makes the
  * new one, on the lowest free number (the low numbers are not held as at
  * start).  Should the kernel refuse (out of memory), the loop is stopped,
- * and libuv aborts the child if it is stepped again.  The loop's lock is
- * made anew: a thread of the parent may have held it. */
+ * and libuv aborts the child if it is stepped again.  The condition is
+ * made anew: its waiters were threads of the parent. */
 static void evl__fork_loop(evl_t *l) {
   int old = uv_backend_fd(&l->loop);
-  pthread_mutex_init(&l->mu, NULL);
   pthread_cond_init(&l->cv, NULL);
   if (l->wake.rfd < 0 || evl__wake_fork(&l->wake) != 0 ||
       uv_loop_fork(&l->loop) != 0) {
@@ -180,16 +179,34 @@ static void evl__fork_loop(evl_t *l) {
   }
 }
 
+/* The forking thread's loops' locks are taken before the fork, so that no
+ * other thread is between a lock and an unlock of them (a registration
+ * half linked) when the child is made; the only loops the child uses.
+ * libgvl's handlers run after this one, so l->mu comes before the GVL's
+ * locks here, as everywhere. */
+static void evl__atfork_prepare(void) {
+  for (evl_t *l = evl__tls_loop; l != NULL; l = l->saved_tls)
+    pthread_mutex_lock(&l->mu);
+}
+
+static void evl__atfork_parent(void) {
+  for (evl_t *l = evl__tls_loop; l != NULL; l = l->saved_tls)
+    pthread_mutex_unlock(&l->mu);
+}
+
 /* A fork()ed child keeps only the forking thread: it drives in the child
  * the loops it drove; a work function it was in is no longer one. */
 static void evl__atfork_child(void) {
-  for (evl_t *l = evl__tls_loop; l != NULL; l = l->saved_tls)
+  for (evl_t *l = evl__tls_loop; l != NULL; l = l->saved_tls) {
+    pthread_mutex_unlock(&l->mu);
     evl__fork_loop(l);
+  }
   evl__tls_work = NULL;
 }
 
 static void evl__atfork_init(void) {
-  (void)pthread_atfork(NULL, NULL, evl__atfork_child);
+  (void)pthread_atfork(evl__atfork_prepare, evl__atfork_parent,
+                       evl__atfork_child);
 }
 
 /* Make the calling thread the loop thread: use its GVL handle if it has

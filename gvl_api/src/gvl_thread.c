@@ -526,11 +526,13 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
   }
   atomic_store_explicit(&g->word, mine ? (uintptr_t)owner : 0,
                         memory_order_relaxed);
-  gvl__mu_init(&g->mu);
+  gvl__mu_unlock(&g->mu);
 }
 
+/* The locks fork_prepare took are the child's, held by its one thread:
+ * they are let go, not made anew (a thread checker then sees them free). */
 static void fork_child(void) {
   pthread_t self = pthread_self();
   for (gvl_t *g = registry; g; g = g->rnext) fork_child_gvl(g, self);
-  pthread_mutex_init(&registry_mu, NULL);
+  pthread_mutex_unlock(&registry_mu);
 }

@@ -168,12 +168,13 @@ static void fork_parent(void) {
 /* The child has one thread: its copies of the traces are turned off and
  * never written (the parent owns the files, also one it was writing at the
  * fork: the child closes its descriptor and has no bytes of it buffered).
- * Locks and the condition are made anew. */
+ * The locks fork_prepare took are let go; the condition, whose waiters
+ * were the parent's threads, is made anew. */
 static void fork_child(void) {
   for (session_t *s = reg_head; s; s = s->next) {
     atomic_store(&s->on, 0);
     if (s->g) atomic_store(&s->g->trace, NULL);
-    pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_unlock(&s->mu);
     pthread_cond_init(&s->settled, NULL);
     s->stopping = 0;
     s->starting = 0;   /* the starting thread's open, if any, is not ours */
@@ -186,7 +187,7 @@ static void fork_child(void) {
     atomic_store(&s->nobuf_busy, 0);
     for (uint32_t i = 0; i < s->nbufs; i++) atomic_store(&s->bufs[i]->busy, 0);
   }
-  pthread_mutex_init(&reg_mu, NULL);
+  pthread_mutex_unlock(&reg_mu);
 }
 
 static void reg_init(void) {
