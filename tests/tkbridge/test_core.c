@@ -179,6 +179,50 @@ static void t_deleted_handler(void) {
   close(p[1]);
 }
 
+/* A descriptor ready while its event sits unserved in Tcl's queue (the
+ * loop services timer events only) must not make the waits spin: its poll
+ * waits until the event is served, then starts again (count1 does not
+ * read, so the pipe is ready again at once, as select() would say). */
+static int unserved_timer_fired;
+static void unserved_timer(ClientData cd) {
+  (void)cd;
+  unserved_timer_fired = 1;
+}
+
+static void unserved_fn(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  fdt_t *t = arg;
+  (void)tk;
+  (void)ip;
+  CHECK(write(t->wfd, "x", 1) == 1);
+  Tcl_CreateFileHandler(t->rfd, TCL_READABLE, count1, t);
+  unserved_timer_fired = 0;
+  Tcl_CreateTimerHandler(200, unserved_timer, NULL);
+  while (!unserved_timer_fired) Tcl_DoOneEvent(TCL_TIMER_EVENTS);
+  t->flags_before = t->n1;   /* 0: the file event waited */
+  for (int i = 0; i < 1000 && t->n1 < 3; i++) Tcl_DoOneEvent(TCL_ALL_EVENTS | TCL_DONT_WAIT);
+  Tcl_DeleteFileHandler(t->rfd);
+}
+
+static void t_ready_unserved(void) {
+  fx_t f;
+  int p[2];
+  tkb_stats_t a, b;
+  CHECK(pipe(p) == 0);
+  fdt_t t = {p[0], p[1], 0, 0, 0, 0};
+  fx_start(&f, 1);
+  CHECK_RC(tkb_stats(f.tk, &a), 0);
+  CHECK_RC(tkb_run(f.tk, unserved_fn, &t), 0);
+  CHECK_RC(tkb_stats(f.tk, &b), 0);
+  CHECK(t.flags_before == 0);
+  CHECK(t.n1 == 3);                        /* the poll started again */
+  /* A few waits while the event waited, not one per loop pass (a spin
+   * makes thousands in the 200 ms). */
+  CHECK(b.ntf_waits - a.ntf_waits < 100);
+  fx_stop(&f);
+  close(p[0]);
+  close(p[1]);
+}
+
 /* uv_poll_init sets O_NONBLOCK; Tcl channels own the blocking mode. */
 static void blocking_fn(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
   fdt_t *t = arg;
@@ -1880,6 +1924,7 @@ static const tcase_t cases[] = {
     {"socket", t_socket},
     {"regular_file", t_regular_file},
     {"deleted_handler", t_deleted_handler},
+    {"ready_unserved", t_ready_unserved},
     {"blocking_mode", t_blocking_mode},
     {"shared_fd", t_shared_fd},
     {"shared_fd_tcl_first", t_shared_fd_tcl_first},

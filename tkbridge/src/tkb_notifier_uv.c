@@ -25,13 +25,20 @@
  *    the close callback is deferred), so a dup is closed right there.
  *  - uv_poll_init() sets O_NONBLOCK on the open file description (shared by
  *    the dup): we restore the flags, since Tcl channels own blocking mode.
- *  - Regular files (and other descriptors epoll refuses) are always ready,
- *    as select() reports them: such handlers make the wait a poll.
+ *  - Regular files (and other descriptors epoll refuses: EPERM) are always
+ *    ready, as select() reports them: such handlers make the wait a poll.
+ *    A descriptor the kernel will not watch for want of room (the epoll
+ *    watch limit, memory) is polled instead: each wait tries to watch it
+ *    again, asks poll(2) meanwhile and waits at most NTF_POLLED_MS, so its
+ *    handler fires when it is ready, as under select(), a little later.
  *  - A handler deleted while its event is queued must not fire: events
  *    carry the fd only and look the handler up when serviced (as Tcl does).
- *  - While a handler is ready (its event queued, or about to be) its poll
- *    is stopped, so an unread level-triggered descriptor cannot make the
- *    wait spin.
+ *  - A handler's poll stays started while its event is queued: usually
+ *    the event is served before the next wait, and a stop and start would
+ *    cost an epoll DEL and ADD per event (an ADD that libuv makes inside
+ *    uv_run and aborts on if the kernel refuses it).  Reported again before
+ *    the event is served, the poll is stopped until it is, so an unread
+ *    level-triggered descriptor cannot make the wait spin.
  *  - Handlers that a wait finds ready are queued at its end, in the order
  *    of the handler list, newest first, as Tcl's Unix notifier does: a
  *    script sees several channels' fileevents in the same order as under
@@ -39,6 +46,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -59,8 +67,12 @@ typedef struct fh_s {
   int mask;               /* TCL_READABLE|TCL_WRITABLE|TCL_EXCEPTION      */
   int ready;              /* readiness seen, not yet serviced             */
   int queued;             /* its Tcl event is queued                      */
+  int held;               /* ready again before the event was served: the
+                             poll is stopped until it is                  */
   int always;             /* not pollable: always ready (regular file)    */
-  struct pollbox_s *pb;   /* its uv_poll, NULL if always ready            */
+  int polled;             /* the kernel would not watch it: poll(2) at each
+                             wait (check_polled)                          */
+  struct pollbox_s *pb;   /* its uv_poll, NULL if always ready or polled  */
   Tcl_FileProc *proc;
   ClientData cd;
   ntf_t *n;
@@ -194,7 +206,7 @@ static void fh_arm(fh_t *fh) {
   pollbox_t *pb = fh->pb;
   int want = tcl_to_uv_mask(fh->mask);
   if (pb == NULL) return;
-  if (want == 0 || fh->ready != 0) {
+  if (want == 0 || fh->held) {
     if (pb->active) uv_poll_stop(&pb->h);
     pb->active = 0;
     return;
@@ -208,16 +220,22 @@ static void fh_arm(fh_t *fh) {
   }
 }
 
-/* libuv callback: runs inside uv_run, so it only marks the handler ready
- * (and stops its poll); the wait queues the Tcl event once evl_step has
- * returned (queue_ready).  An error status (POLLERR) is reported as
- * "ready", as select() would. */
+/* libuv callback: runs inside uv_run, so it only marks the handler ready;
+ * the wait queues the Tcl event once evl_step has returned (queue_ready).
+ * Ready already, its event not served yet: the poll waits until it is.
+ * An error status (POLLERR) is reported as "ready", as select() would;
+ * libuv has stopped the poll then, and it starts again once the event is
+ * served. */
 static void poll_cb(uv_poll_t *h, int status, int events) {
   fh_t *fh = (fh_t *)h->data;
   if (fh == NULL) return;
-  int mask = status < 0 ? fh->mask : uv_to_tcl_mask(events);
-  fh_mark_ready(fh, mask);
-  fh_arm(fh);
+  int was = fh->ready;
+  if (status < 0) fh->pb->active = 0;
+  fh_mark_ready(fh, status < 0 ? fh->mask : uv_to_tcl_mask(events));
+  if (was != 0 && !fh->held) {
+    fh->held = 1;
+    fh_arm(fh);
+  }
 }
 
 /* Tcl event proc: looks the handler up by fd, so a handler deleted (or
@@ -231,6 +249,7 @@ static int fh_event_proc(Tcl_Event *ev, int flags) {
   int mask = fh->ready & fh->mask;
   fh->ready = 0;
   fh->queued = 0;
+  fh->held = 0;
   fh_arm(fh); /* before proc: proc may delete or change the handler */
   if (mask != 0) fh->proc(fh->cd, mask);
   return 1;
@@ -245,10 +264,12 @@ static int fh_event_proc(Tcl_Event *ev, int flags) {
  * had, fd itself, as Tcl's own notifier polls it (that fails with EEXIST
  * only if the host watches it too).  The file's status flags are kept as
  * Tcl left them.
- * Returns NULL when the descriptor cannot be polled (always ready, as
- * select() says of a regular file). */
-static pollbox_t *pollbox_open(ntf_t *n, int fd) {
+ * Returns NULL when the descriptor cannot be polled, with *always set when
+ * it never can be (epoll refuses it: always ready, as select() says of a
+ * regular file) and clear when the kernel or memory ran short. */
+static pollbox_t *pollbox_open(ntf_t *n, int fd, int *always) {
   int fl = fcntl(fd, F_GETFL);
+  *always = 1;
   if (fl < 0) return NULL;
   int pfd = fcntl(fd, F_DUPFD_CLOEXEC, evl__fd_low());
   if (pfd < 0) pfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -257,6 +278,7 @@ static pollbox_t *pollbox_open(ntf_t *n, int fd) {
   pollbox_t *pb = calloc(1, sizeof(*pb));
   if (pb == NULL) {
     if (own) close(pfd);
+    *always = 0;
     return NULL;
   }
   int rc = uv_poll_init(n->loop, &pb->h, pfd);
@@ -264,6 +286,7 @@ static pollbox_t *pollbox_open(ntf_t *n, int fd) {
   if (rc != 0) {
     free(pb);
     if (own) close(pfd);
+    *always = rc == UV_EPERM;
     return NULL;
   }
   pb->pfd = pfd;
@@ -304,8 +327,10 @@ static void create_file_handler(int fd, int mask, Tcl_FileProc *proc,
     if (fh == NULL) Tcl_Panic("tkbridge: out of memory (file handler)");
     fh->fd = fd;
     fh->n = n;
-    fh->pb = pollbox_open(n, fd);
-    fh->always = fh->pb == NULL;
+    int always;
+    fh->pb = pollbox_open(n, fd, &always);
+    fh->always = fh->pb == NULL && always;
+    fh->polled = fh->pb == NULL && !always;
     if (fh->pb) fh->pb->h.data = fh;
     fh->next = n->handlers;
     n->handlers = fh;
@@ -346,6 +371,39 @@ static int always_ready_pending(ntf_t *n) {
 static void queue_always_ready(ntf_t *n) {
   for (fh_t *fh = n->handlers; fh; fh = fh->next)
     if (fh->always) fh_mark_ready(fh, fh->mask);
+}
+
+/* Handlers the kernel would not watch: try again, else ask poll(2) and
+ * mark what it reports (an error or hang-up as ready, as select() does).
+ * Returns 1 while some remain, so that the wait is bounded. */
+#define NTF_POLLED_MS 10
+static int check_polled(ntf_t *n) {
+  int left = 0;
+  for (fh_t *fh = n->handlers; fh; fh = fh->next) {
+    if (!fh->polled) continue;
+    int always;
+    fh->pb = pollbox_open(n, fh->fd, &always);
+    if (fh->pb != NULL || always) {
+      fh->polled = 0;
+      fh->always = always;
+      if (fh->pb) fh->pb->h.data = fh;
+      fh_arm(fh);
+      continue;
+    }
+    left = 1;
+    struct pollfd p = {fh->fd, 0, 0};
+    if (fh->mask & TCL_READABLE) p.events |= POLLIN;
+    if (fh->mask & TCL_WRITABLE) p.events |= POLLOUT;
+    if (fh->mask & TCL_EXCEPTION) p.events |= POLLPRI;
+    if (p.events == 0 || poll(&p, 1, 0) <= 0) continue;
+    int m = 0;
+    if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) m = fh->mask;
+    if (p.revents & POLLIN) m |= TCL_READABLE;
+    if (p.revents & POLLOUT) m |= TCL_WRITABLE;
+    if (p.revents & POLLPRI) m |= TCL_EXCEPTION;
+    fh_mark_ready(fh, m);
+  }
+  return left;
 }
 
 /* ---- timers, alerts, service mode ----------------------------------------- */
@@ -439,15 +497,19 @@ static int ntf_wait(const Tcl_Time *tp) {
   int64_t ms = time_to_ms(tp);
   /* Readiness a step outside our waits saw (a host callback's evl_step)
    * is queued by this wait, which then does not block. */
+  int polled = check_polled(n);
   if (atomic_exchange(&n->alerted, 0) || always_ready_pending(n) ||
       n->pending)
     ms = 0;
+  else if (polled && (ms < 0 || ms > NTF_POLLED_MS))
+    ms = NTF_POLLED_MS;
   n->st.waits++;
   if (ms != 0) n->st.blocking++;
   int outer_ran = n->tcl_ran;
   n->tcl_ran = 0;
   if (n->evl) evl_step(n->evl, ms);  /* counts ms from a fresh loop time */
   else standalone_wait(n, ms);
+  if (polled && ms != 0) (void)check_polled(n);
   queue_always_ready(n);
   queue_ready(n);
   int ran = n->tcl_ran;
@@ -477,29 +539,36 @@ static void ntf_atfork_init(void) {
 }
 
 /* libuv's own descriptors must not take a free low number: the free ones
- * are held while the loop and its async are created (evl_stdfd.h). */
+ * are held while the loop and its async are created (evl_stdfd.h).
+ * Returns 0 or an errno value. */
 static int standalone_init(ntf_t *n) {
   static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
   evl__fd_hold_t held;
-  int rc = -1;
+  int rc;
   pthread_once(&atfork_once, ntf_atfork_init);
-  if (evl__std_hold(&held, EVL__FD_NEED_NTF) != 0) goto out;
-  if (uv_loop_init(&n->own) != 0) goto out;
+  if ((rc = evl__std_hold(&held, EVL__FD_NEED_NTF)) != 0) goto out;
+  if ((rc = -uv_loop_init(&n->own)) != 0) goto out;
   evl__std_loop_made();
   n->loop = &n->own;
   n->own_async = calloc(1, sizeof(uv_async_t));
-  if (n->own_async == NULL) goto out;
+  if (n->own_async == NULL) {
+    rc = ENOMEM;
+    goto out;
+  }
   /* The async stays referenced: it keeps a blocking uv_run(ONCE) waiting
    * when no descriptor is watched, instead of returning at once. */
-  if (uv_async_init(n->loop, n->own_async, own_async_cb) == 0) rc = 0;
+  rc = -uv_async_init(n->loop, n->own_async, own_async_cb);
 out:
   evl__std_release(&held);
   return rc;
 }
 
 /* Tcl_InitNotifier: called by Tcl once per thread, before the thread's
- * first interp.  Panics only on resource exhaustion, as Tcl's own does. */
+ * first interp, with no way to fail: it panics if it cannot make the
+ * thread's loop (no memory, or no descriptors for a new thread's loop,
+ * which stock Tcl's threads do not need: gvtclsh(1)). */
 static ClientData ntf_init(void) {
+  int err;
   ntf_t *n = calloc(1, sizeof(*n));
   if (n == NULL) Tcl_Panic("tkbridge: out of memory (notifier)");
   n->magic = NTF_MAGIC;
@@ -507,8 +576,9 @@ static ClientData ntf_init(void) {
   n->evl = tls_bind;
   if (n->evl) {
     n->loop = evl_uv_loop(n->evl);
-  } else if (standalone_init(n) != 0) {
-    Tcl_Panic("tkbridge: cannot create a libuv loop for the notifier");
+  } else if ((err = standalone_init(n)) != 0) {
+    Tcl_Panic("tkbridge: cannot create this thread's event loop: %s",
+              strerror(err));
   }
   n->set_tm = calloc(1, sizeof(uv_timer_t));
   n->wait_tm = calloc(1, sizeof(uv_timer_t));
