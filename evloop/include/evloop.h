@@ -239,6 +239,13 @@ typedef struct {
  * uv_loop_init / pthread_create / gvl_thread_attach. */
 EVL_EXPORT evl_t *evl_start(gvl_t *g, const evl_config_t *cfg);
 
+/* [any] Copy into *out the configuration l was started with: cfg as given
+ * to evl_start (zeroed for NULL), with budget_count and budget_ns as the
+ * loop uses them (the defaults in place of 0).  A layer above uses it to
+ * check a loop it is handed (tkb_start: the driver).  EINVAL: NULL l or
+ * out. */
+EVL_EXPORT int evl_config_get(evl_t *l, evl_config_t *out);
+
 /* [host thread, no_thread mode] Run the loop on the calling thread until it
  * is stopped, then shut it down (every pending callback gets its last call).
  * The calling thread is attached to the GVL if it is not already; it may

@@ -54,6 +54,8 @@ static int evl__configure(evl_t *l, const evl_config_t *cfg) {
   l->budget_count = EVL__DEFAULT_BUDGET_COUNT;
   l->budget_ns = EVL__DEFAULT_BUDGET_NS;
   l->sched_policy = -1;
+  l->cfg.budget_count = l->budget_count;
+  l->cfg.budget_ns = l->budget_ns;
   if (cfg == NULL) return 0;
   if (cfg->no_thread != 0 && cfg->no_thread != 1) return EINVAL;
   if (cfg->budget_count != 0) l->budget_count = cfg->budget_count;
@@ -69,6 +71,9 @@ static int evl__configure(evl_t *l, const evl_config_t *cfg) {
   l->on_ready_arg = cfg->on_ready_arg;
   l->on_stop = cfg->on_stop;
   l->on_stop_arg = cfg->on_stop_arg;
+  l->cfg = *cfg;
+  l->cfg.budget_count = l->budget_count;
+  l->cfg.budget_ns = l->budget_ns;
   return 0;
 }
 
@@ -420,6 +425,12 @@ evl_t *evl_start(gvl_t *g, const evl_config_t *cfg) {
     return NULL;
   }
   return l;
+}
+
+int evl_config_get(evl_t *l, evl_config_t *out) {
+  if (l == NULL || out == NULL) return EINVAL;
+  *out = l->cfg;
+  return 0;
 }
 
 int evl_run(evl_t *l) {

@@ -280,8 +280,41 @@ static void test_default_prio(void) {
   CHECK(boosts_for(&cfg) >= 1);
 }
 
+/* evl_config_get gives back the config as given, the budgets as used. */
+static void test_config_get(gvl_t *g) {
+  evl_config_t cfg = {0}, got;
+  int x;
+  evl_t *l = evl_start(g, NULL);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_config_get(NULL, &got), EINVAL);
+  CHECK_EQ(evl_config_get(l, NULL), EINVAL);
+  memset(&got, 0xff, sizeof got);
+  CHECK_EQ(evl_config_get(l, &got), 0);
+  CHECK_EQ(got.prio, 0);
+  CHECK_EQ(got.no_thread, 0);
+  CHECK_EQ(got.budget_count, 64);
+  CHECK_EQ(got.budget_ns, 2000000);
+  CHECK(got.driver == NULL && got.on_stop == NULL && got.on_error == NULL);
+  CHECK_EQ(evl_destroy(l), 0);
+  cfg.prio = EVL_PRIO_BOOST;
+  cfg.budget_count = 7;
+  cfg.no_thread = 1;
+  cfg.driver = driver;
+  cfg.driver_arg = &x;
+  l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  CHECK_EQ(evl_config_get(l, &got), 0);
+  CHECK_EQ(got.prio, EVL_PRIO_BOOST);
+  CHECK_EQ(got.budget_count, 7);
+  CHECK_EQ(got.budget_ns, 2000000);
+  CHECK_EQ(got.no_thread, 1);
+  CHECK(got.driver == driver && got.driver_arg == &x);
+  CHECK_EQ(evl_destroy(l), 0);
+}
+
 int main(void) {
   gvl_t *g = t_gvl();
+  test_config_get(g);
   test_default_prio();
   test_bad_start(g);
   test_null_and_threads(g);

@@ -1234,6 +1234,14 @@ static void t_bad_args(void) {
   CHECK_RC(tkb_start(plain, NULL, &tk), EPERM);
   CHECK(tk == NULL);
   CHECK_RC(evl_destroy(plain), 0);
+  /* ... that nobody runs (no_thread): refused at once, not waited for */
+  evl_config_t nt = {0};
+  nt.no_thread = 1;
+  plain = evl_start(g, &nt);
+  CHECK(plain != NULL);
+  CHECK_RC(tkb_start(plain, NULL, &tk), EPERM);
+  CHECK(tk == NULL);
+  CHECK_RC(evl_destroy(plain), 0);
   CHECK_RC(gvl_destroy(g), 0);
 
   fx_t f;

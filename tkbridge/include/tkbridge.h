@@ -198,9 +198,11 @@ TKB_EXPORT int tkb_evl_config(evl_config_t *ec);
 
 /* [any] Create an interpreter (with Tk unless cfg->no_tk) on l's loop
  * thread and wait until it is ready; cfg may be NULL.  On success *out is
- * the bridge.  EPERM: l not set up with tkb_evl_config, or set up so but
- * attached (evl_attach: no driver runs Tcl there; see tkb_notifier_bind
- * for Tcl in a host's own loop); ENOTSUP: Tk_Init failed (no display), or
+ * the bridge.  EPERM: l not set up with tkb_evl_config (refused at once),
+ * or set up so but attached (evl_attach: no driver runs Tcl there; see
+ * tkb_notifier_bind for Tcl in a host's own loop).  A no_thread loop set
+ * up so is waited for until evl_run runs it, on another thread (on the
+ * thread that is to call evl_run, the wait never ends); ENOTSUP: Tk_Init failed (no display), or
  * Tk was asked for on a loop thread that has not run it while another loop
  * thread that ran Tk has ended: Tk 8.6 does not set its X display up again
  * safely on a new thread (the third such thread makes Xlib exit the

@@ -246,9 +246,11 @@ static void set_argv(tkb_t *tk, Tcl_Interp *ip, int for_tk) {
 /* Tk puts a -display it is given into $env(DISPLAY), which Tcl writes to
  * the process environment, and leaves it there even when it then fails to
  * connect.  The environment is the whole process's (the host, other
- * bridges, every later tkb_start), so it is put back as it was. */
+ * bridges, every later tkb_start), so it is put back as it was.  It is
+ * read through $env, under Tcl's environment lock: a bridge starting Tk on
+ * another loop thread may be changing it (Tcl replaces the array). */
 static void restore_display(Tcl_Interp *ip, const char *before) {
-  const char *now = getenv("DISPLAY");
+  const char *now = Tcl_GetVar2(ip, "env", "DISPLAY", TCL_GLOBAL_ONLY);
   if (before == NULL && now != NULL)
     Tcl_UnsetVar2(ip, "env", "DISPLAY", TCL_GLOBAL_ONLY);
   else if (before != NULL && (now == NULL || strcmp(now, before) != 0))
@@ -256,7 +258,7 @@ static void restore_display(Tcl_Interp *ip, const char *before) {
 }
 
 static int init_tk(tkb_t *tk, Tcl_Interp *ip, char **msg) {
-  const char *env = getenv("DISPLAY");
+  const char *env = Tcl_GetVar2(ip, "env", "DISPLAY", TCL_GLOBAL_ONLY);
   char *before = env ? strdup(env) : NULL;
   set_argv(tk, ip, 1);
   int ok = Tk_Init(ip) == TCL_OK;
@@ -520,6 +522,11 @@ static int start(evl_t *l, const tkb_config_t *cfg, tkb_t **out) {
   if (cfg == NULL) cfg = &defaults;
   int rc = check_cfg(cfg);
   if (rc != 0) return rc;
+  /* Checked here too, not only on the loop thread: a loop without the
+   * driver may be one nobody runs (no_thread), and the wait would not end. */
+  evl_config_t ec;
+  if (evl_config_get(l, &ec) != 0) return EINVAL;
+  if (ec.driver != tkb__driver) return EPERM;
   if (evl_stopping(l)) return ECANCELED;
   rc = tkb__ntf_install();
   if (rc != 0) {
