@@ -4,6 +4,7 @@
 
     conformance.py --gvwish PATH --gvtclsh PATH [--suites DIR] [--only tk,ttk,tcl]
                    [--files 'a.test b.test'] [--jobs N] [--out DIR]
+    conformance.py --package DIR [--package-tick MS] [same options]
 
 Runs every test file of Tk 8.6.13 (tests/*.test and tests/ttk/*.test) under
 gvwish and stock wish, and of Tcl 8.6.13 under gvtclsh and stock tclsh8.6,
@@ -28,6 +29,16 @@ aborted in either run.  Names in flaky.txt are reported but do not fail.
 Names in skip.txt are tests that can hang forever by a race of their own;
 both shells are told to skip them (tcltest's -skip), so the two runs stay
 comparable.
+With --package DIR (the folder of gvloop's pkgIndex.tcl) the gvloop side
+is the stock shell itself with the Tcl package loaded into the main
+interpreter of every shell process the suites start (all.tcl, each file's
+child, every exec of the interpreter), and with --package-tick MS a
+repeating gvloop::timer of MS ms kept running in each: the package
+promises that a stock script sees no difference.  It is loaded by an
+init.tcl of a copy of Tcl's library (TCL_LIBRARY; only init.tcl is
+copied, the rest linked); the stock side runs on an identical copy with
+init.tcl unchanged, so the two differ only in the package.  (tcltest's
+-load would reach only the files that call loadTestedCommands.)
 Exit status:
 0 no regression, 1 regressions, 77 skipped (no suites), 2 usage.
 """
@@ -138,6 +149,7 @@ class Run:
         self.sub = sub
         self.files = files
         self.skip = args.skip
+        self.env_extra = dict(args.env_extra.get(which.split("-")[0], {}))
         self.results = {}
         self.secs = 0.0         # the files' own times, waits excluded
         self.wall = 0.0
@@ -182,6 +194,7 @@ class Run:
     def go(self):
         env = dict(os.environ)
         env.pop("ERROR_ON_FAILURES", None)
+        env.update(self.env_extra)
         xvfb = None
         if self.kind == "wish":
             xvfb = Xvfb()
@@ -287,11 +300,71 @@ def recheck(gv, bad, args):
     return stays, gone
 
 
+PRELOAD = """
+# conformance.py --package: the main interpreter of every shell loads gvloop.
+if {[info exists ::argv0] && ![interp issafe]} {
+    apply {{dir tick} {
+        source [file join $dir pkgIndex.tcl]
+        package require gvloop
+        if {$tick > 0} {
+            proc ::gvloop::conformance_tick {ms} {
+                ::gvloop::timer $ms [list ::gvloop::conformance_tick $ms]
+            }
+            ::gvloop::conformance_tick $tick
+        }
+    }} {%s} %d
+}
+"""
+
+
+def tcl_library(out, name, tclsh, snippet):
+    """A copy of tclsh's script library under out/name: every entry linked
+    but init.tcl, copied with snippet appended.  Returns its path."""
+    lib = subprocess.run([tclsh], input="puts [info library]", capture_output=True,
+                         text=True, check=True).stdout.strip()
+    dst = os.path.join(out, name, os.path.basename(lib))
+    if os.path.exists(os.path.dirname(dst)):
+        shutil.rmtree(os.path.dirname(dst))
+    os.makedirs(dst)
+    for entry in os.listdir(lib):
+        if entry != "init.tcl":
+            os.symlink(os.path.join(lib, entry), os.path.join(dst, entry))
+    with open(os.path.join(lib, "init.tcl")) as f:
+        text = f.read()
+    with open(os.path.join(dst, "init.tcl"), "w") as f:
+        f.write(text + snippet)
+    return dst
+
+
+def setup_package(args):
+    """--package: both sides run the stock shells, on two library copies."""
+    pkg = os.path.abspath(args.package)
+    if not os.path.isfile(os.path.join(pkg, "pkgIndex.tcl")):
+        log("conformance: no pkgIndex.tcl in %s" % pkg)
+        return 2
+    stock = tcl_library(args.out, "tcllib-stock", args.tclsh, "")
+    gv = tcl_library(args.out, "tcllib-package", args.tclsh,
+                     PRELOAD % (pkg, args.package_tick))
+    args.env_extra = {"stock": {"TCL_LIBRARY": stock}, "gvloop": {"TCL_LIBRARY": gv}}
+    probe = subprocess.run([args.tclsh], input="puts [package present gvloop]",
+                           capture_output=True, text=True,
+                           env=dict(os.environ, TCL_LIBRARY=gv))
+    if probe.returncode != 0 or not probe.stdout.strip():
+        log("conformance: the package does not load: %s" % (probe.stdout + probe.stderr))
+        return 2
+    log("conformance: gvloop %s loaded in every shell (tick %d ms)"
+        % (probe.stdout.strip(), args.package_tick))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--suites", help="GVLOOP_SUITES in the environment wins")
-    ap.add_argument("--gvwish", required=True)
-    ap.add_argument("--gvtclsh", required=True)
+    ap.add_argument("--gvwish")
+    ap.add_argument("--gvtclsh")
+    ap.add_argument("--package", help="gvloop's pkgIndex.tcl folder: judge the package")
+    ap.add_argument("--package-tick", type=int, default=0,
+                    help="with --package: a gvloop::timer every MS ms in each shell")
     ap.add_argument("--wish", default=shutil.which("wish8.6") or "wish")
     ap.add_argument("--tclsh", default=shutil.which("tclsh8.6") or "tclsh")
     ap.add_argument("--only", default="tk,ttk,tcl")
@@ -302,6 +375,11 @@ def main():
     ap.add_argument("--flaky", default=os.path.join(HERE, "flaky.txt"))
     ap.add_argument("--skiplist", default=os.path.join(HERE, "skip.txt"))
     args = ap.parse_args()
+    args.env_extra = {}
+    if args.package:
+        args.gvtclsh, args.gvwish = args.tclsh, args.wish
+    elif not (args.gvwish and args.gvtclsh):
+        ap.error("give --gvwish and --gvtclsh, or --package")
 
     if os.environ.get("GVLOOP_SUITES"):
         args.suites = os.environ["GVLOOP_SUITES"]
@@ -330,6 +408,10 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     flaky = load_names(args.flaky)
     args.skip = sorted(load_names(args.skiplist))
+    if args.package:
+        rc = setup_package(args)
+        if rc != 0:
+            return rc
 
     pairs = []
     for s in suites:
