@@ -395,6 +395,9 @@ EVL_EXPORT int evl_fail(evl_t *l, int err, const char *what);
 /* [any] Call cb once timeout_ms have passed since this call (the loop
  * thread arms the timer for what is left of them, at the latest in the
  * next evl_step after this call), then every repeat_ms if repeat_ms > 0.
+ * Never earlier; usually about a millisecond later, since libuv's loop
+ * time is whole milliseconds of a clock that may lag by a kernel tick,
+ * and the due time is rounded up to it.
  * A one-shot timer has one call (0, or ECANCELED if cancelled or stopped
  * first).  A repeating timer gets 0 per tick (ticks that fire while the
  * previous one is still waiting for dispatch are merged) and ends with
