@@ -75,7 +75,10 @@
  * (EBUSY), in the child as in the parent.  (libuv's own: a child of a
  * process that has used the work pool crashes in exit(), where libuv
  * joins pool threads the child does not have; such a child ends with
- * _exit.)
+ * _exit.)  The forking thread's loops' locks are taken across the fork,
+ * so that no other thread is half way through a registration in the
+ * child's copy: as with libgvl (gvl.h), a fork() from a signal handler
+ * that interrupted an evloop call on that thread waits for ever.
  *
  * Errors in host callbacks: evl_cb returns void, so a callback fails by
  * calling evl_fail(l, err, what) before returning.  After the callback

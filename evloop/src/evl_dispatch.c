@@ -28,7 +28,7 @@ void evl__report(evl_t *l, int err, const char *what) {
   }
   fprintf(stderr, "evloop: callback failed: %s: %s\n",
           what != NULL && what[0] != '\0' ? what : "(no detail)",
-          evl_strerror(err));
+          err >= 10000 ? evl_strerror(err) : strerror(err));
 }
 
 int evl_fail(evl_t *l, int err, const char *what) {

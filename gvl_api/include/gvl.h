@@ -44,7 +44,11 @@
  *    handles are gone, and they leave the queues of any gvl_mutex or
  *    gvl_cond they waited on.  A gvl_mutex one
  *    of them owned still names its freed handle: as a pthread mutex held
- *    by another thread, it must not be used in the child.
+ *    by another thread, it must not be used in the child.  libgvl's
+ *    locks are taken across the fork (pthread_atfork), as the C
+ *    library's malloc does with its own: a fork() from a signal handler
+ *    that interrupted a libgvl call on the same thread waits for ever
+ *    (such a handler may use _Fork or vfork and exec instead).
  *
  * Return values: every int-returning call returns 0 or a positive errno code.
  *   EINVAL   NULL or out-of-range argument

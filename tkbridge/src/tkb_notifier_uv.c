@@ -31,6 +31,8 @@
  *    watch limit, memory) is polled instead: each wait tries to watch it
  *    again, asks poll(2) meanwhile and waits at most NTF_POLLED_MS, so its
  *    handler fires when it is ready, as under select(), a little later.
+ *    The watch is taken as the poll starts (pollbox_reserve), not left to
+ *    libuv, which aborts the process when the kernel refuses it.
  *  - A handler deleted while its event is queued must not fire: events
  *    carry the fd only and look the handler up when serviced (as Tcl does).
  *  - A handler's poll stays started while its event is queued: usually
@@ -47,6 +49,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#ifdef __linux__
+#include <sys/epoll.h>
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -201,7 +206,34 @@ static void queue_ready(ntf_t *n) {
   }
 }
 
-/* Start or stop the poll to match the handler's interest. */
+static void pollbox_close(pollbox_t *pb);
+
+/* Take the descriptor's epoll watch now, where a refusal (the watch limit,
+ * no memory) can be answered: uv_poll_start takes the fd out of epoll and
+ * libuv adds it back inside uv_run, aborting the process if the kernel
+ * refuses then.  Made after uv_poll_start, the add here leaves libuv's
+ * own to find the watch (EEXIST) and set its events.  Returns 0 or the
+ * errno. */
+static int pollbox_reserve(pollbox_t *pb) {
+#ifdef __linux__
+  struct epoll_event e;
+  int saved = errno, rc = 0;
+  memset(&e, 0, sizeof e);
+  e.data.fd = pb->pfd;
+  if (epoll_ctl(uv_backend_fd(pb->h.loop), EPOLL_CTL_ADD, pb->pfd, &e) != 0 &&
+      errno != EEXIST)
+    rc = errno;
+  errno = saved;
+  return rc;
+#else
+  (void)pb;
+  return 0;
+#endif
+}
+
+/* Start or stop the poll to match the handler's interest.  A poll whose
+ * watch the kernel refuses as it starts is given up: the handler is
+ * polled from then on (check_polled). */
 static void fh_arm(fh_t *fh) {
   pollbox_t *pb = fh->pb;
   int want = tcl_to_uv_mask(fh->mask);
@@ -214,10 +246,16 @@ static void fh_arm(fh_t *fh) {
   /* Tcl re-states its interest after every read (UpdateInterest); a new
    * uv_poll_start would take the fd out of epoll and put it back. */
   if (pb->active && pb->events == want) return;
-  if (uv_poll_start(&pb->h, want, poll_cb) == 0) {
-    pb->active = 1;
-    pb->events = want;
+  pb->active = 0;
+  if (uv_poll_start(&pb->h, want, poll_cb) != 0) return;
+  if (pollbox_reserve(pb) != 0) {
+    pollbox_close(pb);
+    fh->pb = NULL;
+    fh->polled = 1;
+    return;
   }
+  pb->active = 1;
+  pb->events = want;
 }
 
 /* libuv callback: runs inside uv_run, so it only marks the handler ready;
@@ -387,8 +425,8 @@ static int check_polled(ntf_t *n) {
       fh->polled = 0;
       fh->always = always;
       if (fh->pb) fh->pb->h.data = fh;
-      fh_arm(fh);
-      continue;
+      fh_arm(fh);   /* the watch may be refused as it starts: polled again */
+      if (!fh->polled) continue;
     }
     left = 1;
     struct pollfd p = {fh->fd, 0, 0};

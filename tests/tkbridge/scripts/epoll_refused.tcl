@@ -6,7 +6,7 @@
 # blocking read that hangs), and a watch refused after the first event
 # must not end the process.  Prints what tclsh8.6 prints.
 set flag $env(GVLOOP_TEST_EPFAIL)
-file delete $flag
+file delete $flag $flag.seen
 proc refuse {on} {
   if {$on} {close [open $::flag w]} else {file delete $::flag}
 }
@@ -68,3 +68,24 @@ vwait d3
 refuse 0
 puts "3: $got"
 close $c; close $::srv
+# 4. Two channels polled, then room for one more watch: both try again at
+#    the next wait, one gets it, the other is refused as its poll starts
+#    and stays polled (libuv, left to add it, would end the process).
+set c1 [pair]; set s1 $::srv; unset ::srv
+set c2 [pair]; set s2 $::srv; unset ::srv
+fconfigure $s1 -blocking 0; fconfigure $s2 -blocking 0
+refuse 1
+set got4 {}
+fileevent $s1 readable {if {[gets $s1 l] >= 0} {lappend ::got4 1:$l; if {[llength $::got4] == 4} {set ::d4 done}}}
+fileevent $s2 readable {if {[gets $s2 l] >= 0} {lappend ::got4 2:$l; if {[llength $::got4] == 4} {set ::d4 done}}}
+after 100 [list puts $c1 a]; after 100 [list puts $c2 b]
+after 200 {set f [open $::flag w]; puts $f 1; close $f}
+after 400 [list puts $c1 c]; after 400 [list puts $c2 d]
+vwait d4
+refuse 0
+puts "4: [lsort $got4]"
+close $c1; close $s1; close $c2; close $s2
+
+# The shim was in place: it refused a watch.
+puts "refused: [file exists $flag.seen]"
+file delete $flag.seen
