@@ -87,7 +87,7 @@ fi
 # touched: the build links files of other packages (labltk's), which an
 # install links in turn and a strip must not write through.  Installed
 # twice (an update), then `uninstall` takes all of it away.
-outside=$(find "$build" -type l -exec readlink -f {} + 2>/dev/null | grep -v "^$build/" | sort -u || true)
+outside=$(find "$build" -type l -xtype f -exec readlink -f {} + 2>/dev/null | grep -v "^$build/" | sort -u || true)
 sums() { [ -z "$outside" ] || printf '%s\n' "$outside" | xargs -r -d '\n' sha256sum; }
 before=$(sums)
 DESTDIR=$tmp/strip cmake --install "$build" --strip >/dev/null
