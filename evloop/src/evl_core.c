@@ -54,8 +54,6 @@ static int evl__configure(evl_t *l, const evl_config_t *cfg) {
   l->budget_count = EVL__DEFAULT_BUDGET_COUNT;
   l->budget_ns = EVL__DEFAULT_BUDGET_NS;
   l->sched_policy = -1;
-  l->cfg.budget_count = l->budget_count;
-  l->cfg.budget_ns = l->budget_ns;
   if (cfg == NULL) return 0;
   if (cfg->no_thread != 0 && cfg->no_thread != 1) return EINVAL;
   if (cfg->budget_count != 0) l->budget_count = cfg->budget_count;
@@ -71,9 +69,6 @@ static int evl__configure(evl_t *l, const evl_config_t *cfg) {
   l->on_ready_arg = cfg->on_ready_arg;
   l->on_stop = cfg->on_stop;
   l->on_stop_arg = cfg->on_stop_arg;
-  l->cfg = *cfg;
-  l->cfg.budget_count = l->budget_count;
-  l->cfg.budget_ns = l->budget_ns;
   return 0;
 }
 
@@ -427,9 +422,27 @@ evl_t *evl_start(gvl_t *g, const evl_config_t *cfg) {
   return l;
 }
 
+/* The config back from the fields evl__configure kept (sched_policy from
+ * the kernel's policy to evloop's name for it). */
 int evl_config_get(evl_t *l, evl_config_t *out) {
   if (l == NULL || out == NULL) return EINVAL;
-  *out = l->cfg;
+  memset(out, 0, sizeof *out);
+  out->prio = l->prio;
+  out->budget_count = l->budget_count;
+  out->budget_ns = l->budget_ns;
+  out->no_thread = l->no_thread;
+  out->driver = l->driver;
+  out->driver_arg = l->driver_arg;
+  out->on_error = l->on_error;
+  out->on_error_arg = l->on_error_arg;
+  out->on_ready = l->on_ready;
+  out->on_ready_arg = l->on_ready_arg;
+  out->sched_policy = l->sched_policy == SCHED_FIFO ? EVL_SCHED_FIFO
+                      : l->sched_policy == SCHED_RR ? EVL_SCHED_RR
+                                                    : EVL_SCHED_KEEP;
+  out->sched_priority = l->sched_priority;
+  out->on_stop = l->on_stop;
+  out->on_stop_arg = l->on_stop_arg;
   return 0;
 }
 

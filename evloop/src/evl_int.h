@@ -154,8 +154,6 @@ struct evl_s {
   void *on_ready_arg;
   void (*on_stop)(evl_t *, void *);
   void *on_stop_arg;
-  evl_config_t cfg;        /* as given, budgets filled in (evl_config_get);
-                              immutable                                  */
 
   pthread_mutex_t mu;
   pthread_cond_t cv;       /* broadcast under mu when run_state leaves

@@ -73,6 +73,10 @@ static void runs_in(gvl_t *g, int policy, int prio, int want_policy,
   cfg.sched_priority = prio;
   evl_t *l = evl_start(g, &cfg);
   CHECK(l != NULL);
+  evl_config_t got;   /* evl_config_get names the policy as it was given */
+  CHECK_EQ(evl_config_get(l, &got), 0);
+  CHECK_EQ(got.sched_policy, policy);
+  CHECK_EQ(got.sched_priority, prio);
   int n = atomic_load(&ran);
   CHECK_EQ(evl_post(l, where_cb, NULL, NULL), 0);
   t_wait_ge(&ran, n + 1);

@@ -332,6 +332,16 @@ static pollbox_t *pollbox_open(ntf_t *n, int fd, int *always) {
   return pb;
 }
 
+/* Give fh a poll of its own, or say why it has none: always ready (epoll
+ * refuses the descriptor) or polled (the kernel or memory ran short). */
+static void fh_open(fh_t *fh) {
+  int always;
+  fh->pb = pollbox_open(fh->n, fh->fd, &always);
+  fh->always = fh->pb == NULL && always;
+  fh->polled = fh->pb == NULL && !always;
+  if (fh->pb) fh->pb->h.data = fh;
+}
+
 static void pollbox_close_cb(uv_handle_t *h) {
   tls_closing--;
   free(h);
@@ -365,11 +375,7 @@ static void create_file_handler(int fd, int mask, Tcl_FileProc *proc,
     if (fh == NULL) Tcl_Panic("tkbridge: out of memory (file handler)");
     fh->fd = fd;
     fh->n = n;
-    int always;
-    fh->pb = pollbox_open(n, fd, &always);
-    fh->always = fh->pb == NULL && always;
-    fh->polled = fh->pb == NULL && !always;
-    if (fh->pb) fh->pb->h.data = fh;
+    fh_open(fh);
     fh->next = n->handlers;
     n->handlers = fh;
   }
@@ -419,12 +425,8 @@ static int check_polled(ntf_t *n) {
   int left = 0;
   for (fh_t *fh = n->handlers; fh; fh = fh->next) {
     if (!fh->polled) continue;
-    int always;
-    fh->pb = pollbox_open(n, fh->fd, &always);
-    if (fh->pb != NULL || always) {
-      fh->polled = 0;
-      fh->always = always;
-      if (fh->pb) fh->pb->h.data = fh;
+    fh_open(fh);
+    if (!fh->polled) {
       fh_arm(fh);   /* the watch may be refused as it starts: polled again */
       if (!fh->polled) continue;
     }
