@@ -124,12 +124,15 @@ static void *noop(void *arg) { return arg; }
 /* Let the frozen waiter go once `me` has queued for the GVL again: the
  * proof that me did not take it back. */
 static gvl_thread_t *thaw_after;
+static atomic_int thaw_cancel;     /* 1: give up waiting, thaw nothing */
 static void *thaw_when_queued(void *arg) {
   unsigned n0 = *(unsigned *)arg;
-  while (atomic_load(&nready) <= n0 || atomic_load(&ready_last) != thaw_after)
+  while (atomic_load(&nready) <= n0 || atomic_load(&ready_last) != thaw_after) {
+    if (atomic_load(&thaw_cancel)) return NULL;
     tgvl_sleep_us(50);
+  }
   thaw();
-  return NULL;
+  return arg;
 }
 
 /* A GVL with config c (its hook replaced), and the caller attached and
@@ -338,21 +341,46 @@ static void sleep_until_ns(uint64_t t) {
 }
 
 /* One round: 1 if the request came before b's deadline, 0 if the round
- * proves nothing (see above). */
+ * proves nothing (see above).  A round held up past the slice's end before
+ * the call returns is refused the take-back, rightly: me then queues
+ * behind the frozen a, which is let go so that the round can end. */
 static int resumed_slice_round(void) {
   uint64_t ms = 1000000u * (uint64_t)tgvl_slow();  /* stretched under tools */
   gvl_thread_t *me = setup(300 * ms);
   waiter_t a, b;
   int done = 0;
+  uint64_t begun = mono_ns();                   /* the slice began after */
   queue_waiter(&a, 1, 0);
   uint64_t t0 = mono_ns();                      /* the slice began before */
   queue_waiter(&b, 2, 0);
   sleep_until_ns(t0 + 150 * ms);
   if (mono_ns() < t0 + 250 * ms && tgvl_thread_state(atomic_load(&a.tid)) == 'S') {
+    pthread_t th;
+    unsigned n0 = atomic_load(&nready);
     freeze(&a);
     uint64_t asked = tgvl_tstats(me).preempt_reqs;
     atomic_store(&preempt_ns, 0);
+    thaw_after = me;
+    atomic_store(&thaw_cancel, 0);
+    tgvl_spawn(&th, thaw_when_queued, &n0);
     CHECK(gvl_call_without(me, let_timer_look, me, NULL, NULL) == me);
+    uint64_t back = mono_ns();
+    atomic_store(&thaw_cancel, 1);
+    void *thawed = NULL;
+    CHECK_OK(pthread_join(th, &thawed));
+    if (tgvl_tstats(me).retakes == 0) {
+      /* Refused: only right if the slice had ended by then. */
+      CHECK(thawed);
+      CHECK_GE(back, begun + 300 * ms);
+      CHECK_OK(gvl_release(me));
+      tgvl_join(a.th);
+      tgvl_join(b.th);
+      atomic_store(&thaw_cancel, 0);
+      teardown(me);
+      return 0;
+    }
+    CHECK(!thawed);
+    atomic_store(&thaw_cancel, 0);
     CHECK_EQ(tgvl_tstats(me).retakes, 1);
     while (tgvl_tstats(me).preempt_reqs == asked) tgvl_sleep_us(1000);
     CHECK_EQ(tgvl_tstats(me).preempt_reqs, asked + 1);
