@@ -243,7 +243,12 @@ static void test_cap_bounds_interactive(void) {
   gvl_config_t c = tgvl_strict_config(100000000, NULL); /* 100 ms slice */
   pthread_t h;
   c.flags = 0;
-  c.boost_cap_pct = 20;
+  /* 100 ms of promoted holds in a 10 s window: each round adds about 1 ms,
+   * so the cap steps in after some 100 rounds however long the OS makes
+   * each (a 20% cap of 100 ms needed 20 rounds within the window, which a
+   * CPU shared with other busy threads did not give in 3000). */
+  c.boost_cap_pct = 1;
+  c.cap_window_ns = 10000ull * 1000000ull;
   CHECK(g = gvl_create(&c));
   tgvl_spawn(&h, hog, NULL);
   while (atomic_load(&hog_iters) == 0) tgvl_sleep_us(100);

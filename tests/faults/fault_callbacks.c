@@ -146,7 +146,17 @@ typedef struct {
 } tally_t;
 
 static tally_t tally[K_N];
-static atomic_long stop_cb_done, shutdown_refused;
+static atomic_long stop_cb_done, shutdown_refused, gate_open;
+
+/* Holds the loop thread (without the GVL) until every registration of the
+ * test is made: else the stop could come while main still posts, and its
+ * posts would rightly be refused. */
+static void gate_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  (void)status;
+  flt_wait_ge(&gate_open, 1);
+}
 
 static void tally_cb(evl_t *l, void *arg, int status) {
   tally_t *t = arg;
@@ -203,6 +213,7 @@ static void test_stop_from_callback(gvl_t *g) {
   CHECK(l != NULL);
   CHECK_OK(pipe(p));
   CHECK_EQ(write(p[1], "x", 1), 1);   /* readable: the watch ticks */
+  CHECK_OK(evl_post_flags(l, gate_cb, NULL, EVL_F_NOGVL, NULL));
   for (i = 0; i < before; i++)
     CHECK_OK(evl_post(l, tally_cb, &tally[K_POST], NULL));
   CHECK_OK(evl_timer(l, 3600 * 1000, 0, 0, tally_cb, &tally[K_TIMER], NULL));
@@ -217,6 +228,7 @@ static void test_stop_from_callback(gvl_t *g) {
   CHECK_OK(evl_post(l, stopping_cb, NULL, NULL));
   for (i = 0; i < after; i++)
     CHECK_OK(evl_post(l, tally_cb, &tally[K_POST], NULL));
+  atomic_store(&gate_open, 1);
   flt_wait_ge(&stop_cb_done, 1);
   CHECK_OK(evl_stop(l));   /* waits for the loop thread to finish */
   CHECK_EQ(evl_post(l, nop_cb, NULL, NULL), EVL_ESTOPPED);
@@ -250,7 +262,7 @@ static void test_stop_from_callback(gvl_t *g) {
                       atomic_load(&tally[K_FD].calls) +
                       atomic_load(&tally[K_SIG].calls) +
                       atomic_load(&tally[K_WORK].calls) +
-                      atomic_load(&tally[K_READ].calls) + 1));
+                      atomic_load(&tally[K_READ].calls) + 2));  /* gate, stop */
   CHECK_OK(evl_destroy(l));
   close(p[0]);
   close(p[1]);

@@ -292,6 +292,7 @@ int main(void) {
   scenario_b(l, me);
   scenario_c(l);
   scenario_d(l);
+  CHECK_OK(evl_stop(l));   /* past the last callback's return (see stats) */
   CHECK_OK(evl_stats(l, &st));
   CHECK_EQ(st.live, 0);
   CHECK_OK(evl_destroy(l));

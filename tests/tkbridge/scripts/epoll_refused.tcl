@@ -35,14 +35,18 @@ puts "1: $d1"
 close $c; close $::srv; unset ::srv
 
 # 2. Blocking channel, the handler reads at once: it must not be called
-#    before the data comes (its gets would block the loop for ever).
+#    before the data comes (its gets would block the loop for ever).  The
+#    fifth heartbeat sends the line, so they go on while the handler waits
+#    however late the timers run.
 set c [pair]
 refuse 1
 set hb 0
-proc hb {} {incr ::hb; set ::hbid [after 20 hb]}
+proc hb {} {
+  if {[incr ::hb] == 5} {puts $::c hello}
+  set ::hbid [after 20 hb]
+}
 hb
 fileevent $::srv readable {gets $::srv l; set ::d2 "$l, heartbeats go on: [expr {$::hb > 3}]"}
-after 300 [list puts $c hello]
 vwait d2
 after cancel $hbid
 refuse 0
