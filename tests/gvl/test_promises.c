@@ -385,7 +385,8 @@ static atomic_long cw_nivcsw;      /* b's involuntary switches, first hold */
 static _Atomic uint64_t cw_hold_ns;  /* b's stats' hold time, first hold */
 static int cw_cpu;
 
-static long cw_ivcsw(void) {
+/* The calling thread's involuntary context switches so far. */
+static long thread_ivcsw(void) {
   struct rusage ru;
   CHECK_OK(getrusage(RUSAGE_THREAD, &ru));
   return ru.ru_nivcsw;
@@ -407,7 +408,7 @@ static void *cw_booster(void *arg) {
   gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(t);
   atomic_store(&cw_stage, 1);
-  long iv0 = cw_ivcsw();
+  long iv0 = thread_ivcsw();
   uint64_t h0 = tgvl_tstats(t).hold_ns;
   CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
   atomic_store(&cw_ran_ns, gvl_now_ns());
@@ -419,7 +420,7 @@ static void *cw_booster(void *arg) {
   tgvl_work(20);
   atomic_store(&cw_rel_ns, gvl_now_ns());
   CHECK_OK(gvl_release(t));
-  atomic_store(&cw_nivcsw, cw_ivcsw() - iv0);
+  atomic_store(&cw_nivcsw, thread_ivcsw() - iv0);
   atomic_store(&cw_hold_ns, tgvl_tstats(t).hold_ns - h0);
   atomic_store(&cw_stage, 4);
   CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));   /* main holds: queues */
@@ -704,7 +705,6 @@ static void onecpu_nospin(void) {
   gvl_config_t c = tgvl_strict_config(10000000, NULL);
   pthread_t h;
   unsigned n = 200;                /* not fewer when slow: the margin is n / 4 */
-  struct rusage r0, r1;
   long inv = 0, ctl = 0;
   tgvl_pin(0);                     /* threads created from here inherit it */
   c.flags |= GVL_F_NOSPIN;
@@ -716,7 +716,7 @@ static void onecpu_nospin(void) {
    * without the GVL (the control): what other load on CPU 0 costs shows in
    * both alike. */
   for (unsigned k = 0; k < 8; k++) {
-    CHECK_OK(getrusage(RUSAGE_THREAD, &r0));
+    long iv0 = thread_ivcsw();
     for (unsigned i = 0; i < n / 8; i++) {
       if (k % 2 == 0) {
         CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
@@ -724,8 +724,7 @@ static void onecpu_nospin(void) {
       }
       tgvl_sleep_us(200);
     }
-    CHECK_OK(getrusage(RUSAGE_THREAD, &r1));
-    *(k % 2 == 0 ? &inv : &ctl) += r1.ru_nivcsw - r0.ru_nivcsw;
+    *(k % 2 == 0 ? &inv : &ctl) += thread_ivcsw() - iv0;
   }
   atomic_store(&stop, 1);
   tgvl_join(h);
