@@ -6,8 +6,10 @@
 # found where gvloop was built.
 #
 #   gvloop_find_uv()      gvloop::uv (libuv >= 1.30); sets gvloop_uv_FOUND
+#   gvloop_find_tcl()     gvloop::tcl (8.6); sets gvloop_tcl_FOUND and
+#                         GVLOOP_TCL_INCLUDE_DIR
 #   gvloop_find_tcltk()   gvloop::tcl, gvloop::tk (8.6) and X11::X11; sets
-#                         gvloop_tcltk_FOUND and GVLOOP_TCL_INCLUDE_DIR
+#                         gvloop_tcltk_FOUND and GVLOOP_TK_LIBRARY
 include_guard(GLOBAL)
 
 macro(gvloop_find_uv)
@@ -32,8 +34,8 @@ macro(gvloop_find_uv)
   endif()
 endmacro()
 
-macro(gvloop_find_tcltk)
-  if(NOT TARGET gvloop::tcl OR NOT TARGET gvloop::tk OR NOT TARGET X11::X11)
+macro(gvloop_find_tcl)
+  if(NOT TARGET gvloop::tcl)
     find_package(PkgConfig QUIET)
     if(PKG_CONFIG_FOUND)
       pkg_check_modules(_GVLOOP_TCL QUIET tcl8.6)
@@ -41,21 +43,30 @@ macro(gvloop_find_tcltk)
     find_path(GVLOOP_TCL_INCLUDE_DIR tcl.h
       HINTS ${_GVLOOP_TCL_INCLUDE_DIRS} /usr/include/tcl8.6 PATH_SUFFIXES tcl8.6)
     find_library(GVLOOP_TCL_LIBRARY NAMES tcl8.6 tcl HINTS ${_GVLOOP_TCL_LIBRARY_DIRS})
+    if(GVLOOP_TCL_INCLUDE_DIR AND GVLOOP_TCL_LIBRARY)
+      add_library(gvloop::tcl UNKNOWN IMPORTED)
+      set_target_properties(gvloop::tcl PROPERTIES
+        IMPORTED_LOCATION "${GVLOOP_TCL_LIBRARY}"
+        INTERFACE_INCLUDE_DIRECTORIES "${GVLOOP_TCL_INCLUDE_DIR}")
+    endif()
+  endif()
+  if(TARGET gvloop::tcl)
+    set(gvloop_tcl_FOUND TRUE)
+  else()
+    set(gvloop_tcl_FOUND FALSE)
+  endif()
+endmacro()
+
+macro(gvloop_find_tcltk)
+  gvloop_find_tcl()
+  if(NOT TARGET gvloop::tk OR NOT TARGET X11::X11)
     find_library(GVLOOP_TK_LIBRARY NAMES tk8.6 tk HINTS ${_GVLOOP_TCL_LIBRARY_DIRS})
     find_package(X11 QUIET)
-    if(GVLOOP_TCL_INCLUDE_DIR AND GVLOOP_TCL_LIBRARY AND GVLOOP_TK_LIBRARY AND TARGET X11::X11)
-      if(NOT TARGET gvloop::tcl)
-        add_library(gvloop::tcl UNKNOWN IMPORTED)
-        set_target_properties(gvloop::tcl PROPERTIES
-          IMPORTED_LOCATION "${GVLOOP_TCL_LIBRARY}"
-          INTERFACE_INCLUDE_DIRECTORIES "${GVLOOP_TCL_INCLUDE_DIR}")
-      endif()
-      if(NOT TARGET gvloop::tk)
-        add_library(gvloop::tk UNKNOWN IMPORTED)
-        set_target_properties(gvloop::tk PROPERTIES
-          IMPORTED_LOCATION "${GVLOOP_TK_LIBRARY}"
-          INTERFACE_LINK_LIBRARIES "gvloop::tcl;X11::X11")
-      endif()
+    if(gvloop_tcl_FOUND AND GVLOOP_TK_LIBRARY AND TARGET X11::X11 AND NOT TARGET gvloop::tk)
+      add_library(gvloop::tk UNKNOWN IMPORTED)
+      set_target_properties(gvloop::tk PROPERTIES
+        IMPORTED_LOCATION "${GVLOOP_TK_LIBRARY}"
+        INTERFACE_LINK_LIBRARIES "gvloop::tcl;X11::X11")
     endif()
   endif()
   if(TARGET gvloop::tcl AND TARGET gvloop::tk AND TARGET X11::X11)

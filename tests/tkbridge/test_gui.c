@@ -255,7 +255,6 @@ static void t_x11_burst(void) {
   fx_stop(&f);
 }
 
-/* Without a display Tk_Init fails: ENOTSUP with Tk's message, no leak. */
 /* No display: ENOTSUP with Tk's own message, and DISPLAY in the process
  * environment as it was, so that a later default start still works. */
 static void t_no_display(void) {

@@ -162,7 +162,7 @@ typedef struct {
                               -display (a -display in argv overrides it);
                               either way DISPLAY in the process environment
                               is left as it was (Tk would set it)          */
-  int         no_tk;       /* 1: Tcl only (no Tk package loaded)            */
+  int         no_tk;       /* 1: Tcl only (Tk is not loaded)                */
   int         prio;        /* GVL priority of host callbacks, 0..GVL_PRIO_MAX:
                               0 (TKB_PRIO_NORMAL) is the default;
                               TKB_PRIO_BOOST preempts CPU-bound holders     */
@@ -197,12 +197,16 @@ typedef struct {
 TKB_EXPORT int tkb_evl_config(evl_config_t *ec);
 
 /* [any] Create an interpreter (with Tk unless cfg->no_tk) on l's loop
- * thread and wait until it is ready; cfg may be NULL.  On success *out is
+ * thread and wait until it is ready; cfg may be NULL.  libtkbridge is not
+ * linked to Tk: Tk is loaded into the interpreter here, as `package
+ * require Tk` loads it in tclsh (the libtk8.6 the build found; `package
+ * require Tk` when that file is gone), and a process whose bridges are all
+ * no_tk never maps Tk or Xlib.  On success *out is
  * the bridge.  EPERM: l not set up with tkb_evl_config (refused at once),
  * or set up so but attached (evl_attach: no driver runs Tcl there; see
  * tkb_notifier_bind for Tcl in a host's own loop).  A no_thread loop set
  * up so is waited for until evl_run runs it, on another thread (on the
- * thread that is to call evl_run, the wait never ends); ENOTSUP: Tk_Init failed (no display), or
+ * thread that is to call evl_run, the wait never ends); ENOTSUP: Tk could not be loaded or Tk_Init failed (no display), or
  * Tk was asked for on a loop thread that has not run it while another loop
  * thread that ran Tk has ended: Tk 8.6 does not set its X display up again
  * safely on a new thread (the third such thread makes Xlib exit the

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <tk.h>
+#include <tcl.h>
 
 #include "tkb_int.h"
 #include "gvl_trace.h"
@@ -257,17 +257,38 @@ static void restore_display(Tcl_Interp *ip, const char *before) {
     Tcl_SetVar2(ip, "env", "DISPLAY", before, TCL_GLOBAL_ONLY);
 }
 
+/* Tk is loaded into the interp as `package require Tk` loads it in tclsh:
+ * Tcl's `load` of libtk, whose Tk_Init reads $argv.  libtkbridge is not
+ * linked to libtk, so that a process that wants only Tcl on its loop
+ * (gvtclsh, a no_tk bridge) does not map Tk and the X11 libraries.  The
+ * library the build found is loaded by its path: `package require` would
+ * first source every pkgIndex.tcl on the auto_path (some 15 ms with tcllib
+ * installed); it is the way only when that file is gone.  Once loaded, Tk
+ * is in Tcl's list of loaded libraries, so a child interp gets it with
+ * `load {} Tk`. */
+static int load_tk(Tcl_Interp *ip) {
+#ifdef TKB_TK_LIBRARY
+  if (access(TKB_TK_LIBRARY, R_OK) == 0) {
+    Tcl_Obj *cmd[3] = {Tcl_NewStringObj("load", -1), Tcl_NewStringObj(TKB_TK_LIBRARY, -1),
+                       Tcl_NewStringObj("Tk", -1)};
+    for (int i = 0; i < 3; i++) Tcl_IncrRefCount(cmd[i]);
+    int rc = Tcl_EvalObjv(ip, 3, cmd, TCL_EVAL_GLOBAL);
+    for (int i = 0; i < 3; i++) Tcl_DecrRefCount(cmd[i]);
+    return rc;
+  }
+#endif
+  return Tcl_PkgRequire(ip, "Tk", "8.6", 0) != NULL ? TCL_OK : TCL_ERROR;
+}
+
 static int init_tk(tkb_t *tk, Tcl_Interp *ip, char **msg) {
   const char *env = Tcl_GetVar2(ip, "env", "DISPLAY", TCL_GLOBAL_ONLY);
   char *before = env ? strdup(env) : NULL;
   set_argv(tk, ip, 1);
-  int ok = Tk_Init(ip) == TCL_OK;
+  int ok = load_tk(ip) == TCL_OK;
   if (!ok) *msg = tkb__strdup(Tcl_GetStringResult(ip));
   restore_display(ip, before);   /* a -display in argv counts as well */
   free(before);
-  if (!ok) return ENOTSUP;
-  Tcl_StaticPackage(ip, "Tk", Tk_Init, Tk_SafeInit);
-  return 0;
+  return ok ? 0 : ENOTSUP;
 }
 
 static int boot_interp(tkb_t *tk, Tcl_Interp *ip, char **msg) {
