@@ -12,49 +12,39 @@
 #                         gvloop_tcltk_FOUND and GVLOOP_TK_LIBRARY
 include_guard(GLOBAL)
 
-macro(gvloop_find_uv)
-  if(NOT TARGET gvloop::uv)
+# gvloop::<name> from pkg-config's module pc (for hints), the header and the
+# library names; ARGN goes to find_path.  Sets gvloop_<name>_FOUND and the
+# cache variables GVLOOP_<NAME>_INCLUDE_DIR and GVLOOP_<NAME>_LIBRARY.  A
+# macro: gvloop_find_tcltk looks for Tk with Tcl's pkg-config hints.
+macro(_gvloop_find_one _n _pc _hdr _libs)
+  string(TOUPPER ${_n} _N)
+  if(NOT TARGET gvloop::${_n})
     find_package(PkgConfig QUIET)
     if(PKG_CONFIG_FOUND)
-      pkg_check_modules(_GVLOOP_UV QUIET libuv>=1.30)
+      pkg_check_modules(_GVLOOP_${_N} QUIET ${_pc})
     endif()
-    find_path(GVLOOP_UV_INCLUDE_DIR uv.h HINTS ${_GVLOOP_UV_INCLUDE_DIRS})
-    find_library(GVLOOP_UV_LIBRARY NAMES uv HINTS ${_GVLOOP_UV_LIBRARY_DIRS})
-    if(GVLOOP_UV_INCLUDE_DIR AND GVLOOP_UV_LIBRARY)
-      add_library(gvloop::uv UNKNOWN IMPORTED)
-      set_target_properties(gvloop::uv PROPERTIES
-        IMPORTED_LOCATION "${GVLOOP_UV_LIBRARY}"
-        INTERFACE_INCLUDE_DIRECTORIES "${GVLOOP_UV_INCLUDE_DIR}")
+    find_path(GVLOOP_${_N}_INCLUDE_DIR ${_hdr} HINTS ${_GVLOOP_${_N}_INCLUDE_DIRS} ${ARGN})
+    find_library(GVLOOP_${_N}_LIBRARY NAMES ${_libs} HINTS ${_GVLOOP_${_N}_LIBRARY_DIRS})
+    if(GVLOOP_${_N}_INCLUDE_DIR AND GVLOOP_${_N}_LIBRARY)
+      add_library(gvloop::${_n} UNKNOWN IMPORTED)
+      set_target_properties(gvloop::${_n} PROPERTIES
+        IMPORTED_LOCATION "${GVLOOP_${_N}_LIBRARY}"
+        INTERFACE_INCLUDE_DIRECTORIES "${GVLOOP_${_N}_INCLUDE_DIR}")
     endif()
   endif()
-  if(TARGET gvloop::uv)
-    set(gvloop_uv_FOUND TRUE)
+  if(TARGET gvloop::${_n})
+    set(gvloop_${_n}_FOUND TRUE)
   else()
-    set(gvloop_uv_FOUND FALSE)
+    set(gvloop_${_n}_FOUND FALSE)
   endif()
 endmacro()
 
+macro(gvloop_find_uv)
+  _gvloop_find_one(uv "libuv>=1.30" uv.h uv)
+endmacro()
+
 macro(gvloop_find_tcl)
-  if(NOT TARGET gvloop::tcl)
-    find_package(PkgConfig QUIET)
-    if(PKG_CONFIG_FOUND)
-      pkg_check_modules(_GVLOOP_TCL QUIET tcl8.6)
-    endif()
-    find_path(GVLOOP_TCL_INCLUDE_DIR tcl.h
-      HINTS ${_GVLOOP_TCL_INCLUDE_DIRS} /usr/include/tcl8.6 PATH_SUFFIXES tcl8.6)
-    find_library(GVLOOP_TCL_LIBRARY NAMES tcl8.6 tcl HINTS ${_GVLOOP_TCL_LIBRARY_DIRS})
-    if(GVLOOP_TCL_INCLUDE_DIR AND GVLOOP_TCL_LIBRARY)
-      add_library(gvloop::tcl UNKNOWN IMPORTED)
-      set_target_properties(gvloop::tcl PROPERTIES
-        IMPORTED_LOCATION "${GVLOOP_TCL_LIBRARY}"
-        INTERFACE_INCLUDE_DIRECTORIES "${GVLOOP_TCL_INCLUDE_DIR}")
-    endif()
-  endif()
-  if(TARGET gvloop::tcl)
-    set(gvloop_tcl_FOUND TRUE)
-  else()
-    set(gvloop_tcl_FOUND FALSE)
-  endif()
+  _gvloop_find_one(tcl tcl8.6 tcl.h "tcl8.6;tcl" /usr/include/tcl8.6 PATH_SUFFIXES tcl8.6)
 endmacro()
 
 macro(gvloop_find_tcltk)
