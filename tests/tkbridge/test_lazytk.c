@@ -45,7 +45,40 @@ static void t_lazy(void) {
   fx_stop(&f);
 }
 
+/* Tk bridges on two evloops at once (tkbridge.h), both started together
+ * so that the two loads of Tk race: each has its own main window. */
+typedef struct {
+  fx_t f;
+  const char *name;
+} both_t;
+
+static void *start_one(void *arg) {
+  both_t *b = arg;
+  b->f.g = gvl_create(NULL);
+  CHECK(b->f.g != NULL);
+  b->f.l = fx_loop(b->f.g);
+  tkb_config_t tc;
+  memset(&tc, 0, sizeof tc);
+  tc.app_name = b->name;
+  CHECK_RC(tkb_start(b->f.l, &tc, &b->f.tk), 0);
+  return NULL;
+}
+
+static void t_two_loops(void) {
+  both_t b[2] = {{.name = "one"}, {.name = "two"}};
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, start_one, &b[i]) == 0);
+  for (int i = 0; i < 2; i++) CHECK(pthread_join(th[i], NULL) == 0);
+  for (int i = 0; i < 2; i++) {
+    fx_expect(b[i].f.tk, "tk appname", b[i].name);
+    fx_expect(b[i].f.tk, "button .b -text [tk appname]; pack .b; update; .b cget -text",
+              b[i].name);
+    fx_expect(b[i].f.tk, "winfo children .", ".b");
+  }
+  for (int i = 0; i < 2; i++) fx_stop(&b[i].f);
+}
+
 int main(int argc, char **argv) {
-  static const tcase_t cases[] = {{"lazy", t_lazy}, {NULL, NULL}};
+  static const tcase_t cases[] = {{"lazy", t_lazy}, {"two_loops", t_two_loops}, {NULL, NULL}};
   return run_case(cases, argc, argv);
 }
