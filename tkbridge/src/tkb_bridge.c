@@ -24,6 +24,14 @@
 static _Thread_local tkb__drv_t *tls_drv;
 
 static pthread_once_t tcl_once = PTHREAD_ONCE_INIT;
+/* Held while a loop thread sets an interp up (tkb__boot) and while one
+ * that ran Tk finalizes it (tkb__driver).  Tk's setup and its display's
+ * close change Xlib's process-wide state -- the locale modifiers, the list
+ * of input methods -- which Xlib locks only after XInitThreads, and neither
+ * Tk 8.6 nor libtkbridge calls that (it must come before any other Xlib
+ * call in the process): two loop threads setting Tk up at once raced
+ * there.  A boot takes milliseconds; bridges are started rarely. */
+static pthread_mutex_t boot_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Set once a loop thread that ran Tk has finalized it (tkb__driver). */
 static atomic_int tk_ended;
 
@@ -322,6 +330,7 @@ int tkb__boot(tkb_t *tk, char **msg) {
     return ENOTSUP;
   }
   pthread_once(&tcl_once, tcl_once_fn);
+  pthread_mutex_lock(&boot_mu);
   Tcl_Interp *ip = Tcl_CreateInterp();
   Tcl_Preserve(ip);
   d->tcl_live = 1;
@@ -329,6 +338,9 @@ int tkb__boot(tkb_t *tk, char **msg) {
   if (rc != 0) {
     Tcl_DeleteInterp(ip);
     Tcl_Release(ip);
+  }
+  pthread_mutex_unlock(&boot_mu);
+  if (rc != 0) {
     tkb__mark_stopped(tk);
     return rc;
   }
@@ -433,7 +445,9 @@ static void tkb__driver(evl_t *l, void *arg) {
      * XRenderQueryFormats on the third such thread; tclsh8.6 with Thread-
      * package threads does the same): tkb__boot refuses it from now on. */
     if (d.had_tk) atomic_store(&tk_ended, 1);
+    pthread_mutex_lock(&boot_mu);
     Tcl_FinalizeThread();
+    pthread_mutex_unlock(&boot_mu);
   }
   tls_drv = NULL;
   tkb__ntf_unbind();
