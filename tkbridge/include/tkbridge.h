@@ -198,10 +198,11 @@ TKB_EXPORT int tkb_evl_config(evl_config_t *ec);
 
 /* [any] Create an interpreter (with Tk unless cfg->no_tk) on l's loop
  * thread and wait until it is ready; cfg may be NULL.  libtkbridge is not
- * linked to Tk: Tk is loaded into the interpreter here, as `package
- * require Tk` loads it in tclsh (the libtk8.6 the build found; `package
- * require Tk` when that file is gone), and a process whose bridges are all
- * no_tk never maps Tk or Xlib.  On success *out is
+ * linked to Tk: a Tk the process already has (the host links it) is used,
+ * else Tk is loaded into the interpreter here, as `package require Tk`
+ * loads it in tclsh (the libtk8.6 the build found; `package require Tk`
+ * when that file is gone), and a process whose bridges are all no_tk
+ * never maps Tk or Xlib.  On success *out is
  * the bridge.  EPERM: l not set up with tkb_evl_config (refused at once),
  * or set up so but attached (evl_attach: no driver runs Tcl there; see
  * tkb_notifier_bind for Tcl in a host's own loop).  A no_thread loop set

@@ -8,6 +8,7 @@
  * the driver tears down every bridge on the thread, finalises Tcl's
  * per-thread state (Tk's display connections go there) and returns.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,13 +269,26 @@ static void restore_display(Tcl_Interp *ip, const char *before) {
 /* Tk is loaded into the interp as `package require Tk` loads it in tclsh:
  * Tcl's `load` of libtk, whose Tk_Init reads $argv.  libtkbridge is not
  * linked to libtk, so that a process that wants only Tcl on its loop
- * (gvtclsh, a no_tk bridge) does not map Tk and the X11 libraries.  The
- * library the build found is loaded by its path: `package require` would
- * first source every pkgIndex.tcl on the auto_path (some 15 ms with tcllib
- * installed); it is the way only when that file is gone.  Once loaded, Tk
- * is in Tcl's list of loaded libraries, so a child interp gets it with
- * `load {} Tk`. */
+ * (gvtclsh, a no_tk bridge) does not map Tk and the X11 libraries.
+ *   - A Tk the process already has (the host links it) is the one used, as
+ *     a static package: loading one by path could bring a second copy.
+ *   - Else the library the build found, by its path: `package require`
+ *     would first source every pkgIndex.tcl on the auto_path (some 15 ms
+ *     with tcllib installed).  Once loaded, Tk is in Tcl's list of loaded
+ *     libraries: a child interp gets it with `load {} Tk`.
+ *   - Else (that file is gone) `package require Tk`. */
+typedef int (*tk_init_fn)(Tcl_Interp *);
+
 static int load_tk(Tcl_Interp *ip) {
+  tk_init_fn init, safe_init;
+  /* POSIX's way to store dlsym's result in a function pointer. */
+  *(void **)&init = dlsym(RTLD_DEFAULT, "Tk_Init");
+  *(void **)&safe_init = dlsym(RTLD_DEFAULT, "Tk_SafeInit");
+  if (init != NULL && safe_init != NULL) {
+    if (init(ip) != TCL_OK) return TCL_ERROR;
+    Tcl_StaticPackage(ip, "Tk", init, safe_init);
+    return TCL_OK;
+  }
 #ifdef TKB_TK_LIBRARY
   if (access(TKB_TK_LIBRARY, R_OK) == 0) {
     Tcl_Obj *cmd[3] = {Tcl_NewStringObj("load", -1), Tcl_NewStringObj(TKB_TK_LIBRARY, -1),
