@@ -31,11 +31,15 @@ void evl__std_loop_made(void) {
 int evl__std_hold(evl__fd_hold_t *h, int need) {
   int low = evl__fd_low(), probe[EVL__FD_NEED_MAX], got = 0, err = 0;
   h->n = 0;
-  /* open() takes the lowest free number: stop at the first at or above
-   * low (or when nothing is left to open), which is the first free one
-   * there: keep it to count from. */
+  /* open() and F_DUPFD from 0 take the lowest free number: stop at the
+   * first at or above low (or when nothing is left to open), which is the
+   * first free one there: keep it to count from.  One open, then dups of
+   * it: a dup looks no path up. */
+  int null_fd = -1;
   for (;;) {
-    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int fd = null_fd < 0 ? open("/dev/null", O_RDWR | O_CLOEXEC)
+                         : fcntl(null_fd, F_DUPFD_CLOEXEC, 0);
+    if (null_fd < 0 && fd >= 0) null_fd = fd;
     if (fd < 0) {
       err = errno;
       break;
