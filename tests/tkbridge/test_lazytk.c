@@ -7,6 +7,16 @@
  * in the process; then Tk works as in wish, the bridge's -name included,
  * and a child interp gets it with `load {} Tk`.
  */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "tkb_test.h"
 
 /* 1 when a library whose file name contains name is mapped. */
@@ -45,11 +55,13 @@ static void t_lazy(void) {
   fx_stop(&f);
 }
 
-/* Tk bridges on two evloops at once (tkbridge.h), both started together
- * so that the two loads of Tk race: each has its own main window. */
+/* Tk bridges on several evloops at once (tkbridge.h), all started together
+ * so that their Tk setups would overlap: each has its own main window. */
+#define AT_ONCE 4
+
 typedef struct {
   fx_t f;
-  const char *name;
+  char name[16];
 } both_t;
 
 static void *start_one(void *arg) {
@@ -64,21 +76,176 @@ static void *start_one(void *arg) {
   return NULL;
 }
 
-static void t_two_loops(void) {
-  both_t b[2] = {{.name = "one"}, {.name = "two"}};
-  pthread_t th[2];
-  for (int i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, start_one, &b[i]) == 0);
-  for (int i = 0; i < 2; i++) CHECK(pthread_join(th[i], NULL) == 0);
-  for (int i = 0; i < 2; i++) {
+static void t_tk_at_once(void) {
+  both_t b[AT_ONCE];
+  pthread_t th[AT_ONCE];
+  for (int i = 0; i < AT_ONCE; i++) {
+    memset(&b[i], 0, sizeof b[i]);
+    snprintf(b[i].name, sizeof b[i].name, "app%d", i);
+  }
+  for (int i = 0; i < AT_ONCE; i++)
+    CHECK(pthread_create(&th[i], NULL, start_one, &b[i]) == 0);
+  for (int i = 0; i < AT_ONCE; i++) CHECK(pthread_join(th[i], NULL) == 0);
+  for (int i = 0; i < AT_ONCE; i++) {
     fx_expect(b[i].f.tk, "tk appname", b[i].name);
     fx_expect(b[i].f.tk, "button .b -text [tk appname]; pack .b; update; .b cget -text",
               b[i].name);
     fx_expect(b[i].f.tk, "winfo children .", ".b");
   }
-  for (int i = 0; i < 2; i++) fx_stop(&b[i].f);
+  for (int i = 0; i < AT_ONCE; i++) fx_stop(&b[i].f);
+}
+
+/* An X server that never answers: connections wait in its backlog.  The
+ * listening descriptor; *num is its display number on 127.0.0.1. */
+static int silent_x(int *num) {
+  for (int n = 150; n < 250; n++) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK(s >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)(6000 + n));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(s, (struct sockaddr *)&a, sizeof a) == 0 && listen(s, 8) == 0) {
+      *num = n;
+      return s;
+    }
+    close(s);
+  }
+  CHECK(!"no free port for a display");
+  return -1;
+}
+
+typedef struct {
+  fx_t f;
+  char display[32];
+  int rc;
+} stuck_t;
+
+static void *stuck_start(void *arg) {
+  stuck_t *s = arg;
+  tkb_config_t tc;
+  memset(&tc, 0, sizeof tc);
+  tc.display = s->display;
+  s->rc = tkb_start(s->f.l, &tc, &s->f.tk);
+  return NULL;
+}
+
+/* A Tk start stuck connecting to an X server that does not answer holds up
+ * no Tcl-only start on another loop.  (Another Tk start would wait: Xlib
+ * itself holds a process-wide lock while it connects.)  Once the server
+ * goes away the stuck start fails with ENOTSUP. */
+static void t_tk_stuck(void) {
+  stuck_t a;
+  memset(&a, 0, sizeof a);
+  int num, lfd = silent_x(&num);
+  snprintf(a.display, sizeof a.display, "127.0.0.1:%d", num);
+  a.f.g = gvl_create(NULL);
+  CHECK(a.f.g != NULL);
+  a.f.l = fx_loop(a.f.g);
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, stuck_start, &a) == 0);
+  /* Its connection is in the backlog: Tk waits for the server's answer. */
+  struct pollfd p = {.fd = lfd, .events = POLLIN};
+  CHECK(poll(&p, 1, 30000) == 1);
+
+  fx_t b;
+  fx_start(&b, 1);
+  fx_expect(b.tk, "expr {6 * 7}", "42");
+  fx_stop(&b);
+
+  close(lfd); /* the backlog's connection is reset */
+  CHECK(pthread_join(th, NULL) == 0);
+  CHECK_RC(a.rc, ENOTSUP);
+  CHECK(a.f.tk == NULL);
+  fx_stop(&a.f);
+}
+
+typedef struct {
+  evl_t *l;
+  pid_t pid;
+} forker_t;
+
+/* [B's loop thread] fork; the child, which goes on running this thread's
+ * Tcl (tkbridge.h), starts a bridge of its own on this loop and exits 0 if
+ * it could.  The parent gets the child's pid. */
+static void fork_and_start(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  (void)tk;
+  (void)ip;
+  forker_t *fk = arg;
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid > 0) {
+    fk->pid = pid;
+    return;
+  }
+  alarm(30);
+  tkb_config_t tc;
+  memset(&tc, 0, sizeof tc);
+  tc.no_tk = 1;
+  tkb_t *c = NULL;
+  int rc = tkb_start(fk->l, &tc, &c);
+  char *r = NULL;
+  if (rc == 0) rc = tkb_eval(c, "expr {6 * 7}", &r);
+  _exit(rc == 0 && r != NULL && strcmp(r, "42") == 0 ? 0 : 1);
+}
+
+/* A child forked by a loop thread while another thread is in the middle of
+ * a boot (here: stuck reading Tcl's init.tcl, a FIFO nobody writes) can
+ * start bridges: the boot's lock is not the child's.  Once init.tcl reads
+ * as an error, the stuck start fails with TKB_ETCL. */
+static void t_fork_mid_boot(void) {
+  fx_t b;
+  fx_start(&b, 1);
+  char dir[] = "/tmp/tkb_lazy_XXXXXX", fifo[64];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(fifo, sizeof fifo, "%s/init.tcl", dir);
+  CHECK(mkfifo(fifo, 0600) == 0);
+  CHECK(setenv("TCL_LIBRARY", dir, 1) == 0);
+  stuck_t a;
+  memset(&a, 0, sizeof a);
+  a.f.g = gvl_create(NULL);
+  CHECK(a.f.g != NULL);
+  a.f.l = fx_loop(a.f.g);
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, stuck_start, &a) == 0);
+  /* A writer's open succeeds once the boot has the FIFO open to read. */
+  int wfd = -1;
+  for (int i = 0; i < 30000 && wfd < 0; i++) {
+    wfd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (wfd < 0) usleep(1000);
+  }
+  CHECK(wfd >= 0);
+  CHECK(unsetenv("TCL_LIBRARY") == 0);
+
+  forker_t fk = {.l = b.l, .pid = 0};
+  CHECK_RC(tkb_run(b.tk, fork_and_start, &fk), 0);
+  CHECK(fk.pid > 0);
+  int st;
+  CHECK(waitpid(fk.pid, &st, 0) == fk.pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    fprintf(stderr, "child: %s %d\n", WIFEXITED(st) ? "exit" : "signal",
+            WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    abort();
+  }
+
+  static const char bad[] = "error {init.tcl unreadable}\n";
+  CHECK(write(wfd, bad, sizeof bad - 1) == (ssize_t)(sizeof bad - 1));
+  close(wfd);
+  CHECK(pthread_join(th, NULL) == 0);
+  CHECK_RC(a.rc, TKB_ETCL);
+  CHECK(a.f.tk == NULL);
+  fx_stop(&a.f);
+  fx_stop(&b);
+  unlink(fifo);
+  rmdir(dir);
 }
 
 int main(int argc, char **argv) {
-  static const tcase_t cases[] = {{"lazy", t_lazy}, {"two_loops", t_two_loops}, {NULL, NULL}};
+  static const tcase_t cases[] = {{"lazy", t_lazy},
+                                   {"tk_at_once", t_tk_at_once},
+                                   {"tk_stuck", t_tk_stuck},
+                                   {"fork_mid_boot", t_fork_mid_boot},
+                                   {NULL, NULL}};
   return run_case(cases, argc, argv);
 }

@@ -25,14 +25,22 @@
 static _Thread_local tkb__drv_t *tls_drv;
 
 static pthread_once_t tcl_once = PTHREAD_ONCE_INIT;
-/* Held while a loop thread sets an interp up (tkb__boot) and while one
- * that ran Tk finalizes it (tkb__driver).  Tk's setup and its display's
- * close change Xlib's process-wide state -- the locale modifiers, the list
- * of input methods -- which Xlib locks only after XInitThreads, and neither
- * Tk 8.6 nor libtkbridge calls that (it must come before any other Xlib
- * call in the process): two loop threads setting Tk up at once raced
- * there.  A boot takes milliseconds; bridges are started rarely. */
+/* Held while a loop thread creates an interp and runs Tcl_Init
+ * (tkb__boot).  Tcl makes each of its mutexes on first use behind an
+ * unlocked check, so two threads' first uses race inside Tcl: harmless on
+ * the CPUs Tcl runs on, but a race TSan cannot see through (Tcl is not
+ * instrumented).  Boots one at a time keep them apart.  Nothing under it
+ * waits for another thread or does I/O but read Tcl's library scripts. */
 static pthread_mutex_t boot_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Held while a loop thread sets Tk up in an interp (init_tk) and while a
+ * thread that asked for Tk finalizes it (tkb__driver).  Tk's setup and its
+ * display's close change Xlib's process-wide state without a lock of
+ * Xlib's own -- XSetLocaleModifiers frees and replaces a string of the
+ * shared locale, XOpenIM grows a shared list -- so two loop threads
+ * setting Tk up at once raced there.  It is held while Tk connects to its
+ * X server, so a Tk start waits while another connects (tkbridge.h); it
+ * is never taken with boot_mu. */
+static pthread_mutex_t tk_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Set once a loop thread that ran Tk has finalized it (tkb__driver). */
 static atomic_int tk_ended;
 
@@ -222,7 +230,17 @@ static void begin_stop(tkb_t *tk) {
 
 /* Tcl's process-wide setup.  The executable's path makes
  * [info nameofexecutable] work (scripts re-exec themselves with it). */
+/* A fork()ed child has only the forking thread: a lock another thread
+ * held (a Tk start waiting for its X server) would never be let go there.
+ * The child makes both again rather than have fork() wait for that: Tcl's
+ * exec forks, and must not wait on an unrelated bridge's X server. */
+static void boot_atfork_child(void) {
+  pthread_mutex_init(&boot_mu, NULL);
+  pthread_mutex_init(&tk_mu, NULL);
+}
+
 static void tcl_once_fn(void) {
+  (void)pthread_atfork(NULL, NULL, boot_atfork_child);
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n > 0) exe[n] = '\0';
@@ -266,40 +284,48 @@ static void restore_display(Tcl_Interp *ip, const char *before) {
     Tcl_SetVar2(ip, "env", "DISPLAY", before, TCL_GLOBAL_ONLY);
 }
 
-/* Tk is loaded into the interp as `package require Tk` loads it in tclsh:
- * Tcl's `load` of libtk, whose Tk_Init reads $argv.  libtkbridge is not
- * linked to libtk, so that a process that wants only Tcl on its loop
- * (gvtclsh, a no_tk bridge) does not map Tk and the X11 libraries.
- *   - A Tk the process already has (the host links it) is the one used, as
- *     a static package: loading one by path could bring a second copy.
- *   - Else the library the build found, by its path: `package require`
- *     would first source every pkgIndex.tcl on the auto_path (some 15 ms
- *     with tcllib installed).  Once loaded, Tk is in Tcl's list of loaded
- *     libraries: a child interp gets it with `load {} Tk`.
- *   - Else (that file is gone) `package require Tk`. */
+/* Tk is brought into the interp as `package require Tk` brings it into
+ * tclsh: Tk_Init reads $argv.  libtkbridge is not linked to libtk, so that
+ * a process that wants only Tcl on its loop (gvtclsh, a no_tk bridge) does
+ * not map Tk and the X11 libraries.  Which Tk, in this order:
+ *   - the one the process has: loaded by any path (found by the soname of
+ *     the one the build found) or in the global scope (the host links it),
+ *     so that a second copy is never mapped;
+ *   - the library the build found, by its path (`package require` would
+ *     first source every pkgIndex.tcl on the auto_path: some 15 ms with
+ *     tcllib installed);
+ *   - `package require Tk`, when that file is gone.
+ * The first two are registered as a static package, so that a child
+ * interp gets Tk with `load {} Tk`.  The handles are never closed: Tk
+ * cannot be unloaded. */
 typedef int (*tk_init_fn)(Tcl_Interp *);
+
+static int tk_syms(void *h, tk_init_fn *init, tk_init_fn *safe_init) {
+  if (h == NULL) return -1;
+  /* POSIX's way to store dlsym's result in a function pointer. */
+  *(void **)init = dlsym(h, "Tk_Init");
+  *(void **)safe_init = dlsym(h, "Tk_SafeInit");
+  return *init != NULL && *safe_init != NULL ? 0 : -1;
+}
+
+static int find_tk(tk_init_fn *init, tk_init_fn *safe_init) {
+#ifdef TKB_TK_LIBRARY
+  if (tk_syms(dlopen(TKB_TK_SONAME, RTLD_NOW | RTLD_NOLOAD), init, safe_init) == 0) return 0;
+#endif
+  if (tk_syms(RTLD_DEFAULT, init, safe_init) == 0) return 0;
+#ifdef TKB_TK_LIBRARY
+  if (tk_syms(dlopen(TKB_TK_LIBRARY, RTLD_NOW), init, safe_init) == 0) return 0;
+#endif
+  return -1;
+}
 
 static int load_tk(Tcl_Interp *ip) {
   tk_init_fn init, safe_init;
-  /* POSIX's way to store dlsym's result in a function pointer. */
-  *(void **)&init = dlsym(RTLD_DEFAULT, "Tk_Init");
-  *(void **)&safe_init = dlsym(RTLD_DEFAULT, "Tk_SafeInit");
-  if (init != NULL && safe_init != NULL) {
-    if (init(ip) != TCL_OK) return TCL_ERROR;
-    Tcl_StaticPackage(ip, "Tk", init, safe_init);
-    return TCL_OK;
-  }
-#ifdef TKB_TK_LIBRARY
-  if (access(TKB_TK_LIBRARY, R_OK) == 0) {
-    Tcl_Obj *cmd[3] = {Tcl_NewStringObj("load", -1), Tcl_NewStringObj(TKB_TK_LIBRARY, -1),
-                       Tcl_NewStringObj("Tk", -1)};
-    for (int i = 0; i < 3; i++) Tcl_IncrRefCount(cmd[i]);
-    int rc = Tcl_EvalObjv(ip, 3, cmd, TCL_EVAL_GLOBAL);
-    for (int i = 0; i < 3; i++) Tcl_DecrRefCount(cmd[i]);
-    return rc;
-  }
-#endif
-  return Tcl_PkgRequire(ip, "Tk", "8.6", 0) != NULL ? TCL_OK : TCL_ERROR;
+  if (find_tk(&init, &safe_init) != 0)
+    return Tcl_PkgRequire(ip, "Tk", "8.6", 0) != NULL ? TCL_OK : TCL_ERROR;
+  if (init(ip) != TCL_OK) return TCL_ERROR;
+  Tcl_StaticPackage(ip, "Tk", init, safe_init);
+  return TCL_OK;
 }
 
 static int init_tk(tkb_t *tk, Tcl_Interp *ip, char **msg) {
@@ -313,19 +339,42 @@ static int init_tk(tkb_t *tk, Tcl_Interp *ip, char **msg) {
   return ok ? 0 : ENOTSUP;
 }
 
-static int boot_interp(tkb_t *tk, Tcl_Interp *ip, char **msg) {
+/* The interp with Tcl_Init run, under boot_mu; NULL with *msg set. */
+static Tcl_Interp *boot_tcl(tkb_t *tk, char **msg) {
+  pthread_mutex_lock(&boot_mu);
+  Tcl_Interp *ip = Tcl_CreateInterp();
+  Tcl_Preserve(ip);
   set_var(ip, "argv0", Tcl_NewStringObj(tk->cfg.argv0 ? tk->cfg.argv0 : "tkbridge", -1));
   set_var(ip, "tcl_interactive", Tcl_NewIntObj(0));
   set_argv(tk, ip, 0);
   if (Tcl_Init(ip) != TCL_OK) {
     *msg = tkb__strdup(Tcl_GetStringResult(ip));
-    return TKB_ETCL;
+    Tcl_DeleteInterp(ip);
+    Tcl_Release(ip);
+    ip = NULL;
   }
+  pthread_mutex_unlock(&boot_mu);
+  return ip;
+}
+
+/* Tk (unless no_tk) and the bridge's commands in ip, under tk_mu for Tk;
+ * on failure ip is deleted (Tk's half set-up with it, under tk_mu). */
+static int boot_rest(tkb_t *tk, Tcl_Interp *ip, char **msg) {
+  int rc = 0;
   if (!tk->cfg.no_tk) {
-    int rc = init_tk(tk, ip, msg);
-    if (rc != 0) return rc;
+    tls_drv->tried_tk = 1;
+    pthread_mutex_lock(&tk_mu);
+    rc = init_tk(tk, ip, msg);
+    if (rc != 0) Tcl_DeleteInterp(ip);
+    pthread_mutex_unlock(&tk_mu);
   }
-  return tkb__install_builtins(tk, ip, msg);
+  if (rc == 0 && (rc = tkb__install_builtins(tk, ip, msg)) != 0) {
+    if (!tk->cfg.no_tk) pthread_mutex_lock(&tk_mu);
+    Tcl_DeleteInterp(ip);
+    if (!tk->cfg.no_tk) pthread_mutex_unlock(&tk_mu);
+  }
+  if (rc != 0) Tcl_Release(ip);
+  return rc;
 }
 
 /* [loop thread] Create tk's interp.  Returns 0, EPERM (not our driver),
@@ -344,16 +393,9 @@ int tkb__boot(tkb_t *tk, char **msg) {
     return ENOTSUP;
   }
   pthread_once(&tcl_once, tcl_once_fn);
-  pthread_mutex_lock(&boot_mu);
-  Tcl_Interp *ip = Tcl_CreateInterp();
-  Tcl_Preserve(ip);
   d->tcl_live = 1;
-  int rc = boot_interp(tk, ip, msg);
-  if (rc != 0) {
-    Tcl_DeleteInterp(ip);
-    Tcl_Release(ip);
-  }
-  pthread_mutex_unlock(&boot_mu);
+  Tcl_Interp *ip = boot_tcl(tk, msg);
+  int rc = ip != NULL ? boot_rest(tk, ip, msg) : TKB_ETCL;
   if (rc != 0) {
     tkb__mark_stopped(tk);
     return rc;
@@ -459,9 +501,9 @@ static void tkb__driver(evl_t *l, void *arg) {
      * XRenderQueryFormats on the third such thread; tclsh8.6 with Thread-
      * package threads does the same): tkb__boot refuses it from now on. */
     if (d.had_tk) atomic_store(&tk_ended, 1);
-    pthread_mutex_lock(&boot_mu);
+    if (d.tried_tk) pthread_mutex_lock(&tk_mu);
     Tcl_FinalizeThread();
-    pthread_mutex_unlock(&boot_mu);
+    if (d.tried_tk) pthread_mutex_unlock(&tk_mu);
   }
   tls_drv = NULL;
   tkb__ntf_unbind();

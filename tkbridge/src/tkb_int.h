@@ -32,6 +32,8 @@ typedef struct tkb__drv_s {
   evl_t *l;
   int tcl_live;           /* Tcl is initialised; Tcl_DoOneEvent drives    */
   int had_tk;             /* Tk was brought up on this thread             */
+  int tried_tk;           /* a bridge here asked for Tk (its finalize then
+                             takes tk_mu: Tk may have a display open)    */
   struct tkb_s *bridges;  /* running bridges on this thread               */
 } tkb__drv_t;
 
