@@ -8,6 +8,7 @@
  * and a child interp gets it with `load {} Tk`.
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -241,11 +242,44 @@ static void t_fork_mid_boot(void) {
   rmdir(dir);
 }
 
+/* The number of executable mappings of files named *name*: one per copy
+ * of a library. */
+static int copies(const char *name) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  CHECK(f != NULL);
+  char line[4096];
+  int n = 0;
+  while (fgets(line, sizeof line, f) != NULL)
+    n += strstr(line, name) != NULL && strstr(line, " r-xp ") != NULL;
+  fclose(f);
+  return n;
+}
+
+/* A Tk the host loaded privately (RTLD_LOCAL) from another path is the one
+ * a bridge uses: no second copy of Tk in the process. */
+static void t_private_copy(void) {
+  char dir[] = "/tmp/tkb_tkcopy_XXXXXX", path[64], cmd[256];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(path, sizeof path, "%s/libtk8.6.so", dir);
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", TEST_TK_LIBRARY, path);
+  CHECK(system(cmd) == 0);
+  CHECK(dlopen(path, RTLD_NOW | RTLD_LOCAL) != NULL);
+  CHECK(copies("libtk8.6") == 1);
+  fx_t f;
+  fx_start(&f, 0);
+  fx_expect(f.tk, "button .b; winfo class .b", "Button");
+  CHECK(copies("libtk8.6") == 1);
+  fx_stop(&f);
+  unlink(path);
+  rmdir(dir);
+}
+
 int main(int argc, char **argv) {
   static const tcase_t cases[] = {{"lazy", t_lazy},
                                    {"tk_at_once", t_tk_at_once},
                                    {"tk_stuck", t_tk_stuck},
                                    {"fork_mid_boot", t_fork_mid_boot},
+                                   {"private_copy", t_private_copy},
                                    {NULL, NULL}};
   return run_case(cases, argc, argv);
 }
