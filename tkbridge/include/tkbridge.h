@@ -203,11 +203,15 @@ TKB_EXPORT int tkb_evl_config(evl_config_t *ec);
  * loads it in tclsh (the libtk8.6 the build found; `package require Tk`
  * when that file is gone), and a process whose bridges are all no_tk
  * never maps Tk or Xlib.  Tk is set up by one bridge at a time (Xlib's
- * locale and input-method state is shared and unlocked): a start with Tk
- * waits while another bridge's Tk connects to its X server, as Xlib makes
- * it wait anyway; a start without Tk does not.  Tk a script brings in
- * itself (`package require Tk` in a no_tk bridge) is not serialised so, as
- * in stock Tcl's threads: do not start it while another bridge starts Tk.  On success *out is
+ * locale and input-method state is shared and unlocked): a start with Tk,
+ * and the stop of a loop that asked for Tk (Tk closes its display then),
+ * wait while another bridge's Tk connects to its X server (libX11 1.8 and
+ * later make another connect wait too); a start without Tk waits only for
+ * another start's Tcl_Init.  A child forked while another thread was
+ * setting Tk up or closing it is refused Tk (ENOTSUP).  Tk a script brings
+ * in itself (`package require Tk` in a no_tk bridge) is not serialised so,
+ * as in stock Tcl's threads: do not start it while another bridge starts
+ * Tk.  On success *out is
  * the bridge.  EPERM: l not set up with tkb_evl_config (refused at once),
  * or set up so but attached (evl_attach: no driver runs Tcl there; see
  * tkb_notifier_bind for Tcl in a host's own loop).  A no_thread loop set

@@ -41,7 +41,8 @@ static pthread_mutex_t boot_mu = PTHREAD_MUTEX_INITIALIZER;
  * X server, so a Tk start waits while another connects (tkbridge.h); it
  * is never taken with boot_mu. */
 static pthread_mutex_t tk_mu = PTHREAD_MUTEX_INITIALIZER;
-/* Set once a loop thread that ran Tk has finalized it (tkb__driver). */
+/* Set once a loop thread that ran Tk has finalized it (tkb__driver, under
+ * tk_mu). */
 static atomic_int tk_ended;
 
 /* Bridges handed out by tkb_start and not freed yet, so that tkb_stop and
@@ -230,13 +231,29 @@ static void begin_stop(tkb_t *tk) {
 
 /* Tcl's process-wide setup.  The executable's path makes
  * [info nameofexecutable] work (scripts re-exec themselves with it). */
-/* A fork()ed child has only the forking thread: a lock another thread
- * held (a Tk start waiting for its X server) would never be let go there.
- * The child makes both again rather than have fork() wait for that: Tcl's
- * exec forks, and must not wait on an unrelated bridge's X server. */
+/* Set in a fork child whose parent had a Tk setup or finalize under way on
+ * another thread: Xlib's shared state may be half changed in the child (and
+ * Xlib's own lock, held while connecting, never let go), so the child
+ * starts no Tk. */
+static int tk_forked_mid_setup;
+
+/* A fork()ed child has only the forking thread: a lock another thread held
+ * (a Tk start waiting for its X server) would never be let go there.  The
+ * child makes such a lock again rather than have fork() wait for it (Tcl's
+ * exec forks, and must not wait on an unrelated bridge's X server); a lock
+ * that was free is taken and let go, to be sure of it. */
+static int remake_if_held(pthread_mutex_t *mu) {
+  if (pthread_mutex_trylock(mu) == 0) {
+    pthread_mutex_unlock(mu);
+    return 0;
+  }
+  pthread_mutex_init(mu, NULL);
+  return 1;
+}
+
 static void boot_atfork_child(void) {
-  pthread_mutex_init(&boot_mu, NULL);
-  pthread_mutex_init(&tk_mu, NULL);
+  (void)remake_if_held(&boot_mu);
+  if (remake_if_held(&tk_mu)) tk_forked_mid_setup = 1;
 }
 
 static void tcl_once_fn(void) {
@@ -359,21 +376,44 @@ static Tcl_Interp *boot_tcl(tkb_t *tk, char **msg) {
 
 /* Tk (unless no_tk) and the bridge's commands in ip, under tk_mu for Tk;
  * on failure ip is deleted (Tk's half set-up with it, under tk_mu). */
+/* ENOTSUP with *msg set when Tk may not start on this thread, else 0.
+ * Called unlocked first (no interp is made for a refused start), then under
+ * tk_mu, where tk_ended and a finalize cannot change meanwhile. */
+static int tk_refused(const tkb__drv_t *d, char **msg) {
+  const char *why = NULL;
+  if (tk_forked_mid_setup)
+    why = "Tk cannot start in a child forked while another thread set Tk up or closed "
+          "it (Xlib's shared state may be half changed there)";
+  else if (!d->had_tk && atomic_load(&tk_ended))
+    why = "Tk cannot start on a new thread once a thread that ran it has ended (Tk 8.6 "
+          "does not set up its X display again safely)";
+  if (why == NULL) return 0;
+  *msg = tkb__strdup(why);
+  return ENOTSUP;
+}
+
+/* ip deleted and released: its teardown runs at the release (it is
+ * preserved), so both come under tk_mu when ip may hold Tk. */
+static void boot_drop(tkb_t *tk, Tcl_Interp *ip) {
+  if (!tk->cfg.no_tk) pthread_mutex_lock(&tk_mu);
+  Tcl_DeleteInterp(ip);
+  Tcl_Release(ip);
+  if (!tk->cfg.no_tk) pthread_mutex_unlock(&tk_mu);
+}
+
 static int boot_rest(tkb_t *tk, Tcl_Interp *ip, char **msg) {
+  tkb__drv_t *d = tls_drv;
   int rc = 0;
   if (!tk->cfg.no_tk) {
-    tls_drv->tried_tk = 1;
     pthread_mutex_lock(&tk_mu);
-    rc = init_tk(tk, ip, msg);
-    if (rc != 0) Tcl_DeleteInterp(ip);
+    if ((rc = tk_refused(d, msg)) == 0) {
+      d->tried_tk = 1;
+      if ((rc = init_tk(tk, ip, msg)) == 0) d->had_tk = 1;
+    }
     pthread_mutex_unlock(&tk_mu);
   }
-  if (rc == 0 && (rc = tkb__install_builtins(tk, ip, msg)) != 0) {
-    if (!tk->cfg.no_tk) pthread_mutex_lock(&tk_mu);
-    Tcl_DeleteInterp(ip);
-    if (!tk->cfg.no_tk) pthread_mutex_unlock(&tk_mu);
-  }
-  if (rc != 0) Tcl_Release(ip);
+  if (rc == 0) rc = tkb__install_builtins(tk, ip, msg);
+  if (rc != 0) boot_drop(tk, ip);
   return rc;
 }
 
@@ -386,9 +426,7 @@ int tkb__boot(tkb_t *tk, char **msg) {
     tkb__mark_stopped(tk);
     return EPERM;
   }
-  if (!tk->cfg.no_tk && !d->had_tk && atomic_load(&tk_ended)) {
-    *msg = tkb__strdup("Tk cannot start on a new thread once a thread that ran it has "
-                       "ended (Tk 8.6 does not set up its X display again safely)");
+  if (!tk->cfg.no_tk && tk_refused(d, msg) != 0) {
     tkb__mark_stopped(tk);
     return ENOTSUP;
   }
@@ -400,7 +438,6 @@ int tkb__boot(tkb_t *tk, char **msg) {
     tkb__mark_stopped(tk);
     return rc;
   }
-  if (!tk->cfg.no_tk) d->had_tk = 1;
   Tcl_AsyncHandler quiet = Tcl_AsyncCreate(quiet_proc, tk);
   pthread_mutex_lock(&tk->mu);
   tk->interp = ip;
@@ -500,8 +537,8 @@ static void tkb__driver(evl_t *l, void *arg) {
      * afterwards, Tk 8.6 can make Xlib exit the process (an X error from
      * XRenderQueryFormats on the third such thread; tclsh8.6 with Thread-
      * package threads does the same): tkb__boot refuses it from now on. */
-    if (d.had_tk) atomic_store(&tk_ended, 1);
     if (d.tried_tk) pthread_mutex_lock(&tk_mu);
+    if (d.had_tk) atomic_store(&tk_ended, 1);
     Tcl_FinalizeThread();
     if (d.tried_tk) pthread_mutex_unlock(&tk_mu);
   }

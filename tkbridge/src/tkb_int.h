@@ -31,7 +31,8 @@ enum { TKB_ST_RUNNING = 1, TKB_ST_STOPPING, TKB_ST_STOPPED };
 typedef struct tkb__drv_s {
   evl_t *l;
   int tcl_live;           /* Tcl is initialised; Tcl_DoOneEvent drives    */
-  int had_tk;             /* Tk was brought up on this thread             */
+  int had_tk;             /* Tk was set up on this thread (Tk_Init
+                             succeeded; under tk_mu)                     */
   int tried_tk;           /* a bridge here asked for Tk (its finalize then
                              takes tk_mu: Tk may have a display open)    */
   struct tkb_s *bridges;  /* running bridges on this thread               */
