@@ -229,8 +229,6 @@ static void begin_stop(tkb_t *tk) {
 
 /* ---- boot and teardown (loop thread) ---------------------------------------- */
 
-/* Tcl's process-wide setup.  The executable's path makes
- * [info nameofexecutable] work (scripts re-exec themselves with it). */
 /* Set in a fork child whose parent had a Tk setup or finalize under way on
  * another thread: Xlib's shared state may be half changed in the child (and
  * Xlib's own lock, held while connecting, never let go), so the child
@@ -256,6 +254,8 @@ static void boot_atfork_child(void) {
   if (remake_if_held(&tk_mu)) tk_forked_mid_setup = 1;
 }
 
+/* Tcl's process-wide setup.  The executable's path makes
+ * [info nameofexecutable] work (scripts re-exec themselves with it). */
 static void tcl_once_fn(void) {
   (void)pthread_atfork(NULL, NULL, boot_atfork_child);
   char exe[4096];
@@ -374,8 +374,6 @@ static Tcl_Interp *boot_tcl(tkb_t *tk, char **msg) {
   return ip;
 }
 
-/* Tk (unless no_tk) and the bridge's commands in ip, under tk_mu for Tk;
- * on failure ip is deleted (Tk's half set-up with it, under tk_mu). */
 /* ENOTSUP with *msg set when Tk may not start on this thread, else 0.
  * Called unlocked first (no interp is made for a refused start), then under
  * tk_mu, where tk_ended and a finalize cannot change meanwhile. */
@@ -401,6 +399,8 @@ static void boot_drop(tkb_t *tk, Tcl_Interp *ip) {
   if (!tk->cfg.no_tk) pthread_mutex_unlock(&tk_mu);
 }
 
+/* Tk (unless no_tk) and the bridge's commands in ip, under tk_mu for Tk;
+ * on failure ip is dropped (boot_drop). */
 static int boot_rest(tkb_t *tk, Tcl_Interp *ip, char **msg) {
   tkb__drv_t *d = tls_drv;
   int rc = 0;
