@@ -178,7 +178,8 @@ typedef struct {
   uint64_t cap_window_ns; /* sliding window of the cap, 8..GVL_MAX_NS (it
                              is kept as 8 buckets); 0 = 100 ms             */
   uint64_t age_ns;        /* waiting this long raises a waiter's effective
-                             priority by one; 0 = default (100 ms)         */
+                             priority by one, without a ceiling;
+                             0 = default (100 ms)                          */
   uint64_t spin_ns;       /* max spin before sleeping, for a waiter that
                              expects a quick handoff (it asked a holder to
                              yield, was preempted by a boost, or its last

@@ -62,12 +62,12 @@ static bool cap_exceeded(gvl_t *g, uint64_t now) {
 
 /* ---- order ------------------------------------------------------------------ */
 
-/* Queued priority plus one level per age_ns waited. */
+/* Queued priority plus one level per age_ns waited, without a ceiling: a
+ * longer wait always counts.  No overflow: the bonus is below 2^63 until a
+ * wait of 292 years. */
 static int64_t eff_prio(const gvl_t *g, const gvl_thread_t *t, uint64_t now) {
   uint64_t waited = now > t->qtime ? now - t->qtime : 0;
-  uint64_t bonus = waited / g->age_ns;
-  if (bonus > 2 * GVL_PRIO_MAX) bonus = 2 * GVL_PRIO_MAX;
-  return (int64_t)t->qprio + (int64_t)bonus;
+  return (int64_t)t->qprio + (int64_t)(waited / g->age_ns);
 }
 
 /* Highest effective priority, the earliest arrival among equals (the queue

@@ -7,7 +7,8 @@
  * starts the next waiter only after the hook reported GVL_EV_READY for the
  * previous one, so arrival order is known.  Then it releases and each waiter
  * records its index under the GVL.  Aging, the interactivity policy and the
- * boost cap are configured out of the way (tgvl_strict_config).
+ * boost cap are configured out of the way (tgvl_strict_config), but for the
+ * last case, which sets a short age_ns.
  */
 #include "tgvl.h"
 
@@ -42,11 +43,21 @@ static void *waiter(void *arg) {
   return NULL;
 }
 
+/* Sleep until at least ms have passed since the call. */
+static void wait_past(unsigned ms) {
+  uint64_t end = gvl_now_ns() + ms * 1000000ull;
+  while (gvl_now_ns() < end) usleep(200);
+}
+
 /* Queue n waiters with prios[] in index order behind the holder, release,
- * and check that they ran in order expect[]. */
+ * and check that they ran in order expect[].  With age_ns set (0: aging out
+ * of reach), each waiter queues at least gap_ms after the one before it,
+ * and the last has waited at least gap_ms when the holder releases. */
 static void scenario(const char *name, int n, const int *prios,
-                     const int *expect, int by_attach) {
+                     const int *expect, int by_attach, uint64_t age_ns,
+                     unsigned gap_ms) {
   gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
+  if (age_ns) cfg.age_ns = age_ns;
   gvl_thread_t *me = tgvl_start_holding(&g, &cfg, 0);
   norder = 0;
 
@@ -60,6 +71,7 @@ static void scenario(const char *name, int n, const int *prios,
     nboost += prios[i] > 0;
     tgvl_spawn(&th[i], waiter, &w[i]);
     tgvl_wait_ge(&hlog.count[GVL_EV_READY], (unsigned)i + 1);
+    wait_past(gap_ms);
   }
   gvl_stats_t s = tgvl_stats(g);
   CHECK_EQ(s.acquires, 1); /* nobody got in while the holder held */
@@ -103,27 +115,35 @@ int main(void) {
   {
     static const int p[] = {0, 0, 0, 0, 0, 0};
     static const int e[] = {0, 1, 2, 3, 4, 5};
-    scenario("fifo", 6, p, e, 0);
+    scenario("fifo", 6, p, e, 0, 0, 0);
   }
   {
     static const int p[] = {0, 0, 0, GVL_PRIO_BOOST};
     static const int e[] = {3, 0, 1, 2};
-    scenario("boost-first", 4, p, e, 0);
+    scenario("boost-first", 4, p, e, 0, 0, 0);
   }
   {
     static const int p[] = {0, 5, -3, 5, 0, 10, -3, 2};
     static const int e[] = {5, 1, 3, 7, 0, 4, 2, 6};
-    scenario("mixed", 8, p, e, 0);
+    scenario("mixed", 8, p, e, 0, 0, 0);
   }
   {
     static const int p[] = {-1, 3, -1, 3, GVL_PRIO_MIN, GVL_PRIO_MAX};
     static const int e[] = {5, 1, 3, 0, 2, 4};
-    scenario("mixed-attach-prio", 6, p, e, 1);
+    scenario("mixed-attach-prio", 6, p, e, 1, 0, 0);
   }
   {
     static const int p[] = {-7, -7, -7};
     static const int e[] = {0, 1, 2};
-    scenario("fifo-negative", 3, p, e, 0);
+    scenario("fifo-negative", 3, p, e, 0, 0, 0);
+  }
+  {
+    /* Aging has no ceiling: at one level per microsecond, a waiter that
+     * queued 3 ms before a waiter at 500 leads it by 2500 levels or more,
+     * however long both have waited (here over 3000 levels each). */
+    static const int p[] = {0, 500};
+    static const int e[] = {0, 1};
+    scenario("aging-unbounded", 2, p, e, 0, 1000, 3);
   }
   puts("ok");
   return 0;
