@@ -6,6 +6,8 @@
  * Run as `tkb_test_core CASE`; each case is its own ctest.
  */
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -129,6 +131,87 @@ static void t_regular_file(void) {
 
 /* ---- notifier traps, driven from C on the loop thread ------------------------ */
 
+/* A process's POSIX record locks on a file go when it closes any descriptor
+ * of that file, so a file handler must open and close none of the file it
+ * watches: a fileevent on a locked file (a regular file, a FIFO, a serial
+ * line) would otherwise drop the lock, where tclsh keeps it. */
+typedef struct {
+  int fd[2];
+} lk_t;
+
+static void lk_proc(ClientData cd, int mask) {
+  (void)cd;
+  (void)mask;
+}
+
+static void lk_add(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  lk_t *k = arg;
+  (void)tk;
+  (void)ip;
+  for (int i = 0; i < 2; i++)
+    Tcl_CreateFileHandler(k->fd[i], TCL_READABLE, lk_proc, k);
+}
+
+static void lk_del(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  lk_t *k = arg;
+  (void)tk;
+  (void)ip;
+  for (int i = 0; i < 2; i++) Tcl_DeleteFileHandler(k->fd[i]);
+}
+
+/* Whether another process finds path write-locked (by this one). */
+static int lk_held(const char *path) {
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    int fd = open(path, O_RDWR | O_NONBLOCK);
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    _exit(fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK
+              ? 0 : 1);
+  }
+  int st;
+  CHECK(waitpid(pid, &st, 0) == pid);
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static void t_locks_kept(void) {
+  char file[] = "/tmp/tkb_lkXXXXXX", fifo[64];
+  lk_t k;
+  k.fd[0] = mkstemp(file);
+  CHECK(k.fd[0] >= 0);
+  snprintf(fifo, sizeof fifo, "%s.fifo", file);
+  CHECK(mkfifo(fifo, 0600) == 0);
+  k.fd[1] = open(fifo, O_RDWR | O_NONBLOCK);
+  CHECK(k.fd[1] >= 0);
+  const char *path[2] = {file, fifo};
+  for (int i = 0; i < 2; i++) {
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    CHECK(fcntl(k.fd[i], F_SETLK, &fl) == 0);
+    CHECK(lk_held(path[i]));
+  }
+  fx_t f;
+  fx_start(&f, 1);
+  for (int round = 0; round < 2; round++) {
+    CHECK_RC(tkb_run(f.tk, lk_add, &k), 0);
+    CHECK_RC(tkb_eval(f.tk, "after 20 {set ::lk 1}; vwait ::lk", NULL), 0);
+    for (int i = 0; i < 2; i++) CHECK(lk_held(path[i]));
+    CHECK_RC(tkb_run(f.tk, lk_del, &k), 0);
+    for (int i = 0; i < 2; i++) CHECK(lk_held(path[i]));
+  }
+  fx_stop(&f);
+  for (int i = 0; i < 2; i++) CHECK(lk_held(path[i]));
+  close(k.fd[0]);
+  close(k.fd[1]);
+  unlink(file);
+  unlink(fifo);
+}
+
 typedef struct {
   int rfd, wfd;
   int n1, n2;
@@ -220,6 +303,45 @@ static void t_ready_unserved(void) {
   CHECK(b.ntf_waits - a.ntf_waits < 100);
   fx_stop(&f);
   close(p[0]);
+  close(p[1]);
+}
+
+/* C code that closes a descriptor before deleting its handler, while
+ * another descriptor keeps the file open: the kernel keeps reporting the
+ * closed number.  The wait must not spin on it (a spin makes thousands of
+ * waits in the 200 ms). */
+typedef struct {
+  fdt_t t;
+  int keep;
+} orphan_t;
+
+static void orphan_fn(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  orphan_t *o = arg;
+  (void)tk;
+  (void)ip;
+  o->keep = dup(o->t.rfd);
+  CHECK(o->keep >= 0);
+  Tcl_CreateFileHandler(o->t.rfd, TCL_READABLE, count1, &o->t);
+  close(o->t.rfd);
+  Tcl_DeleteFileHandler(o->t.rfd);
+  CHECK(write(o->t.wfd, "x", 1) == 1);
+}
+
+static void t_closed_first(void) {
+  fx_t f;
+  int p[2];
+  tkb_stats_t a, b;
+  CHECK(pipe(p) == 0);
+  orphan_t o = {{p[0], p[1], 0, 0, 0, 0}, -1};
+  fx_start(&f, 1);
+  CHECK_RC(tkb_stats(f.tk, &a), 0);
+  CHECK_RC(tkb_run(f.tk, orphan_fn, &o), 0);
+  fx_expect(f.tk, "after 200 {set ::got late}; vwait ::got; set ::got", "late");
+  CHECK_RC(tkb_stats(f.tk, &b), 0);
+  CHECK(o.t.n1 == 0);
+  CHECK(b.ntf_waits - a.ntf_waits < 100);
+  fx_stop(&f);
+  close(o.keep);
   close(p[1]);
 }
 
@@ -1931,8 +2053,10 @@ static const tcase_t cases[] = {
     {"fileevent_pipe", t_fileevent_pipe},
     {"socket", t_socket},
     {"regular_file", t_regular_file},
+    {"locks_kept", t_locks_kept},
     {"deleted_handler", t_deleted_handler},
     {"ready_unserved", t_ready_unserved},
+    {"closed_first", t_closed_first},
     {"blocking_mode", t_blocking_mode},
     {"shared_fd", t_shared_fd},
     {"shared_fd_tcl_first", t_shared_fd_tcl_first},

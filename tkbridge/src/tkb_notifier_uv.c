@@ -13,34 +13,37 @@
  * Tcl events, which Tcl_DoOneEvent services after Tcl_WaitForEvent returns
  * (the pattern of Tcl's Xt notifier).  uv_run is therefore never re-entered.
  *
- * Descriptor traps handled here:
- *  - uv_poll_init() refuses a descriptor already watched by the same loop
- *    (the host may watch it too), and a second uv_poll on a number whose
- *    first is stopped silently takes its place: we poll a dup() of Tcl's
- *    fd, or at the open-file limit the fd itself (see pollbox_open).
- *  - The poll must be gone when Tcl_DeleteFileHandler returns: Tcl closes
- *    its fd right after, and a surviving dup would keep a pipe's write end
- *    (the reader never sees EOF) or a listening socket open.  uv_close()
- *    takes the fd out of the epoll set and libuv's fd table at once (only
- *    the close callback is deferred), so a dup is closed right there.
- *  - uv_poll_init() sets O_NONBLOCK on the open file description (shared by
- *    the dup): we restore the flags, since Tcl channels own blocking mode.
+ * Descriptors: Tcl's file handlers are watched in an epoll set of the
+ * thread's own (the "set"), by their own numbers, and the loop watches the
+ * set's descriptor with one uv_poll.  Traps handled here:
+ *  - Not a uv_poll per descriptor: uv_poll_init() refuses a descriptor the
+ *    loop already watches (the host may watch it too), so that would take
+ *    a dup, and closing a dup drops the process's POSIX record locks on
+ *    the file (fcntl F_SETLK), which a fileevent must not do.  The set
+ *    opens and closes nothing of Tcl's, and leaves the file's status flags
+ *    (O_NONBLOCK: Tcl channels own blocking mode) alone.
+ *  - A handler is out of the set when Tcl_DeleteFileHandler returns: Tcl
+ *    closes its fd right after, and may reuse the number.
+ *  - A fork()ed child shares the set with its parent until it makes its
+ *    own (set_check): a handler the child deletes would otherwise leave
+ *    the parent's set.  An event for a number without a handler (its file
+ *    closed while another process kept it open) makes a new set too, or
+ *    the level-triggered set would stay ready for ever.
  *  - Regular files (and other descriptors epoll refuses: EPERM) are always
  *    ready, as select() reports them: such handlers make the wait a poll.
  *    A descriptor the kernel will not watch for want of room (the epoll
- *    watch limit, memory) is polled instead: each wait tries to watch it
- *    again, asks poll(2) meanwhile and waits at most NTF_POLLED_MS, so its
- *    handler fires when it is ready, as under select(), a little later.
- *    The watch is taken as the poll starts (pollbox_reserve), not left to
- *    libuv, which aborts the process when the kernel refuses it.
+ *    watch limit, memory, descriptors for the set) is polled instead: each
+ *    wait tries to watch it again, asks poll(2) meanwhile and waits at most
+ *    NTF_POLLED_MS, so its handler fires when it is ready, as under
+ *    select(), a little later.  The loop's watch of the set is taken as the
+ *    poll starts (loop_reserve), not left to libuv, which aborts the
+ *    process when the kernel refuses it.
  *  - A handler deleted while its event is queued must not fire: events
  *    carry the fd only and look the handler up when serviced (as Tcl does).
- *  - A handler's poll stays started while its event is queued: usually
- *    the event is served before the next wait, and a stop and start would
- *    cost an epoll DEL and ADD per event (an ADD that libuv makes inside
- *    uv_run and aborts on if the kernel refuses it).  Reported again before
- *    the event is served, the poll is stopped until it is, so an unread
- *    level-triggered descriptor cannot make the wait spin.
+ *  - A handler stays in the set while its event is queued: usually the
+ *    event is served before the next wait.  Reported again before the event
+ *    is served, it leaves the set until it is, so an unread level-triggered
+ *    descriptor cannot make the wait spin.
  *  - Handlers that a wait finds ready are queued at its end, in the order
  *    of the handler list, newest first, as Tcl's Unix notifier does: a
  *    script sees several channels' fileevents in the same order as under
@@ -49,9 +52,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#ifdef __linux__
 #include <sys/epoll.h>
-#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -77,22 +78,12 @@ typedef struct fh_s {
   int always;             /* not pollable: always ready (regular file)    */
   int polled;             /* the kernel would not watch it: poll(2) at each
                              wait (check_polled)                          */
-  struct pollbox_s *pb;   /* its uv_poll, NULL if always ready or polled  */
+  uint32_t armed;         /* the epoll events it is in the set for; 0: out */
   Tcl_FileProc *proc;
   ClientData cd;
   ntf_t *n;
   struct fh_s *next;
 } fh_t;
-
-/* The uv_poll handle outlives its fh_t until libuv's close callback; its
- * descriptor does not (see pollbox_close). */
-typedef struct pollbox_s {
-  uv_poll_t h;            /* h.data: the fh_t, NULL once deleted          */
-  int pfd;                /* the polled fd: Tcl's own, or our dup         */
-  int own;                /* pfd is our dup, closed by pollbox_close      */
-  int active;             /* uv_poll_start'ed, for the events below       */
-  int events;             /* UV_READABLE|UV_WRITABLE while active         */
-} pollbox_t;
 
 /* The Tcl event queued for a ready descriptor. */
 typedef struct {
@@ -112,6 +103,9 @@ struct ntf_s {
   uv_timer_t *wait_tm;    /* bounds a standalone wait (standalone_wait)  */
   uv_timer_t *set_tm;     /* Tcl_SetTimer                                */
   fh_t *handlers;         /* file handlers, newest first (as Tcl's)      */
+  int efd;                /* the set: epoll of the handlers' fds; -1: none */
+  unsigned set_gen;       /* fork_gen when the set was made               */
+  uv_poll_t *set_poll;    /* the loop's watch of efd (data: this ntf_t)  */
   int pending;            /* some handler is ready and not queued yet    */
   int service_mode;       /* last mode given to the service-mode hook    */
   int tcl_ran;            /* Tcl code ran during the current wait        */
@@ -133,6 +127,10 @@ static _Thread_local evl_t *tls_drain;
 
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 
+/* Forks so far, counted in the child (ntf_atfork_child): a set made in an
+ * earlier generation is shared with the parent. */
+static atomic_uint fork_gen;
+
 /* ---- small helpers ------------------------------------------------------ */
 
 /* Ceil a Tcl_Time to milliseconds: rounding down would turn a 0.5 ms wait
@@ -143,20 +141,23 @@ static int64_t time_to_ms(const Tcl_Time *tp) {
   return (int64_t)tp->sec * 1000 + ((int64_t)tp->usec + 999) / 1000;
 }
 
-static int uv_to_tcl_mask(int ev) {
-  int m = 0;
-  if (ev & (UV_READABLE | UV_DISCONNECT)) m |= TCL_READABLE;
-  if (ev & UV_WRITABLE) m |= TCL_WRITABLE;
-  if (ev & UV_PRIORITIZED) m |= TCL_EXCEPTION;
-  return m;
+static uint32_t tcl_to_epoll(int m) {
+  uint32_t ev = 0;
+  if (m & TCL_READABLE) ev |= EPOLLIN;
+  if (m & TCL_WRITABLE) ev |= EPOLLOUT;
+  if (m & TCL_EXCEPTION) ev |= EPOLLPRI;
+  return ev;
 }
 
-static int tcl_to_uv_mask(int m) {
-  int ev = 0;
-  if (m & TCL_READABLE) ev |= UV_READABLE;
-  if (m & TCL_WRITABLE) ev |= UV_WRITABLE;
-  if (m & TCL_EXCEPTION) ev |= UV_PRIORITIZED;
-  return ev;
+/* An error or hang-up is reported as all the handler asked for, as select()
+ * reports it (the read or write then says what happened). */
+static int epoll_to_tcl(int mask, uint32_t ev) {
+  int m = 0;
+  if (ev & (EPOLLERR | EPOLLHUP)) m = mask;
+  if (ev & EPOLLIN) m |= TCL_READABLE;
+  if (ev & EPOLLOUT) m |= TCL_WRITABLE;
+  if (ev & EPOLLPRI) m |= TCL_EXCEPTION;
+  return m;
 }
 
 static fh_t *fh_find(ntf_t *n, int fd, fh_t ***prevp) {
@@ -181,7 +182,9 @@ static void close_handle(uv_handle_t *h) {
 /* ---- file handlers ------------------------------------------------------- */
 
 static int fh_event_proc(Tcl_Event *ev, int flags);
-static void poll_cb(uv_poll_t *h, int status, int events);
+static void set_cb(uv_poll_t *h, int status, int events);
+static void set_check(ntf_t *n);
+static void fh_arm(fh_t *fh);
 
 /* Note fh ready; its event is queued by queue_ready, at the wait's end. */
 static void fh_mark_ready(fh_t *fh, int mask) {
@@ -206,74 +209,145 @@ static void queue_ready(ntf_t *n) {
   }
 }
 
-static void pollbox_close(pollbox_t *pb);
+/* ---- the set ------------------------------------------------------------- */
 
-/* Take the descriptor's epoll watch now, where a refusal (the watch limit,
- * no memory) can be answered: uv_poll_start takes the fd out of epoll and
- * libuv adds it back inside uv_run, aborting the process if the kernel
- * refuses then.  Made after uv_poll_start, the add here leaves libuv's
- * own to find the watch (EEXIST) and set its events.  Returns 0 or the
- * errno. */
-static int pollbox_reserve(pollbox_t *pb) {
-#ifdef __linux__
+/* Take the loop's epoll watch of fd now, where a refusal (the watch limit,
+ * no memory) can be answered: uv_poll_start leaves the add to uv_run,
+ * which aborts the process if the kernel refuses then.  Made after
+ * uv_poll_start, the add here leaves libuv's own to find the watch
+ * (EEXIST) and set its events.  Returns 0 or the errno. */
+static int loop_reserve(uv_loop_t *loop, int fd) {
   struct epoll_event e;
   int saved = errno, rc = 0;
   memset(&e, 0, sizeof e);
-  e.data.fd = pb->pfd;
-  if (epoll_ctl(uv_backend_fd(pb->h.loop), EPOLL_CTL_ADD, pb->pfd, &e) != 0 &&
+  e.data.fd = fd;
+  if (epoll_ctl(uv_backend_fd(loop), EPOLL_CTL_ADD, fd, &e) != 0 &&
       errno != EEXIST)
     rc = errno;
   errno = saved;
   return rc;
-#else
-  (void)pb;
-  return 0;
-#endif
 }
 
-/* Start or stop the poll to match the handler's interest.  A poll whose
- * watch the kernel refuses as it starts is given up: the handler is
- * polled from then on (check_polled). */
+/* Close the set: uv_close takes efd out of the loop's epoll and drops its
+ * events not yet delivered before it returns (only the close callback is
+ * deferred), so efd can be closed at once.  Every handler is out of it. */
+static void set_close(ntf_t *n) {
+  if (n->efd < 0) return;
+  n->set_poll->data = NULL;
+  close_handle((uv_handle_t *)n->set_poll);
+  n->set_poll = NULL;
+  close(n->efd);
+  n->efd = -1;
+  for (fh_t *fh = n->handlers; fh; fh = fh->next) fh->armed = 0;
+}
+
+/* Make the set and the loop's watch of it.  Its descriptor goes at
+ * evl__fd_low() or above where the limit allows (never a standard number,
+ * which Tcl takes for its std channels when they were closed, nor one the
+ * script's next file would get under tclsh).  Returns 0 or the errno. */
+static int set_open(ntf_t *n) {
+  int fd = epoll_create1(EPOLL_CLOEXEC);
+  if (fd < 0) return errno;
+  int hi = fcntl(fd, F_DUPFD_CLOEXEC, evl__fd_low());
+  if (hi < 0 && fd < 3) hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (hi >= 0) {
+    close(fd);
+    fd = hi;
+  }
+  uv_poll_t *p = calloc(1, sizeof(*p));
+  int rc = p == NULL ? ENOMEM : -uv_poll_init(n->loop, p, fd);
+  if (rc != 0) {
+    free(p);
+    close(fd);
+    return rc;
+  }
+  n->efd = fd;
+  n->set_gen = atomic_load_explicit(&fork_gen, memory_order_relaxed);
+  n->set_poll = p;
+  p->data = n;
+  rc = -uv_poll_start(p, UV_READABLE, set_cb);
+  if (rc == 0) rc = loop_reserve(n->loop, fd);
+  if (rc != 0) set_close(n);
+  return rc;
+}
+
+/* A new set with every handler in it. */
+static void set_remake(ntf_t *n) {
+  set_close(n);
+  for (fh_t *fh = n->handlers; fh; fh = fh->next) fh_arm(fh);
+}
+
+/* A set made before a fork is the parent's too: make one of our own. */
+static void set_check(ntf_t *n) {
+  if (n->efd >= 0 &&
+      n->set_gen != atomic_load_explicit(&fork_gen, memory_order_relaxed))
+    set_remake(n);
+}
+
+/* Put fh in the set for events, or take it out (0).  Returns 0 or the
+ * errno: EPERM for a descriptor epoll refuses (a regular file), EBADF for
+ * one not open. */
+static int set_ctl(ntf_t *n, fh_t *fh, uint32_t events) {
+  int rc;
+  set_check(n);
+  if (events == fh->armed) return 0;
+  if (n->efd < 0 && (rc = set_open(n)) != 0) return rc;
+  struct epoll_event e;
+  memset(&e, 0, sizeof e);
+  e.events = events;
+  e.data.fd = fh->fd;
+  int op = events == 0 ? EPOLL_CTL_DEL
+         : fh->armed == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+  rc = epoll_ctl(n->efd, op, fh->fd, &e) == 0 ? 0 : errno;
+  if (rc == EEXIST)
+    rc = epoll_ctl(n->efd, EPOLL_CTL_MOD, fh->fd, &e) == 0 ? 0 : errno;
+  if (op == EPOLL_CTL_DEL) rc = 0; /* out already (ENOENT), or closed */
+  if (rc == 0) fh->armed = events;
+  return rc;
+}
+
+/* Put fh in the set, or take it out, to match its interest.  A descriptor
+ * epoll refuses is always ready; one the kernel would not watch (no room,
+ * no descriptor for the set) is polled (check_polled). */
 static void fh_arm(fh_t *fh) {
-  pollbox_t *pb = fh->pb;
-  int want = tcl_to_uv_mask(fh->mask);
-  if (pb == NULL) return;
-  if (want == 0 || fh->held) {
-    if (pb->active) uv_poll_stop(&pb->h);
-    pb->active = 0;
-    return;
-  }
-  /* Tcl re-states its interest after every read (UpdateInterest); a new
-   * uv_poll_start would take the fd out of epoll and put it back. */
-  if (pb->active && pb->events == want) return;
-  pb->active = 0;
-  if (uv_poll_start(&pb->h, want, poll_cb) != 0) return;
-  if (pollbox_reserve(pb) != 0) {
-    pollbox_close(pb);
-    fh->pb = NULL;
-    fh->polled = 1;
-    return;
-  }
-  pb->active = 1;
-  pb->events = want;
+  if (fh->always || fh->polled) return;
+  int rc = set_ctl(fh->n, fh, fh->held ? 0 : tcl_to_epoll(fh->mask));
+  if (rc == EPERM || rc == EBADF) fh->always = 1;
+  else if (rc != 0) fh->polled = 1;
 }
 
-/* libuv callback: runs inside uv_run, so it only marks the handler ready;
- * the wait queues the Tcl event once evl_step has returned (queue_ready).
- * Ready already, its event not served yet: the poll waits until it is.
- * An error status (POLLERR) is reported as "ready", as select() would;
- * libuv has stopped the poll then, and it starts again once the event is
- * served. */
-static void poll_cb(uv_poll_t *h, int status, int events) {
-  fh_t *fh = (fh_t *)h->data;
-  if (fh == NULL) return;
-  int was = fh->ready;
-  if (status < 0) fh->pb->active = 0;
-  fh_mark_ready(fh, status < 0 ? fh->mask : uv_to_tcl_mask(events));
-  if (was != 0 && !fh->held) {
-    fh->held = 1;
-    fh_arm(fh);
+/* libuv callback for the set: runs inside uv_run, so it only marks
+ * handlers ready; the wait queues their Tcl events once evl_step has
+ * returned (queue_ready).  Ready already, its event not served yet: the
+ * handler leaves the set until it is.  An error status (libuv has stopped
+ * the watch) or an event of a number without a handler: a new set. */
+static void set_cb(uv_poll_t *h, int status, int events) {
+  ntf_t *n = (ntf_t *)h->data;
+  struct epoll_event ev[64];
+  int orphan = 0;
+  (void)events;
+  if (n == NULL) return;
+  if (status < 0) {
+    set_remake(n);
+    return;
   }
+  set_check(n);
+  if (n->efd < 0) return;
+  int k = epoll_wait(n->efd, ev, 64, 0);
+  for (int i = 0; i < k; i++) {
+    fh_t *fh = fh_find(n, ev[i].data.fd, NULL);
+    if (fh == NULL || fh->armed == 0) {
+      orphan = 1;
+      continue;
+    }
+    int was = fh->ready;
+    fh_mark_ready(fh, epoll_to_tcl(fh->mask, ev[i].events));
+    if (was != 0 && !fh->held) {
+      fh->held = 1;
+      fh_arm(fh);
+    }
+  }
+  if (orphan) set_remake(n);
 }
 
 /* Tcl event proc: looks the handler up by fd, so a handler deleted (or
@@ -293,78 +367,10 @@ static int fh_event_proc(Tcl_Event *ev, int flags) {
   return 1;
 }
 
-/* Poll a dup of fd, at evl__fd_low() or above where the limit allows (never
- * a standard number, which Tcl takes for its std channels when they were
- * closed, nor one the script's next file would get under tclsh): the host
- * may watch fd itself on this loop, which has room for one uv_poll per
- * descriptor, and a watch on the same number, started or stopped, would
- * take the other's events.  At the open-file limit, where no dup can be
- * had, fd itself, as Tcl's own notifier polls it (that fails with EEXIST
- * only if the host watches it too).  The file's status flags are kept as
- * Tcl left them.
- * Returns NULL when the descriptor cannot be polled, with *always set when
- * it never can be (epoll refuses it: always ready, as select() says of a
- * regular file) and clear when the kernel or memory ran short. */
-static pollbox_t *pollbox_open(ntf_t *n, int fd, int *always) {
-  int fl = fcntl(fd, F_GETFL);
-  *always = 1;
-  if (fl < 0) return NULL;
-  int pfd = fcntl(fd, F_DUPFD_CLOEXEC, evl__fd_low());
-  if (pfd < 0) pfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-  int own = pfd >= 0;
-  if (!own) pfd = fd;
-  pollbox_t *pb = calloc(1, sizeof(*pb));
-  if (pb == NULL) {
-    if (own) close(pfd);
-    *always = 0;
-    return NULL;
-  }
-  int rc = uv_poll_init(n->loop, &pb->h, pfd);
-  (void)fcntl(fd, F_SETFL, fl);
-  if (rc != 0) {
-    free(pb);
-    if (own) close(pfd);
-    *always = rc == UV_EPERM;
-    return NULL;
-  }
-  pb->pfd = pfd;
-  pb->own = own;
-  return pb;
-}
-
-/* Give fh a poll of its own, or say why it has none: always ready (epoll
- * refuses the descriptor) or polled (the kernel or memory ran short). */
-static void fh_open(fh_t *fh) {
-  int always;
-  fh->pb = pollbox_open(fh->n, fh->fd, &always);
-  fh->always = fh->pb == NULL && always;
-  fh->polled = fh->pb == NULL && !always;
-  if (fh->pb) fh->pb->h.data = fh;
-}
-
-static void pollbox_close_cb(uv_handle_t *h) {
-  tls_closing--;
-  free(h);
-}
-
-/* uv_close of a poll handle stops its watcher, removes the fd from epoll
- * (epoll_ctl DEL) and from libuv's fd table, and drops any event of it the
- * current pass has not delivered yet, all before it returns; libuv never
- * touches the fd again.  So the dup can be closed now, and a new handler on
- * a descriptor that reuses its number is accepted by uv_poll_init. */
-static void pollbox_close(pollbox_t *pb) {
-  if (pb == NULL) return;
-  pb->h.data = NULL;
-  tls_closing++;
-  uv_close((uv_handle_t *)&pb->h, pollbox_close_cb);
-  if (pb->own) close(pb->pfd);
-  pb->pfd = -1;
-}
-
 /* The hooks Tcl calls from its channel code keep errno: Tcl's read path
  * re-states the channel's interest (Tcl_CreateFileHandler) between the
  * driver's failed read and the error message it builds from errno, and
- * libuv's epoll_ctl calls may fail harmlessly (ENOENT) on the way. */
+ * the set's epoll_ctl calls may fail harmlessly (ENOENT) on the way. */
 static void create_file_handler(int fd, int mask, Tcl_FileProc *proc,
                                 ClientData cd) {
   ntf_t *n = tls_ntf;
@@ -375,7 +381,6 @@ static void create_file_handler(int fd, int mask, Tcl_FileProc *proc,
     if (fh == NULL) Tcl_Panic("tkbridge: out of memory (file handler)");
     fh->fd = fd;
     fh->n = n;
-    fh_open(fh);
     fh->next = n->handlers;
     n->handlers = fh;
   }
@@ -399,8 +404,8 @@ static void ntf_delete_file_handler(int fd) {
   fh_t *fh = fh_find(n, fd, &pp);
   if (fh == NULL) return;
   int saved = errno;
+  (void)set_ctl(n, fh, 0);
   *pp = fh->next;
-  pollbox_close(fh->pb);
   free(fh);
   errno = saved;
 }
@@ -425,11 +430,9 @@ static int check_polled(ntf_t *n) {
   int left = 0;
   for (fh_t *fh = n->handlers; fh; fh = fh->next) {
     if (!fh->polled) continue;
-    fh_open(fh);
-    if (!fh->polled) {
-      fh_arm(fh);   /* the watch may be refused as it starts: polled again */
-      if (!fh->polled) continue;
-    }
+    fh->polled = 0;
+    fh_arm(fh);     /* watched now, or polled again */
+    if (!fh->polled) continue;
     left = 1;
     struct pollfd p = {fh->fd, 0, 0};
     if (fh->mask & TCL_READABLE) p.events |= POLLIN;
@@ -567,25 +570,22 @@ static int ntf_wait(const Tcl_Time *tp) {
  * deletes (its exit does) would take the parent's descriptor out of it.
  * As in evloop, a few system calls (every exec from the thread pays
  * them); should the kernel refuse, libuv aborts the child at its next
- * wait. */
+ * wait.  The set, shared the same way, is made again when the child's
+ * notifier next touches it (set_check), not here: the loop's own fork,
+ * which re-adds the set's descriptor, may come before or after this. */
 static void ntf_atfork_child(void) {
   ntf_t *n = tls_ntf;
+  atomic_fetch_add_explicit(&fork_gen, 1, memory_order_relaxed);
   if (n == NULL || n->evl != NULL) return;
   (void)uv_loop_fork(n->loop);
-}
-
-static void ntf_atfork_init(void) {
-  (void)pthread_atfork(NULL, NULL, ntf_atfork_child);
 }
 
 /* libuv's own descriptors must not take a free low number: the free ones
  * are held while the loop and its async are created (evl_stdfd.h).
  * Returns 0 or an errno value. */
 static int standalone_init(ntf_t *n) {
-  static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
   evl__fd_hold_t held;
   int rc;
-  pthread_once(&atfork_once, ntf_atfork_init);
   if ((rc = evl__std_hold(&held, EVL__FD_NEED_NTF)) != 0) goto out;
   if ((rc = -uv_loop_init(&n->own)) != 0) goto out;
   evl__std_loop_made();
@@ -613,6 +613,7 @@ static ClientData ntf_init(void) {
   if (n == NULL) Tcl_Panic("tkbridge: out of memory (notifier)");
   n->magic = NTF_MAGIC;
   n->service_mode = TCL_SERVICE_NONE;
+  n->efd = -1;
   n->evl = tls_bind;
   if (n->evl) {
     n->loop = evl_uv_loop(n->evl);
@@ -635,11 +636,12 @@ static ClientData ntf_init(void) {
 /* Tcl_FinalizeNotifier: called with Tcl's notifier list lock held, so it
  * must not call back into Tcl's notifier.  In evloop mode the loop belongs
  * to the evloop, which runs the close callbacks of our handles later (they
- * only free memory: any dup descriptors are closed already). */
+ * only free memory: the set's descriptor is closed already). */
 static void ntf_finalize(ClientData cd) {
   ntf_t *n = (ntf_t *)cd;
   if (!is_ours(n)) return;
   while (n->handlers) ntf_delete_file_handler(n->handlers->fd);
+  set_close(n);
   close_handle((uv_handle_t *)n->set_tm);
   close_handle((uv_handle_t *)n->wait_tm);
   if (n->evl == NULL) {
@@ -673,6 +675,7 @@ static void install_once_fn(void) {
   procs.alertNotifierProc = ntf_alert;
   procs.serviceModeHookProc = ntf_service_mode_hook;
   Tcl_SetNotifier(&procs);
+  (void)pthread_atfork(NULL, NULL, ntf_atfork_child);
 }
 
 /* Tcl_SetNotifier exists in Tcl 8.6 and 9.0 only; later versions panic

@@ -2,9 +2,9 @@
 # A fileevent made when the process is at its open-file limit (no
 # descriptor left): as under stock tclsh, an empty
 # pipe is not readable, and its handler runs once data comes.  (The
-# notifier polls a dup of a channel's descriptor; where none can be had it
-# polls the descriptor itself, and does not call the channel always ready,
-# which would be a busy loop.)
+# notifier watches descriptors in an epoll set of its own; where no
+# descriptor can be had for the set it polls the channel's, and does not
+# call the channel always ready, which would be a busy loop.)
 after 1 {set ::warm 1}; vwait ::warm   ;# stock tclsh starts its notifier thread here
 lassign [chan pipe] r w
 set fs {}
