@@ -74,7 +74,11 @@
  * running that thread's Tcl, as a child of tclsh or wish does: the loop
  * its notifier waits in is the child's own there (evloop.h), so the
  * child's events are its own and what it does to its copies of channels
- * and handlers (close, fileevent, exit) leaves the parent's alone.
+ * and handlers (close, fileevent, exit) leaves the parent's alone.  Not
+ * Tk's connection to the X server, which parent and child share, as under
+ * wish: a child of a thread with Tk that draws or exits (Tk closes the
+ * display) breaks the parent's connection, which ends the parent (below);
+ * such a child should exec() or _exit().
  * Nothing else of tkbridge or Tcl is the child's: other bridges, other
  * Tcl threads, and tkb_call from threads the child does not have.  A
  * child forked by any other thread must not use tkbridge or Tcl at all;
@@ -211,7 +215,9 @@ TKB_EXPORT int tkb_evl_config(evl_config_t *ec);
  * setting Tk up or closing it is refused Tk (ENOTSUP).  Tk a script brings
  * in itself (`package require Tk` in a no_tk bridge) is not serialised so,
  * as in stock Tcl's threads: do not start it while another bridge starts
- * Tk.  On success *out is
+ * Tk.  A lost X connection (the server ends, or the connection breaks)
+ * ends the process, as it ends wish: Tk leaves Xlib's I/O error handler,
+ * which prints why and exits with status 1, in place.  On success *out is
  * the bridge.  EPERM: l not set up with tkb_evl_config (refused at once),
  * or set up so but attached (evl_attach: no driver runs Tcl there; see
  * tkb_notifier_bind for Tcl in a host's own loop).  A no_thread loop set
@@ -248,7 +254,12 @@ TKB_EXPORT const char *tkb_errmsg(void);
  * begins; EINVAL from then on (also inside a done callback that another
  * thread's tkb_destroy cancels).  If the caller holds the GVL it is released while it
  * waits, also when an interrupt is pending (which stays pending).  A
- * tkb_destroy by another thread while it waits frees nothing it uses. */
+ * tkb_destroy by another thread while it waits frees nothing it uses.
+ * Errors that the unwinding raises are dropped, but for a background-error
+ * handler (bgerror) that is running at the stop: it unwinds like any
+ * script, and Tcl says on stderr that it failed ("bgerror failed to handle
+ * background error ... eval unwound"), as it says of any bgerror that
+ * fails. */
 TKB_EXPORT int tkb_stop(tkb_t *tk);
 
 /* [any, not from inside one of tk's own callbacks] tkb_stop, then release
