@@ -14,4 +14,7 @@ button .b -text hi
 pack .b
 update
 puts "mapped=[winfo ismapped .b]"
+# Tk names the application and its class after the script, as in tclsh.
+set n [file tail $argv0]
+puts "names=[expr {[tk appname] eq $n && [winfo class .] eq [string totitle $n]}]"
 exit
