@@ -306,33 +306,50 @@ static void t_ready_unserved(void) {
   close(p[1]);
 }
 
-/* C code that closes a descriptor before deleting its handler, while
- * another descriptor keeps the file open: the kernel keeps reporting the
- * closed number.  The wait must not spin on it (a spin makes thousands of
- * waits in the 200 ms). */
+/* C code that closes a descriptor before deleting its handler, or makes
+ * its number name another file (dup2), while another descriptor keeps the
+ * first file open: the kernel may go on reporting that file.  Its data
+ * must neither make the wait spin (a spin makes thousands of waits in the
+ * 200 ms) nor reach a handler now on the number, as under tclsh, whose
+ * select() watches numbers:
+ *   closed   closed, then its handler deleted;
+ *   reused   the same, then the number names a new pipe with a handler;
+ *   renamed  the number names a new pipe (dup2), and the handler is made
+ *            again for writable (a read end never is).
+ * Then data comes to the first pipe. */
 typedef struct {
   fdt_t t;
-  int keep;
+  int keep, mode, q[2];
 } orphan_t;
 
 static void orphan_fn(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
   orphan_t *o = arg;
+  int fd = o->t.rfd;
   (void)tk;
   (void)ip;
-  o->keep = dup(o->t.rfd);
+  o->keep = dup(fd);
   CHECK(o->keep >= 0);
-  Tcl_CreateFileHandler(o->t.rfd, TCL_READABLE, count1, &o->t);
-  close(o->t.rfd);
-  Tcl_DeleteFileHandler(o->t.rfd);
+  Tcl_CreateFileHandler(fd, TCL_READABLE, count1, &o->t);
+  if (o->mode == 2) {
+    CHECK(pipe(o->q) == 0 && dup2(o->q[0], fd) == fd);
+    Tcl_CreateFileHandler(fd, TCL_WRITABLE, count1, &o->t);
+  } else {
+    close(fd);
+    Tcl_DeleteFileHandler(fd);
+    if (o->mode == 1) {
+      CHECK(pipe(o->q) == 0 && dup2(o->q[0], fd) == fd);
+      Tcl_CreateFileHandler(fd, TCL_READABLE, count1, &o->t);
+    }
+  }
   CHECK(write(o->t.wfd, "x", 1) == 1);
 }
 
-static void t_closed_first(void) {
+static void orphan(int mode) {
   fx_t f;
   int p[2];
   tkb_stats_t a, b;
   CHECK(pipe(p) == 0);
-  orphan_t o = {{p[0], p[1], 0, 0, 0, 0}, -1};
+  orphan_t o = {{p[0], p[1], 0, 0, 0, 0}, -1, mode, {-1, -1}};
   fx_start(&f, 1);
   CHECK_RC(tkb_stats(f.tk, &a), 0);
   CHECK_RC(tkb_run(f.tk, orphan_fn, &o), 0);
@@ -343,6 +360,72 @@ static void t_closed_first(void) {
   fx_stop(&f);
   close(o.keep);
   close(p[1]);
+  if (mode > 0) {
+    close(p[0]);
+    close(o.q[0]);
+    close(o.q[1]);
+  }
+}
+
+static void t_closed_first(void) { orphan(0); }
+static void t_closed_reused(void) { orphan(1); }
+static void t_renamed_fd(void) { orphan(2); }
+
+/* A pipe whose writer has gone: select() reports it readable, never as an
+ * exception or writable.  A handler of exception only is never called
+ * (and the wait does not spin on the hang-up epoll reports anyway); one of
+ * readable and exception is called for readable. */
+typedef struct {
+  int r[2];
+  int n_exc, n_both, mask_both;
+} hup_t;
+
+static void hup_exc(ClientData cd, int mask) {
+  (void)mask;
+  ((hup_t *)cd)->n_exc++;
+}
+
+static void hup_both(ClientData cd, int mask) {
+  hup_t *h = cd;
+  h->n_both++;
+  h->mask_both = mask;
+  Tcl_DeleteFileHandler(h->r[1]);
+}
+
+static void hup_fn(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  hup_t *h = arg;
+  (void)tk;
+  (void)ip;
+  Tcl_CreateFileHandler(h->r[0], TCL_EXCEPTION, hup_exc, h);
+  Tcl_CreateFileHandler(h->r[1], TCL_READABLE | TCL_EXCEPTION, hup_both, h);
+}
+
+static void hup_del(tkb_t *tk, struct Tcl_Interp *ip, void *arg) {
+  (void)tk;
+  (void)ip;
+  Tcl_DeleteFileHandler(((hup_t *)arg)->r[0]);
+}
+
+static void t_hangup_masks(void) {
+  fx_t f;
+  int a[2], b[2];
+  tkb_stats_t s0, s1;
+  CHECK(pipe(a) == 0 && pipe(b) == 0);
+  close(a[1]);
+  close(b[1]);
+  hup_t h = {{a[0], b[0]}, 0, 0, 0};
+  fx_start(&f, 1);
+  CHECK_RC(tkb_stats(f.tk, &s0), 0);
+  CHECK_RC(tkb_run(f.tk, hup_fn, &h), 0);
+  fx_expect(f.tk, "after 200 {set ::got late}; vwait ::got; set ::got", "late");
+  CHECK_RC(tkb_run(f.tk, hup_del, &h), 0);
+  CHECK_RC(tkb_stats(f.tk, &s1), 0);
+  CHECK(h.n_exc == 0);
+  CHECK(h.n_both == 1 && h.mask_both == TCL_READABLE);
+  CHECK(s1.ntf_waits - s0.ntf_waits < 100);
+  fx_stop(&f);
+  close(a[0]);
+  close(b[0]);
 }
 
 /* uv_poll_init sets O_NONBLOCK; Tcl channels own the blocking mode. */
@@ -2057,6 +2140,9 @@ static const tcase_t cases[] = {
     {"deleted_handler", t_deleted_handler},
     {"ready_unserved", t_ready_unserved},
     {"closed_first", t_closed_first},
+    {"closed_reused", t_closed_reused},
+    {"renamed_fd", t_renamed_fd},
+    {"hangup_masks", t_hangup_masks},
     {"blocking_mode", t_blocking_mode},
     {"shared_fd", t_shared_fd},
     {"shared_fd_tcl_first", t_shared_fd_tcl_first},

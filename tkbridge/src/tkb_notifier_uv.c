@@ -26,9 +26,22 @@
  *    closes its fd right after, and may reuse the number.
  *  - A fork()ed child shares the set with its parent until it makes its
  *    own (set_check): a handler the child deletes would otherwise leave
- *    the parent's set.  An event for a number without a handler (its file
- *    closed while another process kept it open) makes a new set too, or
- *    the level-triggered set would stay ready for ever.
+ *    the parent's set.
+ *  - The set holds the file that was open at a number when its handler
+ *    went in.  C code that closes a descriptor before deleting its handler,
+ *    or dup2()s another file onto it, can leave the old file there, still
+ *    reported while it is open elsewhere: the level-triggered set would
+ *    stay ready for ever, or credit its events to a new handler on the
+ *    number.  A DEL or MOD that fails, an ADD that finds the number taken,
+ *    or an event for a number without a handler makes a new set (set_ctl).
+ *    (A dup2 onto a watched number is not seen while Tcl keeps the same
+ *    interest in it, where select() watches the number: make the handler
+ *    again.)
+ *  - Events are reported as select() reports them (events_to_tcl): a
+ *    hang-up as readable, an error as readable and writable.  epoll
+ *    reports both to every watch, so a handler that wants neither (one of
+ *    writable or exception only, at a hang-up) leaves the set until its
+ *    mask changes, instead of making the wait spin.
  *  - Regular files (and other descriptors epoll refuses: EPERM) are always
  *    ready, as select() reports them: such handlers make the wait a poll.
  *    A descriptor the kernel will not watch for want of room (the epoll
@@ -73,8 +86,11 @@ typedef struct fh_s {
   int mask;               /* TCL_READABLE|TCL_WRITABLE|TCL_EXCEPTION      */
   int ready;              /* readiness seen, not yet serviced             */
   int queued;             /* its Tcl event is queued                      */
-  int held;               /* ready again before the event was served: the
-                             poll is stopped until it is                  */
+  int held;               /* ready again before the event was served: out
+                             of the set until it is                       */
+  int deaf;               /* reported only what it does not want (a hang-up
+                             to a handler of writable or exception only):
+                             out of the set until its mask changes        */
   int always;             /* not pollable: always ready (regular file)    */
   int polled;             /* the kernel would not watch it: poll(2) at each
                              wait (check_polled)                          */
@@ -149,14 +165,17 @@ static uint32_t tcl_to_epoll(int m) {
   return ev;
 }
 
-/* An error or hang-up is reported as all the handler asked for, as select()
- * reports it (the read or write then says what happened). */
-static int epoll_to_tcl(int mask, uint32_t ev) {
+/* poll(2) and epoll events (the same bits on Linux) as select() reports
+ * them: a hang-up as readable, an error (or, from poll, a descriptor not
+ * open) as readable and writable, only urgent data as an exception. */
+_Static_assert(POLLIN == EPOLLIN && POLLOUT == EPOLLOUT &&
+               POLLPRI == EPOLLPRI && POLLERR == EPOLLERR &&
+               POLLHUP == EPOLLHUP, "poll and epoll bits differ");
+static int events_to_tcl(uint32_t ev) {
   int m = 0;
-  if (ev & (EPOLLERR | EPOLLHUP)) m = mask;
-  if (ev & EPOLLIN) m |= TCL_READABLE;
-  if (ev & EPOLLOUT) m |= TCL_WRITABLE;
-  if (ev & EPOLLPRI) m |= TCL_EXCEPTION;
+  if (ev & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) m |= TCL_READABLE;
+  if (ev & (POLLOUT | POLLERR | POLLNVAL)) m |= TCL_WRITABLE;
+  if (ev & POLLPRI) m |= TCL_EXCEPTION;
   return m;
 }
 
@@ -286,7 +305,12 @@ static void set_check(ntf_t *n) {
 
 /* Put fh in the set for events, or take it out (0).  Returns 0 or the
  * errno: EPERM for a descriptor epoll refuses (a regular file), EBADF for
- * one not open. */
+ * one not open.  The set holds the file open at fd's number when fh went
+ * in: a MOD or DEL that fails (ENOENT, EBADF), or an ADD that finds the
+ * number there (EEXIST), means the number was closed or made to name
+ * another file meanwhile (by C code: Tcl deletes a handler before it
+ * closes), and the kernel may go on reporting the old file while it is
+ * open elsewhere: a new set then, with every handler as it wants to be. */
 static int set_ctl(ntf_t *n, fh_t *fh, uint32_t events) {
   int rc;
   set_check(n);
@@ -298,12 +322,23 @@ static int set_ctl(ntf_t *n, fh_t *fh, uint32_t events) {
   e.data.fd = fh->fd;
   int op = events == 0 ? EPOLL_CTL_DEL
          : fh->armed == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
-  rc = epoll_ctl(n->efd, op, fh->fd, &e) == 0 ? 0 : errno;
-  if (rc == EEXIST)
-    rc = epoll_ctl(n->efd, EPOLL_CTL_MOD, fh->fd, &e) == 0 ? 0 : errno;
-  if (op == EPOLL_CTL_DEL) rc = 0; /* out already (ENOENT), or closed */
-  if (rc == 0) fh->armed = events;
-  return rc;
+  if (epoll_ctl(n->efd, op, fh->fd, &e) == 0) {
+    fh->armed = events;
+    return 0;
+  }
+  rc = errno;
+  if (op == EPOLL_CTL_ADD && rc != EEXIST) return rc;
+  set_remake(n);   /* puts fh in as well, through fh_arm */
+  return 0;
+}
+
+/* Take fh, unlinked from the handlers already, out of the set (a new set
+ * without it when the DEL fails: see set_ctl). */
+static void set_drop(ntf_t *n, fh_t *fh) {
+  if (n->efd < 0 || fh->armed == 0) return;
+  if (n->set_gen != atomic_load_explicit(&fork_gen, memory_order_relaxed) ||
+      epoll_ctl(n->efd, EPOLL_CTL_DEL, fh->fd, NULL) != 0)
+    set_remake(n);
 }
 
 /* Put fh in the set, or take it out, to match its interest.  A descriptor
@@ -311,7 +346,8 @@ static int set_ctl(ntf_t *n, fh_t *fh, uint32_t events) {
  * no descriptor for the set) is polled (check_polled). */
 static void fh_arm(fh_t *fh) {
   if (fh->always || fh->polled) return;
-  int rc = set_ctl(fh->n, fh, fh->held ? 0 : tcl_to_epoll(fh->mask));
+  uint32_t want = fh->held || fh->deaf ? 0 : tcl_to_epoll(fh->mask);
+  int rc = set_ctl(fh->n, fh, want);
   if (rc == EPERM || rc == EBADF) fh->always = 1;
   else if (rc != 0) fh->polled = 1;
 }
@@ -340,8 +376,14 @@ static void set_cb(uv_poll_t *h, int status, int events) {
       orphan = 1;
       continue;
     }
+    int m = events_to_tcl(ev[i].events) & fh->mask;
+    if (m == 0) {           /* epoll reports a hang-up or error always */
+      fh->deaf = 1;
+      fh_arm(fh);
+      continue;
+    }
     int was = fh->ready;
-    fh_mark_ready(fh, epoll_to_tcl(fh->mask, ev[i].events));
+    fh_mark_ready(fh, m);
     if (was != 0 && !fh->held) {
       fh->held = 1;
       fh_arm(fh);
@@ -386,6 +428,7 @@ static void create_file_handler(int fd, int mask, Tcl_FileProc *proc,
   }
   fh->proc = proc;
   fh->cd = cd;
+  if (mask != fh->mask) fh->deaf = 0;
   fh->mask = mask;
   fh_arm(fh);
 }
@@ -404,8 +447,8 @@ static void ntf_delete_file_handler(int fd) {
   fh_t *fh = fh_find(n, fd, &pp);
   if (fh == NULL) return;
   int saved = errno;
-  (void)set_ctl(n, fh, 0);
   *pp = fh->next;
+  set_drop(n, fh);
   free(fh);
   errno = saved;
 }
@@ -439,12 +482,7 @@ static int check_polled(ntf_t *n) {
     if (fh->mask & TCL_WRITABLE) p.events |= POLLOUT;
     if (fh->mask & TCL_EXCEPTION) p.events |= POLLPRI;
     if (p.events == 0 || poll(&p, 1, 0) <= 0) continue;
-    int m = 0;
-    if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) m = fh->mask;
-    if (p.revents & POLLIN) m |= TCL_READABLE;
-    if (p.revents & POLLOUT) m |= TCL_WRITABLE;
-    if (p.revents & POLLPRI) m |= TCL_EXCEPTION;
-    fh_mark_ready(fh, m);
+    fh_mark_ready(fh, events_to_tcl((uint16_t)p.revents));
   }
   return left;
 }
