@@ -72,12 +72,17 @@ static void gvltk_wake_proc(ClientData cd, int mask);
 
 /* Tcl_DoOneEvent calls this before it waits: leave the runtime, so other
  * OCaml threads run while Tcl sleeps.  Only inside gvltk_mainloop, which
- * re-enters if Tcl returns without calling the check proc. */
+ * re-enters if Tcl returns without calling the check proc.  Without
+ * running OCaml signal handlers here, as caml_enter_blocking_section
+ * would: one that raised (Sys.Break) would unwind Tcl's frames with the
+ * lock held and `released` set, and one that called Tk.update would wait
+ * in Tcl from inside this proc; gvltk_mainloop runs them between events,
+ * where a callback would run. */
 static void gvltk_setup(ClientData cd, int flags) {
   (void)cd; (void)flags;
   if (!in_loop || released) return;
   released = 1;
-  caml_enter_blocking_section();
+  caml_enter_blocking_section_no_pending();
 }
 
 static void gvltk_enter(void) {
@@ -132,7 +137,8 @@ CAMLprim value gvltk_boosted(value unit) {
 }
 
 /* Tk_MainLoop, with the wait outside the master lock.  An exception from a
- * callback leaves through here holding the lock (callbacks run with it). */
+ * callback, or from a signal handler run here, leaves through here holding
+ * the lock (callbacks run with it). */
 CAMLprim value gvltk_mainloop(value unit) {
   (void)unit;
   if (!atomic_load(&installed)) gvltk_install(Val_unit);
@@ -141,6 +147,7 @@ CAMLprim value gvltk_mainloop(value unit) {
     Tcl_DoOneEvent(TCL_ALL_EVENTS);
     in_loop = 0;
     gvltk_enter();  /* Tcl returned without checking (a failed wait) */
+    caml_process_pending_actions();
   }
   return Val_unit;
 }
