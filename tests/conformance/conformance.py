@@ -18,8 +18,10 @@ its gvloop run see the same machine; a file never runs in two lanes at once
 
 The verdict compares the two runs of a suite file by file and test by test:
 it fails for every test that passed under the stock shell and, under the
-gvloop shell, failed, or was never reported because its file hung (timeout)
-or aborted.  A failed test gets one second chance: its file runs once more
+gvloop shell, failed, was never reported because its file hung (timeout)
+or aborted, or was not reported at all by a file that ended well (it ended
+early, or the test's constraints came out otherwise).  A failed or missing
+test gets one second chance: its file runs once more
 under the gvloop shell (alone, once the lanes are done, so a failure that
 only load brings out may pass there), and a test that passes there is
 reported as INTERMITTENT but does not fail the check (the stock shells fail
@@ -268,6 +270,11 @@ def compare(stock, gv, flaky):
             (noted if name in flaky else bad).append((name, "-", what))
         for t in sorted(s.passed & g.failed):
             (noted if t in flaky else bad).append((name, t, "failed"))
+        # A file that ends early, or a test whose constraints come out
+        # otherwise, leaves tests unreported without an error.
+        if g.status == "ok" and s.status == "ok":
+            for t in sorted(s.passed - g.passed - g.failed - g.skipped):
+                (noted if t in flaky else bad).append((name, t, "not run"))
         for t in sorted(s.passed & g.skipped):
             noted.append((name, t, "skipped under gvloop"))
     for name, g in gv.results.items():
