@@ -296,11 +296,15 @@ static void set_remake(ntf_t *n) {
   for (fh_t *fh = n->handlers; fh; fh = fh->next) fh_arm(fh);
 }
 
-/* A set made before a fork is the parent's too: make one of our own. */
+/* A set made before a fork is the parent's too. */
+static int set_shared(const ntf_t *n) {
+  return n->efd >= 0 &&
+         n->set_gen != atomic_load_explicit(&fork_gen, memory_order_relaxed);
+}
+
+/* Make one of our own then. */
 static void set_check(ntf_t *n) {
-  if (n->efd >= 0 &&
-      n->set_gen != atomic_load_explicit(&fork_gen, memory_order_relaxed))
-    set_remake(n);
+  if (set_shared(n)) set_remake(n);
 }
 
 /* Put fh in the set for events, or take it out (0).  Returns 0 or the
@@ -336,8 +340,7 @@ static int set_ctl(ntf_t *n, fh_t *fh, uint32_t events) {
  * without it when the DEL fails: see set_ctl). */
 static void set_drop(ntf_t *n, fh_t *fh) {
   if (n->efd < 0 || fh->armed == 0) return;
-  if (n->set_gen != atomic_load_explicit(&fork_gen, memory_order_relaxed) ||
-      epoll_ctl(n->efd, EPOLL_CTL_DEL, fh->fd, NULL) != 0)
+  if (set_shared(n) || epoll_ctl(n->efd, EPOLL_CTL_DEL, fh->fd, NULL) != 0)
     set_remake(n);
 }
 
@@ -477,10 +480,7 @@ static int check_polled(ntf_t *n) {
     fh_arm(fh);     /* watched now, or polled again */
     if (!fh->polled) continue;
     left = 1;
-    struct pollfd p = {fh->fd, 0, 0};
-    if (fh->mask & TCL_READABLE) p.events |= POLLIN;
-    if (fh->mask & TCL_WRITABLE) p.events |= POLLOUT;
-    if (fh->mask & TCL_EXCEPTION) p.events |= POLLPRI;
+    struct pollfd p = {fh->fd, (short)tcl_to_epoll(fh->mask), 0};
     if (p.events == 0 || poll(&p, 1, 0) <= 0) continue;
     fh_mark_ready(fh, events_to_tcl((uint16_t)p.revents));
   }
@@ -678,8 +678,8 @@ static ClientData ntf_init(void) {
 static void ntf_finalize(ClientData cd) {
   ntf_t *n = (ntf_t *)cd;
   if (!is_ours(n)) return;
+  set_close(n);   /* first: the handlers go without a DEL each */
   while (n->handlers) ntf_delete_file_handler(n->handlers->fd);
-  set_close(n);
   close_handle((uv_handle_t *)n->set_tm);
   close_handle((uv_handle_t *)n->wait_tm);
   if (n->evl == NULL) {
