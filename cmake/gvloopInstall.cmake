@@ -97,7 +97,15 @@ endfunction()
 # install also records its DESTDIR beside install_manifest.txt, for the
 # uninstall target (cmake/gvloopUninstall.cmake).
 function(gvloop_install_ldconfig)
-  install(CODE "file(WRITE \"${PROJECT_BINARY_DIR}/install_manifest.txt.destdir\" \"\$ENV{DESTDIR}\")")
+  # Three lines: DESTDIR as given, made absolute against the directory the
+  # install ran in (a relative one is, for the install), and the prefix.
+  install(CODE "execute_process(COMMAND pwd OUTPUT_VARIABLE gvloop_cwd OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set(gvloop_dd \"\")
+  if(NOT \"\$ENV{DESTDIR}\" STREQUAL \"\")
+    get_filename_component(gvloop_dd \"\$ENV{DESTDIR}\" ABSOLUTE BASE_DIR \"\${gvloop_cwd}\")
+  endif()
+  file(WRITE \"${PROJECT_BINARY_DIR}/install_manifest.txt.destdir\"
+       \"given=\$ENV{DESTDIR}\\ndestdir=\${gvloop_dd}\\nprefix=\${CMAKE_INSTALL_PREFIX}\\n\")")
   find_program(GVLOOP_LDCONFIG ldconfig PATHS /sbin /usr/sbin)
   if(NOT GVLOOP_LDCONFIG)
     return()

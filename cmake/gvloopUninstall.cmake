@@ -2,26 +2,42 @@
 # cmake -DMANIFEST=<build>/install_manifest.txt -P gvloopUninstall.cmake
 # (the `uninstall` target): remove what the last full `cmake --install` of
 # this build tree put in place, as its manifest lists it, under the DESTDIR
-# that install used (recorded beside the manifest; a different DESTDIR in
-# the environment is refused, so a staged install is never "uninstalled"
-# from the live system).  Then gvloop's own folders that are left empty
-# (cmake/gvloop, the Tcl package's, the packages' docs) are removed with
-# rmdir, which never removes a folder that holds anything; shared folders
-# such as lib/pkgconfig stay.  The dynamic linker's cache is refreshed as
+# that install used (recorded beside the manifest, made absolute; a
+# different DESTDIR in the environment is refused, so a staged install is
+# never "uninstalled" from the live system; files not found are counted in
+# a warning).  Then gvloop's own folders below the prefix that are left
+# empty (cmake/gvloop, the Tcl package's, the packages' docs) are removed
+# with rmdir, which never removes a folder that holds anything; shared
+# folders such as lib/pkgconfig, and the prefix, stay.  The dynamic linker's cache is refreshed as
 # the install refreshed it.
 if(NOT EXISTS "${MANIFEST}")
   message(FATAL_ERROR "no ${MANIFEST}: nothing was installed from this build tree")
 endif()
+# The record: DESTDIR as the install was given it, the same made absolute
+# (a relative one was taken against the directory the install ran in, and
+# this script runs in the build tree), and the prefix.
+set(given "")
 set(destdir "")
+set(prefix "")
 if(EXISTS "${MANIFEST}.destdir")
-  file(READ "${MANIFEST}.destdir" destdir)
+  file(READ "${MANIFEST}.destdir" rec)
+  if(NOT rec MATCHES "^given=")   # an older record: the DESTDIR alone
+    set(rec "given=${rec}\ndestdir=${rec}\n")
+  endif()
+  foreach(k given destdir prefix)
+    if(rec MATCHES "(^|\n)${k}=([^\n]*)")
+      set(${k} "${CMAKE_MATCH_2}")
+    endif()
+  endforeach()
 endif()
-if(DEFINED ENV{DESTDIR} AND NOT "$ENV{DESTDIR}" STREQUAL "${destdir}")
-  message(FATAL_ERROR "the last install used DESTDIR='${destdir}', not '$ENV{DESTDIR}'")
+if(DEFINED ENV{DESTDIR} AND NOT "$ENV{DESTDIR}" STREQUAL "${given}"
+   AND NOT "$ENV{DESTDIR}" STREQUAL "${destdir}")
+  message(FATAL_ERROR "the last install used DESTDIR='${given}', not '$ENV{DESTDIR}'")
 endif()
 file(STRINGS "${MANIFEST}" files)
 set(dirs "")
 set(libs OFF)
+set(missing 0)
 foreach(rel IN LISTS files)
   set(f "${destdir}${rel}")
   if(EXISTS "${f}" OR IS_SYMLINK "${f}")
@@ -30,21 +46,34 @@ foreach(rel IN LISTS files)
     if(f MATCHES "/lib[a-z]+\\.so")
       set(libs ON)
     endif()
+  else()
+    math(EXPR missing "${missing} + 1")
   endif()
   # gvloop's own folders: the file's folder or the one above it, when one
   # of the two is named after gvloop or one of its packages (cmake/gvloop,
-  # tcltk/gvloop0.2.0, doc/libgvl0.2, ocaml/.../gvloop/threads).
+  # tcltk/gvloop0.2.0, doc/libgvl0.2, ocaml/.../gvloop/threads), and is
+  # below the prefix: a prefix such as /opt/gvloop is the user's.
   get_filename_component(d1 "${rel}" DIRECTORY)
   get_filename_component(d2 "${d1}" DIRECTORY)
-  get_filename_component(b1 "${d1}" NAME)
-  get_filename_component(b2 "${d2}" NAME)
-  set(ours "^(gvloop|libgvl|libevloop|libtkbridge|libgvloop|tcl-gvloop)")
-  if(b2 MATCHES "${ours}")
+  foreach(i 1 2)
+    get_filename_component(b "${d${i}}" NAME)
+    string(FIND "${prefix}/" "${d${i}}/" at)   # 0: the prefix or above it
+    set(ours${i} OFF)
+    if(NOT at EQUAL 0 AND b MATCHES "^(gvloop|libgvl|libevloop|libtkbridge|libgvloop|tcl-gvloop)")
+      set(ours${i} ON)
+    endif()
+  endforeach()
+  if(ours2)
     list(APPEND dirs "${destdir}${d1}" "${destdir}${d2}")
-  elseif(b1 MATCHES "${ours}")
+  elseif(ours1)
     list(APPEND dirs "${destdir}${d1}")
   endif()
 endforeach()
+list(LENGTH files total)
+if(missing GREATER 0)
+  message(WARNING "${missing} of the ${total} files the last install put in place "
+                  "were not found under '${destdir}' (removed already?)")
+endif()
 list(REMOVE_DUPLICATES dirs)
 list(SORT dirs ORDER DESCENDING)   # deepest first
 foreach(d IN LISTS dirs)
