@@ -74,7 +74,7 @@ file(WRITE ${PROJECT_BINARY_DIR}/deb/packages "${_pkgs}\n")
 set(CPACK_DEBIAN_EVLOOP_PACKAGE_DEPENDS "${_gvl} (= ${_v})")
 # libtkbridge loads Tk when a bridge starts it (not linked: dpkg-shlibdeps
 # cannot see it).
-set(CPACK_DEBIAN_TKBRIDGE_PACKAGE_DEPENDS "${_evl} (= ${_v}), libtk8.6 (>= 8.6.0)")
+set(CPACK_DEBIAN_TKBRIDGE_PACKAGE_DEPENDS "${_evl} (= ${_v}), ${_gvl} (= ${_v}), libtk8.6 (>= 8.6.0)")
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${_dev}")
 unset(_pkgs)

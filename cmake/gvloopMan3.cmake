@@ -47,7 +47,7 @@ add_custom_command(OUTPUT ${_man3_dir}/gvl.3.stamp
   COMMAND ${CMAKE_COMMAND} -E touch ${_man3_dir}/gvl.3.stamp
   DEPENDS ${_man3_deps}
   COMMENT "Generating the man(3) pages from the public headers")
-add_custom_target(man3 ALL DEPENDS ${_man3_dir}/gvl.3.stamp)
+add_custom_target(gvloop_man3 ALL DEPENDS ${_man3_dir}/gvl.3.stamp)
 install(DIRECTORY ${_man3_dir}/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man3
         COMPONENT dev FILES_MATCHING PATTERN "*.3")
 if(GVLOOP_TESTING)
