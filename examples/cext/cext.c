@@ -20,6 +20,9 @@
  * again at GVL_PRIO_NORMAL to show what the boost buys.  Exit status 0 when
  * every call got into host code.
  */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L  /* clock_gettime, nanosleep, strdup in -std=c11 */
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>

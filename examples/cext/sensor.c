@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* sensor.c -- see sensor.h.  Ticks on absolute deadlines so that a slow
  * callback does not shift the schedule (late ticks are skipped). */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L  /* clock_gettime, nanosleep, strdup in -std=c11 */
+#endif
 #include "sensor.h"
 
 #include <errno.h>

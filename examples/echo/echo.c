@@ -23,6 +23,9 @@
  * round-trip times.  The exit status reflects correctness only; the times
  * are printed for people (timing figures belong to bench/).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  /* accept4 */
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

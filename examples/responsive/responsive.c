@@ -37,6 +37,9 @@
  * On exit a table of latency figures per policy is printed, plus one
  * machine-readable "STAT" line per policy.
  */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L  /* clock_gettime, nanosleep, strdup in -std=c11 */
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

@@ -20,6 +20,8 @@ usage() {
 # number NAME VALUE LO HI: VALUE must be a whole number in [LO, HI].
 number() {
   case $2 in ''|*[!0-9]*) usage "$1 $2: not a whole number" ;; esac
+  # Past nine digits test(1) may not compare it: out of range anyway.
+  if [ ${#2} -gt 9 ]; then usage "$1 $2: out of range ($3..$4)"; fi
   if [ "$2" -lt "$3" ] || [ "$2" -gt "$4" ]; then usage "$1 $2: out of range ($3..$4)"; fi
 }
 [ $# -ge 1 ] || usage

@@ -14,7 +14,8 @@
  * Refused with a clear message: unreadable input (the read's errno: no
  * such file, a directory, permission denied, too large) and binary input
  * (a NUL byte, or more than 1% control bytes or invalid UTF-8 in the
- * first 64 KiB).
+ * first 64 KiB, looked at once the read is done: an endless stream such
+ * as /dev/zero is read up to the 2 GiB limit and refused as too large).
  *
  * --hog N     run N interpreter threads computing under the GVL meanwhile
  * --batch     load FILE, print one line of figures and exit: 0 loaded,
@@ -23,6 +24,9 @@
  * --max-show  show at most this many bytes (default 8 MiB); the rest is
  *             counted but not inserted (a Tk text widget gets slow)
  */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L  /* clock_gettime, nanosleep, strdup in -std=c11 */
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

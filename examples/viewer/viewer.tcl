@@ -7,6 +7,7 @@ namespace eval viewer {
   variable last 0
   variable loading 0
   variable angle 0
+  variable shown_path ""
 }
 
 proc viewer::build {} {
@@ -93,6 +94,7 @@ proc viewer::loaded {kind msg size lines} {
     }
     return
   }
+  variable shown_path $msg
   status "Showing $msg: $size bytes, $lines lines ..."
   after 0 viewer::next
 }
@@ -111,7 +113,7 @@ proc viewer::next {} {
   set loading 0
   .bar.p configure -value 100
   set note [expr {$shown < $total ? " (first $shown bytes shown)" : ""}]
-  status "[.top.path get]: $total bytes, $lines lines$note" darkgreen
+  status "$viewer::shown_path: $total bytes, $lines lines$note" darkgreen
   if {$viewer::batch} {
     after 100 [list viewer::finish 0 $viewer::frames $viewer::gap]
   }
