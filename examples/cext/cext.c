@@ -4,7 +4,7 @@
  * thread into host code, 1000 times a second, while interpreter threads
  * compute.
  *
- *   cext [--threads N] [--seconds S] [--rate HZ] [--normal]
+ *   cext [--threads N] [--seconds S] [--rate HZ] [--normal] [--no-realtime]
  *
  * The sensor library (sensor.c) owns its thread; the host never created
  * it.  The extension's callback enters host code with
@@ -19,6 +19,13 @@
  * their solo speed the interpreter threads kept.  --normal runs the same
  * again at GVL_PRIO_NORMAL to show what the boost buys.  Exit status 0 when
  * every call got into host code.
+ *
+ * The sensor's thread asks for SCHED_FIFO, as a driver's or an audio
+ * library's would (--no-realtime: an ordinary thread).  An ordinary one
+ * competes with the interpreter threads for CPUs: the one the GVL goes to
+ * when the call returns is often woken onto the sensor thread's CPU, and
+ * the OS may then run it there for a kernel time slice (milliseconds) while
+ * the sensor's next tick is due.  Those ticks are skipped and counted.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L  /* clock_gettime, nanosleep, strdup in -std=c11 */
@@ -51,6 +58,8 @@ typedef struct {
   host_log_t log;     /* written only by host code, under the GVL */
   atomic_uint failures;
   unsigned long skipped;  /* sensor ticks skipped, once it has stopped */
+  int realtime;           /* ask for a SCHED_FIFO sensor thread */
+  int got_realtime;       /* and got it */
 } ext_t;
 
 typedef struct {
@@ -144,8 +153,9 @@ static double run_phase(gvl_t *g, int n, unsigned steps, double secs, ext_t *e,
     started++;
   }
   sensor_t *s = NULL;
-  if (e != NULL && (s = sensor_start(rate_hz, on_reading, e)) == NULL)
+  if (e != NULL && (s = sensor_start(rate_hz, e->realtime, on_reading, e)) == NULL)
     fprintf(stderr, "cext: sensor_start: %s\n", strerror(errno));
+  if (e != NULL) e->got_realtime = sensor_realtime(s);
   uint64_t t0 = gvl_now_ns();
   struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
   while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
@@ -186,10 +196,16 @@ static void report(const char *name, ext_t *e, double rate, double solo) {
          name, l->n, p50, p99, mx);
   printf("%-7s %6s        (OS wake-up lateness of the sensor thread: p50 %.1f us, p99 %.1f us)\n",
          "", "", w50, w99);
+  printf("%-7s %6s        sensor thread: %s\n", "", "",
+         e->got_realtime ? "SCHED_FIFO"
+         : e->realtime   ? "ordinary (SCHED_FIFO not permitted here)"
+                         : "ordinary (--no-realtime)");
   if (e->skipped)
-    printf("%-7s %6s        %lu ticks skipped: the sensor thread woke, or host code returned,\n"
-           "%-7s %6s        after the next tick was due (not in the figures above)\n",
-           "", "", e->skipped, "", "");
+    printf("%-7s %6s        %lu ticks skipped: the OS ran the sensor thread, or host code\n"
+           "%-7s %6s        returned, after the next tick was due (not in the figures above)%s\n",
+           "", "", e->skipped, "", "",
+           e->got_realtime ? "" : ";\n                      an ordinary thread waits for its CPU "
+                                  "behind the interpreter threads");
   /* Both rates come from one short run each on a machine others may share:
    * a ratio above 100% means the solo run was the slower one, not that the
    * sensor made the threads faster.  Say so instead of printing "kept 198%". */
@@ -217,11 +233,12 @@ static int parse_num(const char *s, double lo, double hi, int whole, double *out
 }
 
 static int run_prio(gvl_t *g, const char *name, int prio, int threads, unsigned steps,
-                    double secs, unsigned rate, double solo) {
+                    double secs, unsigned rate, double solo, int realtime) {
   ext_t e;
   memset(&e, 0, sizeof e);
   e.g = g;
   e.prio = prio;
+  e.realtime = realtime;
   e.log.cap = (size_t)(secs * rate) + 1024;
   e.log.lat_ns = calloc(e.log.cap, sizeof(uint64_t));
   e.log.wake_ns = calloc(e.log.cap, sizeof(uint64_t));
@@ -241,7 +258,7 @@ static int run_prio(gvl_t *g, const char *name, int prio, int threads, unsigned 
 
 int main(int argc, char **argv) {
   double threads = 2, secs = 3, rate = 1000;
-  int normal = 0;
+  int normal = 0, realtime = 1;
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : "";
     int bad = 0;
@@ -249,6 +266,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--seconds") == 0) bad = parse_num(v, 0.2, 3600, 0, &secs), i++;
     else if (strcmp(argv[i], "--rate") == 0) bad = parse_num(v, 1, 100000, 1, &rate), i++;
     else if (strcmp(argv[i], "--normal") == 0) normal = 1;
+    else if (strcmp(argv[i], "--no-realtime") == 0) realtime = 0;
     else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) bad = 2;
     else bad = 3;
     if (bad) {
@@ -257,7 +275,7 @@ int main(int argc, char **argv) {
       else if (bad < 0) fprintf(stderr, "cext: %s %s: bad value\n", argv[i - 1], v);
       fprintf(bad == 2 ? stdout : stderr,
               "usage: cext [--threads 1..%d] [--seconds 0.2..3600] [--rate 1..100000 (Hz)] "
-              "[--normal]\n", MAX_THREADS);
+              "[--normal] [--no-realtime]\n", MAX_THREADS);
       return bad == 2 ? 0 : 2;
     }
   }
@@ -271,9 +289,11 @@ int main(int argc, char **argv) {
   printf("cext: %d interpreter thread(s) computing (safe point every ~1 us); a native\n"
          "sensor thread calls host code %.0f times a second via gvl_call_with\n", n, rate);
   double solo = run_phase(g, n, steps, secs < 1 ? secs : 1, NULL, 0);
-  int bad = run_prio(g, "boost", GVL_PRIO_BOOST, n, steps, secs, (unsigned)rate, solo);
+  int bad = run_prio(g, "boost", GVL_PRIO_BOOST, n, steps, secs, (unsigned)rate, solo,
+                     realtime);
   if (normal)
-    bad |= run_prio(g, "normal", GVL_PRIO_NORMAL, n, steps, secs, (unsigned)rate, solo);
+    bad |= run_prio(g, "normal", GVL_PRIO_NORMAL, n, steps, secs, (unsigned)rate, solo,
+                    realtime);
   int rc = gvl_destroy(g);
   if (rc != 0) {
     fprintf(stderr, "cext: gvl_destroy: %s\n", gvl_strerror(rc));

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -19,6 +20,7 @@ struct sensor {
   void *user;
   atomic_int stop;
   pthread_t tid;
+  int realtime;           /* the thread runs SCHED_FIFO */
   unsigned long skipped;  /* the sensor thread's; read after the join */
 };
 
@@ -52,7 +54,7 @@ static void *sensor_main(void *arg) {
   return NULL;
 }
 
-sensor_t *sensor_start(unsigned rate_hz, sensor_cb cb, void *user) {
+sensor_t *sensor_start(unsigned rate_hz, int realtime, sensor_cb cb, void *user) {
   if (cb == NULL || rate_hz < 1 || rate_hz > 100000) {
     errno = EINVAL;
     return NULL;
@@ -62,7 +64,20 @@ sensor_t *sensor_start(unsigned rate_hz, sensor_cb cb, void *user) {
   s->rate_hz = rate_hz;
   s->cb = cb;
   s->user = user;
-  int err = pthread_create(&s->tid, NULL, sensor_main, s);
+  int err = EPERM;
+  if (realtime) {
+    pthread_attr_t attr;
+    struct sched_param sp = {.sched_priority = 1};
+    if (pthread_attr_init(&attr) == 0) {
+      if (pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED) == 0 &&
+          pthread_attr_setschedpolicy(&attr, SCHED_FIFO) == 0 &&
+          pthread_attr_setschedparam(&attr, &sp) == 0)
+        err = pthread_create(&s->tid, &attr, sensor_main, s);
+      pthread_attr_destroy(&attr);
+    }
+    s->realtime = err == 0;
+  }
+  if (err == EPERM) err = pthread_create(&s->tid, NULL, sensor_main, s);
   if (err) {
     free(s);
     errno = err;
@@ -70,6 +85,8 @@ sensor_t *sensor_start(unsigned rate_hz, sensor_cb cb, void *user) {
   }
   return s;
 }
+
+int sensor_realtime(const sensor_t *s) { return s != NULL && s->realtime; }
 
 unsigned long sensor_stop(sensor_t *s) {
   if (s == NULL) return 0;

@@ -9,6 +9,9 @@
  * records its index under the GVL.  Aging, the interactivity policy and the
  * boost cap are configured out of the way (tgvl_strict_config), but for the
  * last case, which sets a short age_ns.
+ *
+ * Then a holder that a boost makes give the GVL up at a safe point: it
+ * queues again behind an equal that came before it.
  */
 #include "tgvl.h"
 
@@ -109,6 +112,55 @@ static void scenario(const char *name, int n, const int *prios,
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- first come, also after a boost ---------------------------------------- */
+
+static void *fb_equal(void *arg) {    /* B: an equal of the holder */
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire(t));
+  order[norder++] = 1;
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void *fb_booster(void *arg) {  /* C */
+  (void)arg;
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
+  order[norder++] = 2;
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* Main holds; B queues, then C boosts.  Main gives way at its safe point
+ * and queues again behind B, which came first: C, B, main. */
+static void fifo_after_boost(void) {
+  gvl_config_t cfg = tgvl_strict_config(TGVL_HOUR_NS, &hlog);
+  gvl_thread_t *me = tgvl_start_holding(&g, &cfg, 0);
+  norder = 0;
+  pthread_t b, c;
+  tgvl_spawn(&b, fb_equal, NULL);
+  tgvl_wait_ge(&hlog.count[GVL_EV_READY], 1);
+  tgvl_spawn(&c, fb_booster, NULL);
+  tgvl_wait_ge(&hlog.count[GVL_EV_READY], 2);
+  CHECK_OK(gvl_check_ints(me));           /* to C, then B, and back */
+  order[norder++] = 0;
+  CHECK_OK(gvl_release(me));
+  tgvl_join(b);
+  tgvl_join(c);
+  CHECK_EQ(norder, 3);
+  CHECK_EQ(order[0], 2);
+  CHECK_EQ(order[1], 1);
+  CHECK_EQ(order[2], 0);
+  CHECK_EQ(tgvl_tstats(me).preemptions, 1);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
 int main(void) {
   tgvl_watchdog(60);
 
@@ -145,6 +197,7 @@ int main(void) {
     static const int e[] = {0, 1};
     scenario("aging-unbounded", 2, p, e, 0, 1000, 3);
   }
+  fifo_after_boost();
   puts("ok");
   return 0;
 }
