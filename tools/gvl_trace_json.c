@@ -68,6 +68,8 @@ typedef struct {
   thr_t *th;
   char **str;
   uint32_t nstr;
+  uint64_t left;        /* bytes not yet read of a regular file; else
+                           UINT64_MAX (a pipe tells its end by ending) */
 } trace_t;
 
 static void trace_free(trace_t *t) {
@@ -77,13 +79,28 @@ static void trace_free(trace_t *t) {
   free(t->str);
 }
 
-static bool get(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
+static bool get(trace_t *t, FILE *f, void *p, size_t n) {
+  size_t got = fread(p, 1, n, f);
+  if (t->left != UINT64_MAX) t->left -= got < t->left ? got : t->left;
+  return got == n;
+}
+
+/* Whether n items of size bytes each can still be in the file: a count
+ * in the header that a cut-short or corrupt file cannot hold is refused
+ * before anything is allocated for it. */
+static bool fits(const trace_t *t, uint64_t n, size_t size) {
+  return n <= t->left / size;
+}
 
 /* Read the whole file; a message and false if it is not a whole trace. */
 static bool trace_read(FILE *f, const char *path, trace_t *t) {
   const char *why = "truncated";
+  struct stat sb;
   memset(t, 0, sizeof *t);
+  t->left = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size
+                                                              : UINT64_MAX;
   size_t got = fread(&t->h, 1, sizeof t->h, f);
+  if (t->left != UINT64_MAX) t->left -= got < t->left ? got : t->left;
   if (ferror(f)) {
     why = strerror(errno ? errno : EIO);   /* a directory: EISDIR */
     goto bad;
@@ -104,28 +121,33 @@ static bool trace_read(FILE *f, const char *path, trace_t *t) {
     why = "not a whole raw GVL trace (more threads than a trace can hold)";
     goto bad;
   }
+  if (!fits(t, t->h.nthreads, sizeof t->th->h)) goto bad;
   if (!(t->th = calloc(t->h.nthreads + 1u, sizeof *t->th))) goto oom;
   for (uint32_t i = 0; i < t->h.nthreads; i++) {
     thr_t *th = &t->th[i];
-    if (!get(f, &th->h, sizeof th->h)) goto bad;
+    if (!get(t, f, &th->h, sizeof th->h)) goto bad;
     th->h.name[NAME_MAX_ - 1] = '\0';
-    if (th->h.kept > MAX_KEPT || th->h.kept > th->h.offered) goto bad;
+    if (th->h.kept > MAX_KEPT || th->h.kept > th->h.offered ||
+        !fits(t, th->h.kept, sizeof *th->ev))
+      goto bad;
     if (!(th->ev = malloc((th->h.kept + 1u) * sizeof *th->ev))) goto oom;
-    if (!get(f, th->ev, th->h.kept * sizeof *th->ev)) goto bad;
+    if (!get(t, f, th->ev, th->h.kept * sizeof *th->ev)) goto bad;
   }
-  if (!get(f, &t->nstr, sizeof t->nstr)) goto bad;
-  if (t->nstr > 16 * MAX_KEPT || !(t->str = calloc(t->nstr + 1u, sizeof *t->str)))
-    goto oom;
+  if (!get(t, f, &t->nstr, sizeof t->nstr)) goto bad;
+  uint32_t nstr = t->nstr;
+  t->nstr = 0;                 /* until the table is there to free */
+  if (nstr > 16 * MAX_KEPT || !fits(t, nstr, sizeof nstr)) goto bad;
+  if (!(t->str = calloc(nstr + 1u, sizeof *t->str))) goto oom;
+  t->nstr = nstr;
   for (uint32_t i = 0; i < t->nstr; i++) {
     uint32_t len;
-    if (!get(f, &len, sizeof len) || len > (1u << 20)) goto bad;
+    if (!get(t, f, &len, sizeof len) || len > (1u << 20) || !fits(t, len, 1)) goto bad;
     if (!(t->str[i] = malloc(len + 1u))) goto oom;
-    if (!get(f, t->str[i], len)) goto bad;
+    if (!get(t, f, t->str[i], len)) goto bad;
     t->str[i][len] = '\0';
   }
   /* A regular file holds one trace; a FIFO may bring the next one. */
-  struct stat sb;
-  if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && fgetc(f) != EOF) {
+  if (t->left != UINT64_MAX && fgetc(f) != EOF) {
     why = "not a whole raw GVL trace (bytes after its end: two writers?)";
     goto bad;
   }

@@ -10,8 +10,18 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TTRACE_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TTRACE_SANITIZED 1
+#endif
 
 static void bad_input(const ttrace_env_t *e, gvl_t *g) {
   char path[512];
@@ -520,6 +530,88 @@ static void tool_edges(const ttrace_env_t *e) {
   }
 }
 
+/* gvl-trace on file, with its address space limited (not under a
+ * sanitizer, which maps terabytes): exit 1 and a message naming the file
+ * cut short, not the memory that a count in the header asked for. */
+static void refused_short(const ttrace_env_t *e, const char *file) {
+  char err[600], msg[1024] = "";
+  snprintf(err, sizeof err, "%s.err", file);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+#ifndef TTRACE_SANITIZED
+    struct rlimit rl = {256u << 20, 256u << 20};
+    if (setrlimit(RLIMIT_AS, &rl)) _exit(100);
+#endif
+    int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || dup2(fd, 2) < 0) _exit(101);
+    execl(e->conv, e->conv, file, "/dev/null", (char *)NULL);
+    _exit(102);
+  }
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 1);
+  FILE *f = fopen(err, "r");
+  CHECK(f != NULL);
+  CHECK(fgets(msg, sizeof msg, f) != NULL);
+  fclose(f);
+  if (!strstr(msg, "truncated")) {
+    fprintf(stderr, "%s: %s", file, msg);
+    CHECK(strstr(msg, "truncated") != NULL);
+  }
+}
+
+/* Counts in a file's header (a thread's records, the strings) far beyond
+ * what the file holds are refused before anything is allocated for them. */
+static void tool_counts(const ttrace_env_t *e) {
+  char path[512], bad[600];
+  unsigned char head[56], th[48];
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  ttrace_path(e, "counts", path, sizeof path);
+  CHECK_OK(gvl_trace_start(g, path, NULL));
+  CHECK_OK(gvl_destroy(g));
+  FILE *in = fopen(path, "rb");
+  CHECK(in != NULL);
+  CHECK_EQ(fread(head, 1, sizeof head, in), sizeof head);
+  fclose(in);
+  /* One thread whose header says 2^24 records follow; none do. */
+  uint32_t one = 1, many = 1u << 24, nstr = 1u << 28;
+  uint64_t offered = many;
+  memcpy(head + 52, &one, 4);                 /* gvl__tf_head_t.nthreads */
+  memset(th, 0, sizeof th);
+  memcpy(th, &offered, 8);                    /* gvl__tf_thread_t.offered */
+  memcpy(th + 8, &many, 4);                   /* .kept */
+  snprintf(bad, sizeof bad, "%s/counts-kept.gvlt", e->dir);
+  FILE *out = fopen(bad, "wb");
+  CHECK(out != NULL);
+  CHECK_EQ(fwrite(head, 1, sizeof head, out), sizeof head);
+  CHECK_EQ(fwrite(th, 1, sizeof th, out), sizeof th);
+  fclose(out);
+  refused_short(e, bad);
+  /* No threads, and 2^28 strings said to follow; none do. */
+  uint32_t zero = 0;
+  memcpy(head + 52, &zero, 4);
+  snprintf(bad, sizeof bad, "%s/counts-nstr.gvlt", e->dir);
+  CHECK((out = fopen(bad, "wb")) != NULL);
+  CHECK_EQ(fwrite(head, 1, sizeof head, out), sizeof head);
+  CHECK_EQ(fwrite(&nstr, 1, 4, out), 4);
+  fclose(out);
+  refused_short(e, bad);
+  /* One string of 2^20 bytes (the most one may have), one byte there. */
+  uint32_t len = 1u << 20;
+  one = 1;
+  snprintf(bad, sizeof bad, "%s/counts-len.gvlt", e->dir);
+  CHECK((out = fopen(bad, "wb")) != NULL);
+  CHECK_EQ(fwrite(head, 1, sizeof head, out), sizeof head);
+  CHECK_EQ(fwrite(&one, 1, 4, out), 4);
+  CHECK_EQ(fwrite(&len, 1, 4, out), 4);
+  CHECK_EQ(fwrite("x", 1, 1, out), 1);
+  fclose(out);
+  refused_short(e, bad);
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "--exit-child")) return exit_child();
   ttrace_env_t e = ttrace_args(argc, argv);
@@ -541,5 +633,6 @@ int main(int argc, char **argv) {
   exit_writes(&e);
   before_and_unnamed(&e);
   tool_edges(&e);
+  tool_counts(&e);
   return 0;
 }
