@@ -157,8 +157,10 @@ extern "C" {
                                 not with GVL_TRACE_RING                   */
 
 typedef struct {
-  uint32_t events_per_thread; /* buffer size; 0 = default (32768)         */
-  uint32_t max_threads;       /* buffers; 0 = default (128)               */
+  uint32_t events_per_thread; /* buffer size; 0 = default (32768); at
+                                 most 2^24 (16777216), more is EINVAL     */
+  uint32_t max_threads;       /* buffers; 0 = default (128); at most
+                                 4096, more is EINVAL                     */
   unsigned flags;             /* GVL_TRACE_*                              */
 } gvl_trace_config_t;
 
