@@ -95,10 +95,13 @@
  * Starting from the environment: if GVLOOP_TRACE=path.gvlt is set when
  * gvl_create() runs, the new GVL is traced with default settings into that
  * file.  "%p" in the path is replaced by the process id and "%g" by a
- * number that tells GVLs apart; without "%g", the second and later GVLs of
- * the process write to "path.<n>.gvlt" (or "path.<n>.json" for a path
- * ending in .json) so that no file is overwritten.  A path another trace
- * is writing (the same GVLOOP_TRACE in an exec'd or forked child) gets the
+ * number that tells the GVLs of a process apart; without "%g", the second
+ * and later GVLs of the process write to "path.<n>.gvlt" (or
+ * "path.<n>.json" for a path ending in .json) so that no file is
+ * overwritten.  Without "%p", the GVLs of a forked child (one that has not
+ * exec'd), whose numbers go on from those its parent had reached as the
+ * parent's own do, also get the child's process id: "path.<pid>.gvlt",
+ * "path.<n>.<pid>.gvlt".  A path another trace is writing (the same GVLOOP_TRACE in an exec'd or forked child) gets the
  * process id inserted the same way, "path.<pid>.gvlt", said on stderr.
  * GVLOOP_TRACE_EVENTS=N sets events_per_thread (at most 2^24: more is
  * 2^24); GVLOOP_TRACE_MODE=ring or =stop selects GVL_TRACE_RING or

@@ -741,17 +741,27 @@ static bool insert_number(char *out, size_t size, uint64_t n) {
  * process id still fits in a path another trace writes. */
 #define ENV_PATH_MAX 4070
 
+/* The process that loaded libgvl.  A child it forks numbers its GVLs on
+ * from the numbers the parent had reached, as the parent's next GVLs do:
+ * without its process id in their names, the two would write one file. */
+static pid_t loaded_pid;
+__attribute__((constructor)) static void note_loaded_pid(void) {
+  loaded_pid = getpid();
+}
+
 /* Expand %p and %g; without %g, GVLs after the first get ".<n>" inserted
  * before a trailing ".gvlt" or ".json" so that no GVL overwrites another's
- * file.  False if the path does not fit in size or is over ENV_PATH_MAX. */
+ * file, and without %p a forked child's get ".<pid>" too.  False if the
+ * path does not fit in size or is over ENV_PATH_MAX. */
 static bool env_path(char *out, size_t size, const char *tmpl, uint64_t id,
                      bool nth) {
   size_t o = 0;
-  bool has_g = false;
+  bool has_g = false, has_p = false;
   const char *p;
   for (p = tmpl; *p && o + 24 < size; p++) {
     if (p[0] == '%' && (p[1] == 'p' || p[1] == 'g')) {
       has_g |= p[1] == 'g';
+      has_p |= p[1] == 'p';
       o += (size_t)snprintf(out + o, size - o, "%" PRIu64,
                             p[1] == 'p' ? (uint64_t)getpid() : id);
       p++;
@@ -762,6 +772,9 @@ static bool env_path(char *out, size_t size, const char *tmpl, uint64_t id,
   out[o] = '\0';
   if (*p) return false;
   if (!has_g && nth && !insert_number(out, size, id)) return false;
+  if (!has_p && getpid() != loaded_pid &&
+      !insert_number(out, size, (uint64_t)getpid()))
+    return false;
   return strlen(out) <= ENV_PATH_MAX;
 }
 

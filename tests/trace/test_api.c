@@ -213,6 +213,62 @@ static void from_env(const ttrace_env_t *e) {
   CHECK_OK(unlink(second));
 }
 
+/* GVLOOP_TRACE in a forked child: the child's GVLs, numbered on from its
+ * parent's, write files of their own (with the child's process id), which
+ * the parent's next GVLs, numbered the same, leave alone. */
+static void from_env_forked(const ttrace_env_t *e) {
+  char path[512], pattern[600];
+  glob_t gl;
+  int st;
+  ttrace_path(e, "envfork", path, sizeof path);
+  snprintf(pattern, sizeof pattern, "%s/envfork.*.gvlt", e->dir);
+  if (glob(pattern, 0, NULL, &gl) == 0) {
+    for (size_t i = 0; i < gl.gl_pathc; i++) (void)unlink(gl.gl_pathv[i]);
+    globfree(&gl);
+  }
+  CHECK_OK(setenv("GVLOOP_TRACE", path, 1));
+  gvl_t *g1 = gvl_create(NULL);
+  CHECK(g1 != NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    tgvl_watchdog(30);
+    gvl_t *c = gvl_create(NULL);
+    gvl_thread_t *t = c ? gvl_thread_attach(c, 0) : NULL;
+    if (!t || gvl_acquire(t) || gvl_release(t) || gvl_thread_detach(t) ||
+        gvl_destroy(c))
+      _exit(1);
+    _exit(0);
+  }
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 0);
+  gvl_t *g2 = gvl_create(NULL);
+  CHECK(g2 != NULL);
+  CHECK_OK(unsetenv("GVLOOP_TRACE"));
+  gvl_thread_t *t = gvl_thread_attach(g2, 0);
+  CHECK(t != NULL);
+  for (int i = 0; i < 2; i++) {
+    CHECK_OK(gvl_acquire(t));
+    CHECK_OK(gvl_release(t));
+  }
+  CHECK_OK(gvl_thread_detach(t));
+  CHECK_OK(gvl_destroy(g2));
+  CHECK_OK(gvl_destroy(g1));
+  /* The child's file names its process id; with the parent's two, three
+   * files. */
+  snprintf(pattern, sizeof pattern, "%s/envfork.*%ld.gvlt", e->dir, (long)pid);
+  CHECK_OK(glob(pattern, 0, NULL, &gl));
+  CHECK_EQ(gl.gl_pathc, 1);
+  TTRACE_CHECK(e, gl.gl_pathv[0], "--holds", "1");
+  globfree(&gl);
+  snprintf(pattern, sizeof pattern, "%s/envfork*.gvlt", e->dir);
+  CHECK_OK(glob(pattern, 0, NULL, &gl));
+  CHECK_EQ(gl.gl_pathc, 3);
+  for (size_t i = 0; i < gl.gl_pathc; i++) CHECK_OK(unlink(gl.gl_pathv[i]));
+  globfree(&gl);
+}
+
 /* A file another trace is writing: gvl_trace_start fails with EBUSY and
  * leaves it alone (also for a second GVL of this process); the file is
  * free again once that trace stopped.  A child process started with
@@ -626,6 +682,7 @@ int main(int argc, char **argv) {
   named(&e);
   json_named(&e);
   from_env(&e);
+  from_env_forked(&e);
   env_errno(&e);
   busy_file(&e);
   fifo_gone(&e);
