@@ -29,8 +29,12 @@
  *    the rest ("wake-up") is the handoff and the receiver's wake-up;
  *  - READY..RESUMED is waiting; SUSPENDED(blocking)..READY/RESUMED is a
  *    blocking region, SUSPENDED(cond wait)..RESUMED a condition wait;
- *  - a hold that began after waiting was handed over by the previous
- *    holder: a flow arrow joins the two.
+ *  - a RESUMED names the thread that handed the GVL over, if any
+ *    (version 2 files); a flow arrow joins that thread's hold to the new
+ *    one when the giver's records are whole from that hold to the
+ *    handoff.  A version 1 file does not name it: a hold that began after
+ *    waiting was handed over by the previous holder, which is known only
+ *    if the file lost no events (else nothing is said).
  */
 #include "gvl.h"
 #include "gvl_trace.h"
@@ -113,7 +117,7 @@ static bool trace_read(FILE *f, const char *path, trace_t *t) {
     why = "not a raw GVL trace (gvl_trace_start writes one)";
     goto bad;
   }
-  if (t->h.version != GVL__TF_VERSION || t->h.order != GVL__TF_ORDER) {
+  if (t->h.version < 1 || t->h.version > GVL__TF_VERSION || t->h.order != GVL__TF_ORDER) {
     why = "written by another version of libgvl or on another machine";
     goto bad;
   }
@@ -175,6 +179,14 @@ typedef struct {
   acq_t *acq;           /* every acquisition, in time order */
   uint64_t *acq_end;    /* end of each hold */
   uint8_t *acq_waited;  /* the hold was handed over after a wait */
+  int32_t *giver;       /* the buffer that handed acquisition k over, -1 */
+  long *giver_hold;     /* the hold that did: an acquisition, -2 for the
+                           giver's hold from the start, -1 unknown */
+  long *to;             /* the acquisition hold k was handed to, or -1 */
+  long *early_to;       /* per buffer: the same for its hold from the
+                           start */
+  uint64_t *early_from, *early_end;  /* per buffer: that hold, if drawn
+                           (early_end 0: not drawn) */
   size_t nacq;
   int32_t **rk;         /* per buffer: acquisition index of each record */
   uint64_t mismatched;
@@ -299,6 +311,10 @@ static void hold_bounds(wr_t *w, size_t k) {
   }
   if (k + 1 < w->nacq && w->acq[k + 1].ns < end) end = w->acq[k + 1].ns;
   w->acq_end[k] = end;
+  if (w->t->h.version >= 2) {
+    w->acq_waited[k] = rec_at(w, b, w->acq[k].i)->why == GVL__TR_HANDED;
+    return;
+  }
   for (uint64_t i = w->acq[k].i; i-- > 0;) {
     const rec_t *r = rec_at(w, b, i);
     if (r->kind == GVL_EV_READY ||
@@ -402,6 +418,23 @@ static const char *boost_arg(const st_t *st) {
   return st->prio > st->req ? "\"boost\":\"interactive\"," : "";
 }
 
+/* args (o bytes long) with handoff_to added for a hold handed to k. */
+static const char *handoff_to(const wr_t *w, char *args, int o, long k) {
+  if (k >= 0)
+    snprintf(args + o, 192 - (size_t)o, ",\"handoff_to\":%d",
+             w->tids[w->acq[k].b]);
+  return args;
+}
+
+/* The arrow of a hold from..end handed to acquisition k (if k >= 0)
+ * leaves from the end of the hold. */
+static void emit_flow_out(wr_t *w, uint32_t b, uint64_t from, uint64_t end,
+                          long k) {
+  if (k < 0) return;
+  ev_open(w, "s", "gvl", "handoff", w->pid_gvl, b, end > from ? end - 1 : end);
+  fprintf(w->f, ",\"id\":%ld}", k + 1);
+}
+
 static void emit_hold(wr_t *w, uint32_t b, st_t *st, const char *why) {
   size_t k = st->k;
   uint64_t end = w->acq_end[k];
@@ -409,36 +442,29 @@ static void emit_hold(wr_t *w, uint32_t b, st_t *st, const char *why) {
   int o = snprintf(args, sizeof args,
                    "\"prio\":%d,\"req_prio\":%d,%s\"reason\":\"%s\",\"cpu\":%d",
                    st->prio, st->req, boost_arg(st), why, st->cpu);
-  if (w->acq_waited[k] && k > 0 && w->acq[k - 1].b != b)
+  if (w->giver[k] >= 0)
     o += snprintf(args + o, sizeof args - (size_t)o, ",\"from\":%d",
-                  w->tids[w->acq[k - 1].b]);
-  bool to = k + 1 < w->nacq && w->acq_waited[k + 1] && w->acq[k + 1].b != b;
-  if (to)
-    snprintf(args + o, sizeof args - (size_t)o, ",\"handoff_to\":%d",
-             w->tids[w->acq[k + 1].b]);
-  emit_span(w, b, st->prio > 0 ? "hold boosted" : "hold", st->since, end, args);
+                  w->tids[w->giver[k]]);
+  emit_span(w, b, st->prio > 0 ? "hold boosted" : "hold", st->since, end,
+            handoff_to(w, args, o, w->to[k]));
   st->handed_at = end;
-  if (to) {            /* the arrow leaves from the end of this hold */
-    uint64_t at = end > st->since ? end - 1 : end;
-    ev_open(w, "s", "gvl", "handoff", w->pid_gvl, b, at);
-    fprintf(w->f, ",\"id\":%zu}", k + 1);
-  }
+  emit_flow_out(w, b, st->since, end, w->to[k]);
 }
 
 static void emit_flow_in(wr_t *w, uint32_t b, size_t k) {
-  if (!w->acq_waited[k] || k == 0 || w->acq[k - 1].b == b) return;
+  if (w->giver_hold[k] == -1) return;
   ev_open(w, "f", "gvl", "handoff", w->pid_gvl, b, w->acq[k].ns);
-  fprintf(w->f, ",\"bp\":\"e\",\"id\":%zu}", k);
+  fprintf(w->f, ",\"bp\":\"e\",\"id\":%zu}", k + 1);
 }
 
 /* Close whatever non-hold state is open at ns. */
 /* The start of the wake-up that ends a wait with acquisition k: the end of
  * the previous holder's hold when it handed the GVL over, or 0 if k was not
  * a handoff.  From then on nobody runs with the GVL until k's RESUMED. */
-static uint64_t wake_start(const wr_t *w, uint32_t b, long k, uint64_t since,
-                           uint64_t ns) {
-  if (k <= 0 || !w->acq_waited[k] || w->acq[k - 1].b == b) return 0;
-  uint64_t at = w->acq_end[k - 1];
+static uint64_t wake_start(const wr_t *w, long k, uint64_t since, uint64_t ns) {
+  if (k < 0 || w->giver_hold[k] == -1) return 0;
+  uint64_t at = w->giver_hold[k] >= 0 ? w->acq_end[w->giver_hold[k]]
+                                      : w->early_end[w->giver[k]];
   return at > since && at < ns ? at : 0;
 }
 
@@ -447,13 +473,13 @@ static uint64_t wake_start(const wr_t *w, uint32_t b, long k, uint64_t since,
 static void close_gap(wr_t *w, uint32_t b, st_t *st, uint64_t ns, long k) {
   char args[112];
   if (st->kind == ST_WAIT) {
-    uint64_t wake = wake_start(w, b, k, st->since, ns);
+    uint64_t wake = wake_start(w, k, st->since, ns);
     snprintf(args, sizeof args, "\"prio\":%d,\"req_prio\":%d,%s\"cpu\":%d",
              st->prio, st->req, boost_arg(st), st->cpu);
     emit_span(w, b, st->prio > 0 ? "wait boosted" : "wait", st->since,
               wake ? wake : ns, args);
     if (wake) {
-      snprintf(args, sizeof args, "\"from\":%d", w->tids[w->acq[k - 1].b]);
+      snprintf(args, sizeof args, "\"from\":%d", w->tids[w->giver[k]]);
       emit_span(w, b, "wake-up", wake, ns, args);
     }
   } else if (st->kind == ST_BLOCK) {
@@ -477,9 +503,9 @@ static void on_preempt(wr_t *w, uint32_t b, const rec_t *r) {
  * is drawn from then, up to the first acquisition by another thread. */
 static void emit_early_hold(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
                             uint64_t i) {
-  uint64_t from = w->t->h.t0_ns, end = r->ns, n = rec_count(w, b);
+  uint64_t n = rec_count(w, b);
   const char *why = why_name(r->why);
-  char args[96];
+  char args[192];
   /* libgvl 0.1.0 told a yield or a preemption from a release by counters
    * seen at an earlier acquisition, so in its files a first hold's looks
    * like a release; the READY right after tells. */
@@ -488,6 +514,33 @@ static void emit_early_hold(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
   }
   if (r->why == GVL__TW_RELEASE && i < n && rec_at(w, b, i)->kind == GVL_EV_READY)
     why = "yield or preempted";
+  uint64_t from = w->early_from[b], end = w->early_end[b];
+  if (!end) return;
+  int o = snprintf(args, sizeof args,
+                   "\"reason\":\"%s\",\"held_before_trace\":true", why);
+  emit_span(w, b, "hold", from, end, handoff_to(w, args, o, w->early_to[b]));
+  st->handed_at = end;
+  emit_flow_out(w, b, from, end, w->early_to[b]);
+}
+
+/* The first GVL record of buffer b (not a preempt request), or NULL. */
+static const rec_t *first_gvl_rec(const wr_t *w, uint32_t b) {
+  for (uint64_t i = 0; i < rec_count(w, b); i++) {
+    const rec_t *r = rec_at(w, b, i);
+    if (r->kind < GVL__TK_BEGIN && r->kind != GVL_EV_PREEMPT_REQ) return r;
+  }
+  return NULL;
+}
+
+/* Buffer b's hold from the start (emit_early_hold), if it is drawn: from
+ * the start (in ring mode, its first record) to its first SUSPENDED, up to
+ * the first acquisition by another thread. */
+static void early_span(wr_t *w, uint32_t b) {
+  const rec_t *r = first_gvl_rec(w, b);
+  uint64_t from = w->t->h.t0_ns;
+  w->early_end[b] = 0;
+  if (!r || r->kind != GVL_EV_SUSPENDED) return;
+  uint64_t end = r->ns;
   if (w->t->h.flags & GVL_TRACE_RING) from = rec_at(w, b, 0)->ns;
   else if (w->early_b != (long)b) return;
   for (size_t k = 0; k < w->nacq; k++)
@@ -495,10 +548,82 @@ static void emit_early_hold(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
       if (w->acq[k].ns < end) end = w->acq[k].ns;
       break;
     }
-  if (end < from) return;
-  snprintf(args, sizeof args, "\"reason\":\"%s\",\"held_before_trace\":true", why);
-  emit_span(w, b, "hold", from, end, args);
-  st->handed_at = end;
+  if (end < from || !end) return;
+  w->early_from[b] = from;
+  w->early_end[b] = end;
+}
+
+/* Whether buffer b has every record up to ns (a full buffer in drop mode
+ * has none after its last; in ring mode the kept ones run to the stop). */
+static bool whole_until(const wr_t *w, uint32_t b, uint64_t ns) {
+  uint64_t n = rec_count(w, b);
+  return !truncated(w, b) || (n && rec_at(w, b, n - 1)->ns >= ns);
+}
+
+/* Who handed each acquisition over, and from which hold.  A version 2
+ * file says who (giver); the hold is the giver's last one begun before,
+ * if its records are whole from there to the handoff.  A version 1 file
+ * says neither: the previous holder is the giver if no event was lost. */
+static int link_handoffs(wr_t *w) {
+  uint64_t lost = w->t->h.lost_nobuf;
+  long *last = calloc(w->nb + 1u, sizeof *last);
+  w->giver = malloc((w->nacq + 1) * sizeof *w->giver);
+  w->giver_hold = malloc((w->nacq + 1) * sizeof *w->giver_hold);
+  w->to = malloc((w->nacq + 1) * sizeof *w->to);
+  w->early_to = malloc((w->nb + 1u) * sizeof *w->early_to);
+  w->early_from = calloc(w->nb + 1u, sizeof *w->early_from);
+  w->early_end = calloc(w->nb + 1u, sizeof *w->early_end);
+  if (!last || !w->giver || !w->giver_hold || !w->to || !w->early_to ||
+      !w->early_from || !w->early_end) {
+    free(last);
+    return ENOMEM;
+  }
+  for (uint32_t b = 0; b < w->nb; b++) {
+    lost += w->t->th[b].h.offered - w->t->th[b].h.kept;
+    last[b] = -1;
+    w->early_to[b] = -1;
+  }
+  for (size_t k = 0; k < w->nacq; k++) {
+    uint32_t b = w->acq[k].b;
+    const rec_t *r = rec_at(w, b, w->acq[k].i);
+    w->giver[k] = -1;
+    w->giver_hold[k] = -1;
+    w->to[k] = -1;
+    if (w->t->h.version >= 2) {
+      if (r->why == GVL__TR_HANDED && r->arg && r->arg <= w->nb && r->arg - 1 != b)
+        w->giver[k] = (int32_t)(r->arg - 1);
+    } else if (!lost && w->acq_waited[k] && k > 0 && w->acq[k - 1].b != b) {
+      w->giver[k] = (int32_t)w->acq[k - 1].b;
+    }
+    /* A giver that holds in the trace before any acquisition of its own
+     * held the GVL when the trace started. */
+    int32_t a = w->giver[k];
+    if (a >= 0 && last[a] < 0 && !(w->t->h.flags & GVL_TRACE_RING) &&
+        whole_until(w, (uint32_t)a, w->acq[k].ns) && first_gvl_rec(w, (uint32_t)a) &&
+        first_gvl_rec(w, (uint32_t)a)->kind == GVL_EV_SUSPENDED)
+      w->early_b = a;
+    last[b] = (long)k;
+  }
+  for (uint32_t b = 0; b < w->nb; b++) {
+    early_span(w, b);
+    last[b] = -1;
+  }
+  for (size_t k = 0; k < w->nacq; k++) {
+    int32_t a = w->giver[k];
+    if (a >= 0 && whole_until(w, (uint32_t)a, w->acq[k].ns)) {
+      if (last[a] >= 0 && w->to[last[a]] < 0) {
+        w->giver_hold[k] = last[a];
+        w->to[last[a]] = (long)k;
+      } else if (last[a] < 0 && w->early_end[a] && w->early_to[a] < 0 &&
+                 rec_at(w, (uint32_t)a, 0)->ns <= w->acq[k].ns) {
+        w->giver_hold[k] = -2;
+        w->early_to[a] = (long)k;
+      }
+    }
+    last[w->acq[k].b] = (long)k;
+  }
+  free(last);
+  return 0;
 }
 
 static void on_gvl_rec(wr_t *w, uint32_t b, st_t *st, const rec_t *r,
@@ -651,6 +776,12 @@ static void wr_free(wr_t *w) {
   free(w->acq);
   free(w->acq_end);
   free(w->acq_waited);
+  free(w->giver);
+  free(w->giver_hold);
+  free(w->to);
+  free(w->early_to);
+  free(w->early_from);
+  free(w->early_end);
   free(w->tids);
 }
 
@@ -666,12 +797,11 @@ static int write_json(const trace_t *t, FILE *f) {
   w.pid_gvl = 1;
   w.pid_layers = 2;
   if (!(w.tids = malloc((w.nb + 1u) * sizeof *w.tids)) || collect_acq(&w) ||
-      index_acq(&w)) {
+      index_acq(&w) || (pick_early_holder(&w), link_handoffs(&w))) {
     rc = ENOMEM;
   } else {
     fputs("{\"traceEvents\":[\n", f);
     assign_tids(&w);
-    pick_early_holder(&w);
     write_meta(&w);
     for (uint32_t b = 0; b < w.nb; b++) write_thread(&w, b);
     write_tail(&w);

@@ -322,6 +322,13 @@ struct gvl_thread_s {
                                    SUSPENDED hook of a yield or safe point
                                    runs, else 0; t only (the tracer reads
                                    it on t's thread)                       */
+  uint64_t trace_from;          /* the tracer's number of the thread that
+                                   handed t the GVL, written by the
+                                   handoff (under g->mu, before granted)
+                                   only while g is traced; 0 otherwise:
+                                   cleared by t once its RESUMED is
+                                   reported, by a take-back of the grant
+                                   and by the fork child's grant           */
 
   /* Written by t itself (C_PREEMPT_REQS lives in preempt_reqs), except
    * C_BOOSTS_REFUSED, which gvl__enqueue_other may add for t. */
@@ -465,6 +472,7 @@ void gvl__backoff(int i);
 /* gvl_trace.c */
 void gvl__trace_event(gvl_t *g, gvl_thread_t *t, gvl_event_t ev, uint64_t now);
 void gvl__trace_env(gvl_t *g);     /* GVLOOP_TRACE at creation */
+uint64_t gvl__trace_self(void);    /* the calling thread's number (not 0) */
 void gvl__trace_fini(gvl_t *g);    /* flush and free at destroy */
 
 /* gvl_thread.c */

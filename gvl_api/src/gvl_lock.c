@@ -297,6 +297,10 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant,
     if (!pthread_equal(g->timer->tid, pthread_self())) timer = g->timer;
   }
   w->grant_ns = now;
+  /* A handoff is made by the thread that hands over: its number tells the
+   * tracer who gave w the GVL, exactly, when the file lost other events. */
+  if (atomic_load_explicit(&g->trace, memory_order_relaxed))
+    w->trace_from = gvl__trace_self();
   atomic_store_explicit(&w->granted, grant, memory_order_release);
   wake_later(wk, w);            /* the new owner first */
   if (timer) wake_later(wk, timer);
@@ -480,6 +484,7 @@ void gvl__after_acquire(gvl_thread_t *t, uint64_t wait_t0) {
   t->last_wait_ns = now - wait_t0;
   if (prio > 0) gvl__ctr_add(t, C_BOOSTS, 1);
   gvl__hook(t->g, t, GVL_EV_RESUMED);
+  t->trace_from = 0;     /* no later RESUMED may name this giver */
 }
 
 /* t took the GVL while it was free: start the hold.  t0 is its start, or
@@ -514,6 +519,7 @@ static bool try_take_back(gvl_t *g, gvl_thread_t *t, uint64_t t0) {
       !atomic_compare_exchange_strong_explicit(&w->granted, &exp, 0,
           memory_order_acq_rel, memory_order_relaxed))
     return false;                  /* the waiter keeps its grant */
+  w->trace_from = 0;               /* the grant it named is gone */
   bool ask = take_back(g, t, w, prio, &wk);
   gvl__mu_unlock(&g->mu);
   wakes_run(&wk);

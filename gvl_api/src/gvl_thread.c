@@ -520,6 +520,7 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
     owner = queued;
     mine = true;
     queued->grant_ns = gvl__now();
+    queued->trace_from = 0;      /* nobody handed it over */
     atomic_store_explicit(&queued->hold_prio, queued->qprio, memory_order_relaxed);
     atomic_store_explicit(&queued->granted, GVL__GRANTED, memory_order_relaxed);
     gvl__park_wake(&queued->park);

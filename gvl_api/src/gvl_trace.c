@@ -71,7 +71,9 @@ typedef struct {
   uint64_t ns;
   const void *p;      /* own handle; PREEMPT_REQ: the target; else name   */
   const char *cat;    /* category of the other layers' events             */
-  uint64_t arg;       /* instant argument, counter value                  */
+  uint64_t arg;       /* instant argument, counter value; RESUMED: the
+                         number (my_serial) of the thread that handed
+                         the GVL over, 0 if it was not handed over        */
   int16_t prio;       /* READY: queue prio; RESUMED: hold prio            */
   int16_t req;        /* the priority the caller asked for                */
   int16_t cpu;        /* CPU the thread ran on (GVL events), -1 unknown    */
@@ -228,6 +230,8 @@ static uint64_t my_serial(void) {
   if (!tl_serial) tl_serial = atomic_fetch_add(&next_serial, 1);
   return tl_serial;
 }
+
+uint64_t gvl__trace_self(void) { return my_serial(); }
 
 /* The name given by gvl_thread_set_name or gvl_trace_set_thread_name, else
  * the OS name.  A thread nobody named has the program's name (as the
@@ -402,6 +406,7 @@ static void fill_gvl_event(rec_t *r, gvl_thread_t *t, gvl_event_t ev) {
   case GVL_EV_RESUMED:
     r->prio = (int16_t)atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
     r->req = (int16_t)t->req_prio;
+    r->arg = t->trace_from;        /* the giver's number, 0: not handed */
     break;
   case GVL_EV_SUSPENDED:
     r->why = suspend_reason(t);
@@ -949,28 +954,58 @@ static void put(wr_t *w, const void *p, size_t n) {
   w->n += n;
 }
 
-static void put_rec(wr_t *f, const rec_t *r, strtab_t *st) {
+/* The threads of the file by their numbers (my_serial), sorted: a RESUMED
+ * record names the thread that handed the GVL over by its place in the
+ * file, which no other thread can have had in the run. */
+typedef struct {
+  uint64_t serial;
+  uint32_t idx;
+} who_t;
+
+typedef struct {
+  who_t *v;            /* NULL if it could not be had: givers unsaid */
+  uint32_t n;
+} whos_t;
+
+static int who_cmp(const void *a, const void *b) {
+  const who_t *x = a, *y = b;
+  return x->serial < y->serial ? -1 : x->serial > y->serial;
+}
+
+/* 1 + the place in the file of thread serial; 0 if it recorded nothing. */
+static uint64_t who_find(const whos_t *who, uint64_t serial) {
+  who_t key = {serial, 0};
+  const who_t *w = who->v ? bsearch(&key, who->v, who->n, sizeof key, who_cmp) : NULL;
+  return w ? w->idx + 1u : 0;
+}
+
+static void put_rec(wr_t *f, const rec_t *r, strtab_t *st, const whos_t *who) {
   gvl__tf_rec_t o;
   memset(&o, 0, sizeof o);
   o.ns = r->ns;
-  o.arg = r->arg;
   o.prio = r->prio;
   o.req = r->req;
   o.cpu = r->cpu;
   o.kind = r->kind;
   o.why = r->why;
   if (r->kind >= GVL__TK_BEGIN) {
+    o.arg = r->arg;
     o.name = str_id(st, r->p);
     o.cat = str_id(st, r->cat);
   } else {
     o.id = (uint64_t)(uintptr_t)r->p;
+    if (r->kind == GVL_EV_RESUMED && r->arg) {
+      o.why = GVL__TR_HANDED;
+      o.arg = who_find(who, r->arg);
+    }
   }
   put(f, &o, sizeof o);
 }
 
 /* One thread: its header, then its kept records, oldest first (in ring
  * mode the oldest is the slot after the newest). */
-static void put_thread(session_t *s, wr_t *w, tbuf_t *b, strtab_t *st) {
+static void put_thread(session_t *s, wr_t *w, tbuf_t *b, strtab_t *st,
+                       const whos_t *who) {
   gvl__tf_thread_t th;
   uint64_t n = atomic_load_explicit(&b->n, memory_order_relaxed);
   uint64_t kept = n < b->cap ? n : b->cap;
@@ -985,7 +1020,7 @@ static void put_thread(session_t *s, wr_t *w, tbuf_t *b, strtab_t *st) {
   th.name[sizeof th.name - 1] = '\0';
   put(w, &th, sizeof th);
   for (uint64_t i = 0; i < kept; i++)
-    put_rec(w, &b->ev[(first + i) % b->cap], st);
+    put_rec(w, &b->ev[(first + i) % b->cap], st, who);
 }
 
 /* Write the file of the run that just stopped.  Called with recording
@@ -1007,12 +1042,18 @@ static int write_trace(session_t *s, int fd) {
   h.t_end_ns = s->t_end;
   h.lost_nobuf = atomic_load(&s->lost_nobuf);
   h.flags = s->flags;
+  whos_t who = {malloc((s->nbufs ? s->nbufs : 1) * sizeof *who.v), 0};
   for (uint32_t i = 0; i < s->nbufs; i++)
-    h.nthreads += buf_recorded(s->bufs[i], run) && s->bufs[i]->ev;
+    if (buf_recorded(s->bufs[i], run) && s->bufs[i]->ev) {
+      if (who.v) who.v[who.n] = (who_t){s->bufs[i]->serial, h.nthreads};
+      who.n++;
+      h.nthreads++;
+    }
+  if (who.v) qsort(who.v, who.n, sizeof *who.v, who_cmp);
   put(&w, &h, sizeof h);
   for (uint32_t i = 0; i < s->nbufs; i++)
     if (buf_recorded(s->bufs[i], run) && s->bufs[i]->ev)
-      put_thread(s, &w, s->bufs[i], &st);
+      put_thread(s, &w, s->bufs[i], &st, &who);
   put(&w, &st.n, sizeof st.n);
   for (uint32_t i = 0; i < st.n; i++) {
     uint32_t len = (uint32_t)strlen(st.list[i]);
@@ -1021,6 +1062,7 @@ static int write_trace(session_t *s, int fd) {
   }
   if (w.buf) wr_flush(&w);
   free(w.buf);
+  free(who.v);
   free(st.slot);
   free(st.list);
   return w.err ? w.err : st.oom ? ENOMEM : 0;

@@ -27,6 +27,10 @@ Options add checks of a known scenario:
   --preempt A:B        a preempt request on A's track made by B
   --arg NAME@THREAD:K=V  an event NAME on THREAD whose args[K] is V
                        (compared as strings)
+  --from THREAD:K:A    the K-th hold of THREAD says it came from thread A
+                       (args.from); A "-": it does not say
+  --to THREAD:K:A      the same for args.handoff_to
+  --flows N            the number of handoff arrows == N
 Exit status 0 when every check passes; otherwise the failures are printed.
 """
 import argparse
@@ -167,6 +171,9 @@ def main():
     ap.add_argument("--handoff", action="append", default=[])
     ap.add_argument("--preempt", action="append", default=[])
     ap.add_argument("--arg", action="append", default=[])
+    ap.add_argument("--from", dest="from_", action="append", default=[])
+    ap.add_argument("--to", action="append", default=[])
+    ap.add_argument("--flows", type=int)
     a = ap.parse_intermixed_args()
     bad = 0
     for path in a.files:
@@ -224,6 +231,21 @@ def check_file(a, path):
         if not any(e.get("name") == "preempt request" and name_of(e["tid"]) == target
                    and name_of(e["args"].get("by")) == by for e in events):
             fail(f"no preempt request on {target} by {by}")
+
+    for key, specs in (("from", a.from_), ("handoff_to", a.to)):
+        for spec in specs:
+            thread, k, want = spec.split(":", 2)
+            mine = [h for h in holds if name_of(h["tid"]) == thread]
+            k = int(k)
+            if len(mine) < k:
+                fail(f"{thread} has {len(mine)} holds, wanted hold {k}")
+                continue
+            got = mine[k - 1]["args"].get(key)
+            got = "-" if got is None else name_of(got)
+            if got != want:
+                fail(f"{thread} hold {k} {key} {got!r}, expected {want!r}")
+    if a.flows is not None and len(starts) != a.flows:
+        fail(f"{len(starts)} handoff arrows, expected {a.flows}")
 
     for spec in a.arg:
         what, _, kv = spec.rpartition(":")

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_handoff.c -- who handed the GVL to whom, as the JSON says it
+ * (args from/handoff_to and the handoff arrows): right, or not said.
+ *  - held_start: A holds the GVL and B, then C, queue before the trace
+ *    starts; inside it A hands to B and B to C.  Both handoffs get their
+ *    arrows and from/handoff_to, though B's and C's waits began before.
+ *  - lost_giver: with max_threads 2, B records nothing; A hands to B and
+ *    B to C.  C's hold must not say it came from A (the recorded thread
+ *    that held before it), nor A's that it went to C: nothing is said.
+ * The order of the handoffs is the queue's (one priority, no aging, no
+ * interactivity): each waiter is known to be queued (its READY, seen by a
+ * hook) before the next one queues or the holder lets go.
+ */
+#include "ttrace.h"
+
+static gvl_t *g;
+static tgvl_log_t hook_log;
+static atomic_uint step;
+
+static void *take_once(void *name) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_trace_set_thread_name(name));
+  if (!strcmp(name, "C") && gvl_trace_active(g)) {
+    /* C records before B queues, so that it has a buffer and B none. */
+    CHECK_OK(gvl_trace_instant(g, "t", "first", 0));
+    atomic_store(&step, 1);
+    tgvl_wait_ge(&step, 2);
+  }
+  CHECK_OK(gvl_acquire(t));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static atomic_uint *readies(void) { return &hook_log.count[GVL_EV_READY]; }
+
+static gvl_thread_t *make_gvl(void) {
+  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, &hook_log);
+  tgvl_log_reset(&hook_log);
+  atomic_store(&step, 0);
+  CHECK((g = gvl_create(&c)) != NULL);
+  CHECK_OK(gvl_trace_set_thread_name("A"));
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  return me;
+}
+
+static void held_start(const ttrace_env_t *e) {
+  char path[512];
+  pthread_t b, c;
+  gvl_thread_t *me = make_gvl();
+  ttrace_path(e, "held_start", path, sizeof path);
+  CHECK_OK(gvl_acquire(me));
+  tgvl_spawn(&b, take_once, "B");
+  tgvl_wait_ge(readies(), 1);
+  tgvl_spawn(&c, take_once, "C");
+  tgvl_wait_ge(readies(), 2);
+  CHECK_OK(gvl_trace_start(g, path, NULL));
+  CHECK_OK(gvl_release(me));
+  tgvl_join(b);
+  tgvl_join(c);
+  CHECK_OK(gvl_trace_stop(g));
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+  TTRACE_CHECK(e, path, "--holders", "A,B,C", "--handoff", "A:B", "--handoff",
+               "B:C", "--flows", "2", "--from", "B:1:A", "--from", "C:1:B",
+               "--to", "A:1:B", "--to", "B:1:C", "--lost", "0");
+}
+
+static void lost_giver(const ttrace_env_t *e) {
+  char path[512];
+  pthread_t b, c;
+  gvl_trace_config_t two = {0, 2, 0};
+  gvl_thread_t *me = make_gvl();
+  ttrace_path(e, "lost_giver", path, sizeof path);
+  CHECK_OK(gvl_trace_start(g, path, &two));
+  CHECK_OK(gvl_acquire(me));             /* A records first */
+  tgvl_spawn(&c, take_once, "C");
+  tgvl_wait_ge(&step, 1);                /* then C */
+  tgvl_spawn(&b, take_once, "B");
+  tgvl_wait_ge(readies(), 1);            /* B queued, no buffer left */
+  atomic_store(&step, 2);
+  tgvl_wait_ge(readies(), 2);            /* C queued behind B */
+  CHECK_OK(gvl_release(me));
+  tgvl_join(b);
+  tgvl_join(c);
+  CHECK_OK(gvl_trace_stop(g));
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+  TTRACE_CHECK(e, path, "--holders", "A,C", "--flows", "0", "--from", "C:1:-",
+               "--to", "A:1:-");
+}
+
+int main(int argc, char **argv) {
+  ttrace_env_t e = ttrace_args(argc, argv);
+  tgvl_watchdog(120);
+  held_start(&e);
+  lost_giver(&e);
+  return 0;
+}
