@@ -73,7 +73,8 @@
  * thread id if it is only the program's name, except for the main thread).
  *
  * Cost.  Off (the default) the lock pays one plain load and a branch per
- * event it already reports to the hook, and gvl_check_ints() nothing at
+ * event it already reports to the hook and per handoff (on, a handoff
+ * tells the receiver who gave it the GVL), and gvl_check_ints() nothing at
  * all; the gvl_trace_begin/_end/_instant/_counter calls cost a call and a
  * load.  On, each event costs a clock read and a few stores into the
  * calling thread's own buffer (no lock shared between threads).
