@@ -10,6 +10,7 @@ case ${1:-} in
     echo "The demo itself: examples/responsive/README.md."
     exit 0 ;;
 esac
+examples/responsive/run_demo.sh build --check-args "$@"
 echo "[1/3] packages the demo needs (scripts/deps.sh demo)"
 scripts/deps.sh demo
 echo "[2/3] configuring build/"

@@ -674,10 +674,11 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
   return 0;
 }
 
-/* "a,b,c" -> "a b c", every name a known policy. */
+/* "a,b,c" -> "a b c", every name a known policy (no empty one). */
 static int parse_tour(const char *v, char *out, size_t outsz) {
   char tmp[256];
   if (strlen(v) >= sizeof tmp || strlen(v) >= outsz) return -1;
+  if (v[0] == ',' || strstr(v, ",,") || (v[0] && v[strlen(v) - 1] == ',')) return -1;
   strcpy(tmp, v);
   out[0] = '\0';
   for (char *save = NULL, *tok = strtok_r(tmp, ",", &save); tok;
@@ -775,7 +776,7 @@ static int start_bridge(app_t *a) {
   int rc = tkb_start(a->l, &tc, &a->tk);
   if (rc != 0) {
     fprintf(stderr, "responsive: cannot start Tk: %s%s\n", tkb_strerror(rc),
-                    rc == ENOTSUP ? " (no display? try examples/responsive/run_demo.sh)" : "");
+                    rc == ENOTSUP ? " (no display? examples/responsive/run_demo.sh BUILD_DIR --headless runs the demo on a virtual one)" : "");
     return 1;
   }
   if ((rc = make_host_cmds(a)) != 0) {

@@ -27,10 +27,11 @@ number() {
 [ $# -ge 1 ] || usage
 case $1 in -h|--help) usage ;; -*) usage "the first argument is the build directory, not $1" ;; esac
 build=$1; shift
-headless=0; out=""; phase=9000; threads=2
+headless=0; out=""; phase=9000; threads=2; check=0
 while [ $# -gt 0 ]; do
   case $1 in
     --headless) headless=1 ;;
+    --check-args) check=1 ;;   # scripts/demo.sh: refuse bad options before building
     --out) [ $# -ge 2 ] || usage "--out needs a directory"; out=$2; shift ;;
     --phase-ms) [ $# -ge 2 ] || usage "--phase-ms needs a value"
                 number --phase-ms "$2" 200 600000; phase=$2; shift ;;
@@ -40,6 +41,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+[ $check = 1 ] && exit 0
 bin=$build/examples/responsive/responsive
 if [ ! -x "$bin" ]; then
   echo "run_demo.sh: $bin not built (cmake --build $build)" >&2
