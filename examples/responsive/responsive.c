@@ -120,6 +120,7 @@ typedef struct {
   uint64_t frames, gap_max_ns; /* spinner frames and the longest gap */
   uint64_t work;        /* Mandelbrot iterations done under this policy */
   uint64_t run_ns;      /* time the workers ran under this policy */
+  int threads_lo, threads_hi; /* interpreter threads while events came */
 } polstat_t;
 
 static void stat_add(polstat_t *s, uint64_t ns) {
@@ -475,7 +476,11 @@ static int probe_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
   }
   uint64_t ns = gvl_now_ns() - t0;
   polstat_t *s = &a->st[a->pol];
-  if (!a->frozen) stat_add(s, ns);
+  if (!a->frozen) {
+    stat_add(s, ns);
+    if (s->threads_hi == 0 || a->nthreads < s->threads_lo) s->threads_lo = a->nthreads;
+    if (a->nthreads > s->threads_hi) s->threads_hi = a->nthreads;
+  }
   if (!a->frozen && strcmp(argv[1], "click") == 0) {
     s->clicks++;
     if (ns > s->click_max_ns) s->click_max_ns = ns;
@@ -622,11 +627,10 @@ static int make_host_cmds(app_t *a) {
 /* ---- output -------------------------------------------------------------- */
 
 static void print_stats(app_t *a) {
-  printf("\ndispatch latency: Tcl event -> host code running, while %d interpreter "
-         "thread(s) compute\n",
-         a->nthreads);
-  printf("%-16s %7s %10s %10s %10s %11s %8s\n", "policy", "events", "p50", "p99",
-         "max", "UI stall", "Mit/s");
+  printf("\ndispatch latency: Tcl event -> host code running, while interpreter "
+         "threads compute\n");
+  printf("%-16s %7s %7s %10s %10s %10s %11s %8s\n", "policy", "threads", "events", "p50",
+         "p99", "max", "UI stall", "Mit/s");
   for (int p = 0; p < NPOL; p++) {
     const polstat_t *s = &a->st[p];
     if (s->n == 0) continue;
@@ -634,8 +638,11 @@ static void print_stats(app_t *a) {
     summarise(s, &m);
     double stall = s->gap_max_ns > 20000000u ? (double)(s->gap_max_ns - 20000000u) / 1e6 : 0;
     double rate = s->run_ns ? (double)s->work * 1e3 / (double)s->run_ns : 0;
-    printf("%-16s %7zu %8.1fus %8.1fus %8.1fus %9.1fms %8.1f\n", policies[p].key, m.n,
-           m.p50_us, m.p99_us, m.max_us, stall, rate);
+    char th[16];
+    if (s->threads_lo == s->threads_hi) snprintf(th, sizeof th, "%d", s->threads_lo);
+    else snprintf(th, sizeof th, "%d-%d", s->threads_lo, s->threads_hi);
+    printf("%-16s %7s %7zu %8.1fus %8.1fus %8.1fus %9.1fms %8.1f\n", policies[p].key, th,
+           m.n, m.p50_us, m.p99_us, m.max_us, stall, rate);
   }
   for (int p = 0; p < NPOL; p++) {
     const polstat_t *s = &a->st[p];
