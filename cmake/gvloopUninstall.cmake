@@ -34,11 +34,27 @@ if(DEFINED ENV{DESTDIR} AND NOT "$ENV{DESTDIR}" STREQUAL "${given}"
    AND NOT "$ENV{DESTDIR}" STREQUAL "${destdir}")
   message(FATAL_ERROR "the last install used DESTDIR='${given}', not '$ENV{DESTDIR}'")
 endif()
-file(STRINGS "${MANIFEST}" files)
+# One list element per line.  A path with "[" or "]" (or ";") would join
+# or split elements of a CMake list, so they travel encoded and each path
+# is decoded where it is used.
+function(gvloop_decode var)
+  string(REPLACE "<gvloop:lb>" "[" v "${${var}}")
+  string(REPLACE "<gvloop:rb>" "]" v "${v}")
+  string(REPLACE "<gvloop:sc>" ";" v "${v}")
+  set(${var} "${v}" PARENT_SCOPE)
+endfunction()
+file(READ "${MANIFEST}" text)
+string(REPLACE "[" "<gvloop:lb>" text "${text}")
+string(REPLACE "]" "<gvloop:rb>" text "${text}")
+string(REPLACE ";" "<gvloop:sc>" text "${text}")
+string(REGEX REPLACE "\n+$" "" text "${text}")
+string(REPLACE "\n" ";" files "${text}")
 set(dirs "")
 set(libs OFF)
 set(missing 0)
-foreach(rel IN LISTS files)
+foreach(enc IN LISTS files)
+  set(rel "${enc}")
+  gvloop_decode(rel)
   set(f "${destdir}${rel}")
   if(EXISTS "${f}" OR IS_SYMLINK "${f}")
     message(STATUS "Removing: ${f}")
@@ -52,9 +68,12 @@ foreach(rel IN LISTS files)
   # gvloop's own folders: the file's folder or the one above it, when one
   # of the two is named after gvloop or one of its packages (cmake/gvloop,
   # tcltk/gvloop0.2.0, doc/libgvl0.2, ocaml/.../gvloop/threads), and is
-  # below the prefix: a prefix such as /opt/gvloop is the user's.
+  # not the prefix or a folder above it: a prefix such as /opt/gvloop is
+  # the user's.
   get_filename_component(d1 "${rel}" DIRECTORY)
   get_filename_component(d2 "${d1}" DIRECTORY)
+  get_filename_component(e1 "${enc}" DIRECTORY)   # the same, encoded
+  get_filename_component(e2 "${e1}" DIRECTORY)
   foreach(i 1 2)
     get_filename_component(b "${d${i}}" NAME)
     string(FIND "${prefix}/" "${d${i}}/" at)   # 0: the prefix or above it
@@ -64,9 +83,9 @@ foreach(rel IN LISTS files)
     endif()
   endforeach()
   if(ours2)
-    list(APPEND dirs "${destdir}${d1}" "${destdir}${d2}")
+    list(APPEND dirs "${e1}" "${e2}")
   elseif(ours1)
-    list(APPEND dirs "${destdir}${d1}")
+    list(APPEND dirs "${e1}")
   endif()
 endforeach()
 list(LENGTH files total)
@@ -77,6 +96,8 @@ endif()
 list(REMOVE_DUPLICATES dirs)
 list(SORT dirs ORDER DESCENDING)   # deepest first
 foreach(d IN LISTS dirs)
+  gvloop_decode(d)
+  set(d "${destdir}${d}")
   if(IS_DIRECTORY "${d}" AND NOT IS_SYMLINK "${d}")
     execute_process(COMMAND rmdir -- "${d}" RESULT_VARIABLE rc ERROR_QUIET)
     if(rc EQUAL 0)

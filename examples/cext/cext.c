@@ -59,6 +59,7 @@ typedef struct {
   atomic_uint failures;
   unsigned long skipped;  /* sensor ticks skipped, once it has stopped */
   int realtime;           /* ask for a SCHED_FIFO sensor thread */
+  int started;            /* the sensor started */
   int got_realtime;       /* and got it */
 } ext_t;
 
@@ -155,7 +156,10 @@ static double run_phase(gvl_t *g, int n, unsigned steps, double secs, ext_t *e,
   sensor_t *s = NULL;
   if (e != NULL && (s = sensor_start(rate_hz, e->realtime, on_reading, e)) == NULL)
     fprintf(stderr, "cext: sensor_start: %s\n", strerror(errno));
-  if (e != NULL) e->got_realtime = sensor_realtime(s);
+  if (e != NULL) {
+    e->started = s != NULL;
+    e->got_realtime = sensor_realtime(s);
+  }
   uint64_t t0 = gvl_now_ns();
   struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
   while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
@@ -197,7 +201,8 @@ static void report(const char *name, ext_t *e, double rate, double solo) {
   printf("%-7s %6s        (OS wake-up lateness of the sensor thread: p50 %.1f us, p99 %.1f us)\n",
          "", "", w50, w99);
   printf("%-7s %6s        sensor thread: %s\n", "", "",
-         e->got_realtime ? "SCHED_FIFO"
+         !e->started     ? "none (it did not start)"
+         : e->got_realtime ? "SCHED_FIFO"
          : e->realtime   ? "ordinary (SCHED_FIFO not permitted here)"
                          : "ordinary (--no-realtime)");
   if (e->skipped)
@@ -279,7 +284,15 @@ int main(int argc, char **argv) {
       return bad == 2 ? 0 : 2;
     }
   }
-  gvl_t *g = gvl_create(NULL);
+  /* GVL_F_LEND: a SCHED_FIFO sensor thread that wakes on the holder's CPU
+   * spins there for the GVL (its sched_yield gives the CPU to no ordinary
+   * thread), so it lends the holder its real-time priority to reach its
+   * safe point; a booster on another CPU is served within the spin and
+   * lends nothing. */
+  gvl_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.flags = GVL_F_LEND;
+  gvl_t *g = gvl_create(&cfg);
   if (g == NULL) {
     fprintf(stderr, "cext: gvl_create: %s\n", strerror(errno));
     return 1;

@@ -8,9 +8,9 @@
  *
  * Guarantees, all documented in ARCHITECTURE.md:
  *  - Uncontended acquire/release is one compare-and-swap each on a lock word
- *    (the release of a boosted hold, or of a hold that is timed for the
- *    interactivity rule or watched by a hook or a trace, takes the GVL's
- *    internal mutex instead).
+ *    (the release of a boosted hold, an interactive promotion included,
+ *    takes the GVL's internal mutex instead; a hold watched by a hook or a
+ *    trace, or timed, pays the hook's call or a clock read before its CAS).
  *  - Fair: when the holder releases or yields while someone waits, ownership
  *    is handed straight to the best waiter (highest effective priority, then
  *    first come).  The releaser cannot barge back in; the two exceptions,

@@ -54,9 +54,10 @@
  *                             (also to or from a thread that was queued
  *                             or holding when the trace started)
  * from/handoff_to, the wake-up and the arrow name the thread that handed
- * the GVL over, as it recorded it; where events were lost they are left
- * out rather than guessed: from (and the wake-up) when the giver recorded
- * nothing (past max_threads), handoff_to and the arrow when the giver's
+ * the GVL over, as it recorded it; where that is not known they are left
+ * out rather than guessed: from when the giver recorded nothing (past
+ * max_threads) or the handoff came before the trace started (or as it
+ * started); handoff_to, the wake-up and the arrow also when the giver's
  * records between that hold and the handoff were dropped or overwritten.
  * and, from other layers (evloop, tkbridge, the host), spans, instants and
  * counters given to gvl_trace_begin()/_end()/_span()/_instant()/_counter().

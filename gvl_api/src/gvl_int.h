@@ -325,10 +325,12 @@ struct gvl_thread_s {
   uint64_t trace_from;          /* the tracer's number of the thread that
                                    handed t the GVL, written by the
                                    handoff (under g->mu, before granted)
-                                   only while g is traced; 0 otherwise:
+                                   only while g is traced, else left 0;
                                    cleared by t once its RESUMED is
-                                   reported, by a take-back of the grant
-                                   and by the fork child's grant           */
+                                   reported (a trace stopped in between
+                                   leaves it for that RESUMED only), by a
+                                   take-back of the grant and by the fork
+                                   child's grant                           */
 
   /* Written by t itself (C_PREEMPT_REQS lives in preempt_reqs), except
    * C_BOOSTS_REFUSED, which gvl__enqueue_other may add for t. */

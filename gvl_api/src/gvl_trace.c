@@ -7,10 +7,11 @@
  * Recording.  Each OS thread records into its own buffer (tbuf_t), found
  * through a small thread-local cache keyed by the run number of the trace,
  * so the hot path takes no lock shared with other threads.  A record is
- * raw: timestamp, kind, handle, priorities.  All interpretation (which
- * state a thread is in, who handed the GVL to whom) and the JSON are
- * gvl-trace's (tools/gvl_trace_json.c), which reads the file afterwards in
- * its own process.
+ * raw: timestamp, kind, handle, priorities, and for a RESUMED the
+ * tracer's number of the thread that handed the GVL over (the handoff
+ * writes it).  All interpretation (which state a thread is in, which hold
+ * an arrow leaves) and the JSON are gvl-trace's (tools/gvl_trace_json.c),
+ * which reads the file afterwards in its own process.
  *
  * Lifetime.  A GVL's trace state (session_t) lives until gvl_destroy(), and
  * its buffer headers too, so a thread that loaded g->trace just before a
@@ -751,7 +752,9 @@ static bool insert_number(char *out, size_t size, uint64_t n) {
  * without its process id in their names, the two would write one file. */
 static pid_t loaded_pid;
 __attribute__((constructor)) static void note_loaded_pid(void) {
-  loaded_pid = getpid();
+  /* With libgvl.a, a program's own constructor may create a GVL first:
+   * env_path noted the pid then. */
+  if (!loaded_pid) loaded_pid = getpid();
 }
 
 /* Expand %p and %g; without %g, GVLs after the first get ".<n>" inserted
@@ -777,6 +780,7 @@ static bool env_path(char *out, size_t size, const char *tmpl, uint64_t id,
   out[o] = '\0';
   if (*p) return false;
   if (!has_g && nth && !insert_number(out, size, id)) return false;
+  if (!loaded_pid) loaded_pid = getpid();   /* before the constructor ran */
   if (!has_p && getpid() != loaded_pid &&
       !insert_number(out, size, (uint64_t)getpid()))
     return false;

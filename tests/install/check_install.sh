@@ -132,11 +132,13 @@ fi
 echo "ok   uninstall removed every file it installed and gvloop's own folders, and no other"
 # A relative DESTDIR is taken against the directory the install ran in, as
 # the install takes it, and a prefix named after gvloop is the user's: its
-# own folders that were there before stay (empty or not).
-mkdir -p "$tmp/cwd/rel/opt/gvloop/include" "$tmp/cwd/rel/opt/gvloop/bin"
-echo theirs >"$tmp/cwd/rel/opt/gvloop/bin/theirs"
-(cd "$tmp/cwd" && DESTDIR=rel cmake --install "$build" --prefix /opt/gvloop >/dev/null)
-[ -f "$tmp/cwd/rel/opt/gvloop/include/gvl.h" ] || { echo "FAIL no install under the relative DESTDIR" >&2; exit 1; }
+# own folders that were there before stay (empty or not).  The prefix has
+# characters CMake lists and regular expressions treat specially.
+p="/opt/gvloop [x+"
+mkdir -p "$tmp/cwd/rel$p/include" "$tmp/cwd/rel$p/bin"
+echo theirs >"$tmp/cwd/rel$p/bin/theirs"
+(cd "$tmp/cwd" && DESTDIR=rel cmake --install "$build" --prefix "$p" >/dev/null)
+[ -f "$tmp/cwd/rel$p/include/gvl.h" ] || { echo "FAIL no install under the relative DESTDIR" >&2; exit 1; }
 (cd "$tmp/cwd" && DESTDIR=rel cmake --build "$build" --target uninstall >"$tmp/un.log" 2>&1)
 left=$(find "$tmp/cwd/rel" ! -type d ! -name theirs | head -5)
 if [ -n "$left" ]; then
@@ -144,13 +146,13 @@ if [ -n "$left" ]; then
   exit 1
 fi
 for d in include bin; do
-  if [ ! -d "$tmp/cwd/rel/opt/gvloop/$d" ]; then
-    echo "FAIL uninstall removed the folder opt/gvloop/$d, which was there before" >&2
+  if [ ! -d "$tmp/cwd/rel$p/$d" ]; then
+    echo "FAIL uninstall removed the folder $p/$d, which was there before" >&2
     exit 1
   fi
 done
 if grep -q "were not found" "$tmp/un.log"; then cat "$tmp/un.log"; echo "FAIL a warning for files that were there" >&2; exit 1; fi
 env -u DESTDIR cmake --build "$build" --target uninstall >"$tmp/un.log" 2>&1
 grep -q "were not found" "$tmp/un.log" || { cat "$tmp/un.log"; echo "FAIL no word on files not found" >&2; exit 1; }
-echo "ok   uninstall of a relative DESTDIR install at the prefix /opt/gvloop removed its files and kept the folders that were there"
+echo "ok   uninstall of a relative DESTDIR install at the prefix $p removed its files and kept the folders that were there"
 echo "prefix ok"

@@ -293,6 +293,47 @@ static pid_t run_exit_child(const char *path) {
   return pid;
 }
 
+/* A GVL made from GVLOOP_TRACE in a constructor that runs before
+ * libgvl's own (priority 101; with libgvl.a they are one program's): its
+ * file is the path as given, with no process id inserted as for a forked
+ * child.  Run in a child (--ctor-child, TTRACE_CTOR=path), so that this
+ * process's GVLs keep their numbers. */
+static int ctor_made;
+__attribute__((constructor(101))) static void ctor_trace(void) {
+  const char *path = getenv("TTRACE_CTOR");
+  if (path == NULL || setenv("GVLOOP_TRACE", path, 1) != 0) return;
+  gvl_t *g = gvl_create(NULL);
+  gvl_thread_t *t = g ? gvl_thread_attach(g, 0) : NULL;
+  ctor_made = t && !gvl_acquire(t) && !gvl_release(t) && !gvl_thread_detach(t) &&
+              !gvl_destroy(g);
+}
+
+static void from_env_ctor(const ttrace_env_t *e) {
+  char path[512], pattern[600], env[600];
+  glob_t gl;
+  int st;
+  pid_t pid;
+  ttrace_path(e, "ctor", path, sizeof path);
+  snprintf(pattern, sizeof pattern, "%s/ctor*.gvlt", e->dir);
+  if (glob(pattern, 0, NULL, &gl) == 0) {
+    for (size_t i = 0; i < gl.gl_pathc; i++) (void)unlink(gl.gl_pathv[i]);
+    globfree(&gl);
+  }
+  snprintf(env, sizeof env, "TTRACE_CTOR=%s", path);
+  char *const argv[] = {(char *)self_path, "--ctor-child", NULL};
+  char *const envp[] = {env, NULL};
+  CHECK_OK(posix_spawn(&pid, self_path, NULL, NULL, argv, envp));
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  CHECK(WIFEXITED(st));
+  CHECK_EQ(WEXITSTATUS(st), 0);
+  CHECK_OK(glob(pattern, 0, NULL, &gl));
+  CHECK_EQ(gl.gl_pathc, 1);           /* ctor.gvlt, no ctor.<pid>.gvlt */
+  CHECK(strcmp(gl.gl_pathv[0], path) == 0);
+  globfree(&gl);
+  TTRACE_CHECK(e, path, "--holds", "1");
+  CHECK_OK(unlink(path));
+}
+
 static void busy_file(const ttrace_env_t *e) {
   char path[512], alt[600];
   ttrace_path(e, "busy", path, sizeof path);
@@ -670,6 +711,7 @@ static void tool_counts(const ttrace_env_t *e) {
 
 int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "--exit-child")) return exit_child();
+  if (argc == 2 && !strcmp(argv[1], "--ctor-child")) return ctor_made ? 0 : 1;
   ttrace_env_t e = ttrace_args(argc, argv);
   self_path = argv[0];
   tgvl_watchdog(240);  /* includes the checker runs (python3 start-up on a loaded box) */
@@ -685,6 +727,7 @@ int main(int argc, char **argv) {
   from_env_forked(&e);
   env_errno(&e);
   busy_file(&e);
+  from_env_ctor(&e);
   fifo_gone(&e);
   forked(&e);
   exit_writes(&e);
