@@ -38,7 +38,7 @@ TCL
   spid=$!
   if [ "$mode" = kill ]; then
     i=0
-    while ! grep -q ready "$dir/out" && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+    while ! grep -qs ready "$dir/out" && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
     kill $xpid; wait $xpid 2>/dev/null
   fi
   i=0
