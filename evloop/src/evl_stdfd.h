@@ -23,12 +23,13 @@
 #define EVL__FD_LOW_MAX 64
 /* Descriptors a loop's start needs (libuv 1.44, Linux): an evloop loop 5
  * (libuv's epoll descriptor, its per-loop signal pipe, its async eventfd,
- * the loop's own wake-up), a notifier's loop 4 (no wake-up of its own),
+ * the loop's own wake-up), a notifier's loop 5 (the same: its wake-up is
+ * the alert's eventfd, tkb_notifier_uv.c),
  * and the first loop of the process 2 more: libuv's process-wide signal
  * pipe, which it abort()s without.  (Later libuv versions also open
  * io_uring descriptors, whose failure they survive.) */
 #define EVL__FD_NEED_EVL 5
-#define EVL__FD_NEED_NTF 4
+#define EVL__FD_NEED_NTF 5
 #define EVL__FD_FIRST_EXTRA 2
 #define EVL__FD_NEED_MAX (EVL__FD_NEED_EVL + EVL__FD_FIRST_EXTRA)
 

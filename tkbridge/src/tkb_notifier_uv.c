@@ -66,6 +66,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -115,7 +116,9 @@ struct ntf_s {
   evl_t *evl;             /* bound evloop; NULL: standalone              */
   uv_loop_t *loop;        /* evl_uv_loop(evl) or &own                    */
   uv_loop_t own;          /* standalone only                             */
-  uv_async_t *own_async;  /* standalone only: Tcl_AlertNotifier target   */
+  int wake_fd;            /* standalone only: an eventfd Tcl_AlertNotifier
+                             writes; -1: none                           */
+  uv_poll_t *wake_poll;   /* standalone only: the loop's watch of it     */
   uv_timer_t *wait_tm;    /* bounds a standalone wait (standalone_wait)  */
   uv_timer_t *set_tm;     /* Tcl_SetTimer                                */
   fh_t *handlers;         /* file handlers, newest first (as Tcl's)      */
@@ -520,8 +523,13 @@ static void ntf_alert(ClientData cd) {
   int saved = errno;            /* any thread's, in any state */
   atomic_store(&n->alerted, 1);
   atomic_fetch_add(&n->alerts_a, 1);
-  if (n->evl) evl_wakeup(n->evl);
-  else uv_async_send(n->own_async);
+  if (n->evl) {
+    evl_wakeup(n->evl);
+  } else {
+    uint64_t one = 1;   /* at the eventfd's maximum it says so already */
+    while (write(n->wake_fd, &one, sizeof one) < 0 && errno == EINTR) {
+    }
+  }
   errno = saved;
 }
 
@@ -539,8 +547,14 @@ static void wait_tm_cb(uv_timer_t *t) {
   uv_stop(t->loop);
 }
 
-static void own_async_cb(uv_async_t *a) {
-  (void)a;
+/* The alert's eventfd is readable: empty it (the wait this ends looks at
+ * what the alert was for). */
+static void wake_cb(uv_poll_t *p, int status, int events) {
+  (void)status;
+  (void)events;
+  uint64_t v;
+  while (read(((ntf_t *)p->data)->wake_fd, &v, sizeof v) < 0 && errno == EINTR) {
+  }
 }
 
 /* Standalone wait: one uv_run pass bounded by a timer. */
@@ -615,12 +629,24 @@ static void ntf_atfork_child(void) {
   ntf_t *n = tls_ntf;
   atomic_fetch_add_explicit(&fork_gen, 1, memory_order_relaxed);
   if (n == NULL || n->evl != NULL) return;
+  /* The alert's eventfd too, before the loop's fork re-adds its number to
+   * the new epoll (after, the old one, still the parent's, would stay). */
+  int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd >= 0) {
+    (void)dup3(fd, n->wake_fd, O_CLOEXEC);
+    close(fd);
+  }
   (void)uv_loop_fork(n->loop);
 }
 
 /* libuv's own descriptors must not take a free low number: the free ones
- * are held while the loop and its async are created (evl_stdfd.h).
- * Returns 0 or an errno value. */
+ * are held while the loop and the alert's eventfd are created
+ * (evl_stdfd.h).  The alert is not libuv's uv_async_t: its send marks the
+ * handle busy, writes, then marks it sent, and the woken loop spins (with
+ * sched_yield) while a send is between the two marks; on one CPU a
+ * Thread-package thread woken so spun at every message from another,
+ * whose send could not finish until it gave up the CPU (as evloop's
+ * wake-up, evl_wake.c).  Returns 0 or an errno value. */
 static int standalone_init(ntf_t *n) {
   evl__fd_hold_t held;
   int rc;
@@ -628,14 +654,20 @@ static int standalone_init(ntf_t *n) {
   if ((rc = -uv_loop_init(&n->own)) != 0) goto out;
   evl__std_loop_made();
   n->loop = &n->own;
-  n->own_async = calloc(1, sizeof(uv_async_t));
-  if (n->own_async == NULL) {
+  n->wake_poll = calloc(1, sizeof(uv_poll_t));
+  if (n->wake_poll == NULL) {
     rc = ENOMEM;
     goto out;
   }
-  /* The async stays referenced: it keeps a blocking uv_run(ONCE) waiting
+  if ((n->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+    rc = errno;
+    goto out;
+  }
+  /* The watch stays referenced: it keeps a blocking uv_run(ONCE) waiting
    * when no descriptor is watched, instead of returning at once. */
-  rc = -uv_async_init(n->loop, n->own_async, own_async_cb);
+  if ((rc = -uv_poll_init(n->loop, n->wake_poll, n->wake_fd)) != 0) goto out;
+  n->wake_poll->data = n;
+  rc = -uv_poll_start(n->wake_poll, UV_READABLE, wake_cb);
 out:
   evl__std_release(&held);
   return rc;
@@ -652,6 +684,7 @@ static ClientData ntf_init(void) {
   n->magic = NTF_MAGIC;
   n->service_mode = TCL_SERVICE_NONE;
   n->efd = -1;
+  n->wake_fd = -1;
   n->evl = tls_bind;
   if (n->evl) {
     n->loop = evl_uv_loop(n->evl);
@@ -683,9 +716,10 @@ static void ntf_finalize(ClientData cd) {
   close_handle((uv_handle_t *)n->set_tm);
   close_handle((uv_handle_t *)n->wait_tm);
   if (n->evl == NULL) {
-    close_handle((uv_handle_t *)n->own_async);
+    close_handle((uv_handle_t *)n->wake_poll);
     uv_run(n->loop, UV_RUN_DEFAULT);
     uv_loop_close(n->loop);
+    close(n->wake_fd);
   }
   if (tls_ntf == n) tls_ntf = NULL;
   /* The binding lasts as long as the thread's Tcl: a later Tcl on this

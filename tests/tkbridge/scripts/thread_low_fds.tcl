@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: MIT
-# A thread started with only four descriptors free: its notifier's loop
-# needs four (libuv's process-wide pipe exists already), so the thread
+# A thread started with only five descriptors free: its notifier's loop
+# needs five (libuv's process-wide pipe exists already), so the thread
 # starts and answers; once descriptors are free, everything goes on.
 package require Thread
 set fs {}
 while {![catch {open /dev/null} f]} { lappend fs $f }
-for {set i 0} {$i < 4} {incr i} {
+for {set i 0} {$i < 5} {incr i} {
   close [lindex $fs end]
   set fs [lrange $fs 0 end-1]
 }
