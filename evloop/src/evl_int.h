@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "evloop.h"
+#include "evl_wake.h"
 
 /* What a registration is. */
 enum {
@@ -40,10 +41,6 @@ enum {
 
 typedef struct evl__item evl__item_t;
 
-/* The loop's wake-up (evl_wake.c): rfd == wfd for an eventfd. */
-typedef struct {
-  int rfd, wfd;
-} evl__wake_t;
 
 /* One registration.  Freed by the loop thread once its last call has been
  * made, its handle is closed and no call of it is on the stack (refs). */
@@ -239,12 +236,6 @@ int evl__sig_add(evl__item_t *it);
 void evl__sig_remove(evl__item_t *it);
 evl__item_t *evl__sig_next(evl_t *l, int *pos);
 
-/* evl_wake.c: the loop's wake-up */
-int evl__wake_open(evl__wake_t *w);
-void evl__wake_send(const evl__wake_t *w);
-void evl__wake_drain(const evl__wake_t *w);
-int evl__wake_fork(evl__wake_t *w);
-void evl__wake_close(evl__wake_t *w);
 
 /* evl_dispatch.c */
 int evl__dispatch(evl_t *l);

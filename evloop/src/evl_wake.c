@@ -19,7 +19,7 @@
 #include <sys/eventfd.h>
 #endif
 
-#include "evl_int.h"
+#include "evl_wake.h"
 
 int evl__wake_open(evl__wake_t *w) {
 #ifdef __linux__

@@ -66,7 +66,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -78,6 +77,7 @@
 
 #include "tkb_notifier.h"
 #include "evl_stdfd.h"
+#include "evl_wake.h"
 
 typedef struct ntf_s ntf_t;
 
@@ -116,8 +116,8 @@ struct ntf_s {
   evl_t *evl;             /* bound evloop; NULL: standalone              */
   uv_loop_t *loop;        /* evl_uv_loop(evl) or &own                    */
   uv_loop_t own;          /* standalone only                             */
-  int wake_fd;            /* standalone only: an eventfd Tcl_AlertNotifier
-                             writes; -1: none                           */
+  evl__wake_t wake;       /* standalone only: what Tcl_AlertNotifier
+                             sends (evl_wake.h); -1s: none              */
   uv_poll_t *wake_poll;   /* standalone only: the loop's watch of it     */
   uv_timer_t *wait_tm;    /* bounds a standalone wait (standalone_wait)  */
   uv_timer_t *set_tm;     /* Tcl_SetTimer                                */
@@ -523,13 +523,8 @@ static void ntf_alert(ClientData cd) {
   int saved = errno;            /* any thread's, in any state */
   atomic_store(&n->alerted, 1);
   atomic_fetch_add(&n->alerts_a, 1);
-  if (n->evl) {
-    evl_wakeup(n->evl);
-  } else {
-    uint64_t one = 1;   /* at the eventfd's maximum it says so already */
-    while (write(n->wake_fd, &one, sizeof one) < 0 && errno == EINTR) {
-    }
-  }
+  if (n->evl) evl_wakeup(n->evl);
+  else evl__wake_send(&n->wake);
   errno = saved;
 }
 
@@ -547,14 +542,12 @@ static void wait_tm_cb(uv_timer_t *t) {
   uv_stop(t->loop);
 }
 
-/* The alert's eventfd is readable: empty it (the wait this ends looks at
+/* The alert's wake-up is readable: empty it (the wait this ends looks at
  * what the alert was for). */
 static void wake_cb(uv_poll_t *p, int status, int events) {
   (void)status;
   (void)events;
-  uint64_t v;
-  while (read(((ntf_t *)p->data)->wake_fd, &v, sizeof v) < 0 && errno == EINTR) {
-  }
+  evl__wake_drain(&((ntf_t *)p->data)->wake);
 }
 
 /* Standalone wait: one uv_run pass bounded by a timer. */
@@ -629,24 +622,20 @@ static void ntf_atfork_child(void) {
   ntf_t *n = tls_ntf;
   atomic_fetch_add_explicit(&fork_gen, 1, memory_order_relaxed);
   if (n == NULL || n->evl != NULL) return;
-  /* The alert's eventfd too, before the loop's fork re-adds its number to
+  /* The alert's wake-up too, before the loop's fork re-adds its number to
    * the new epoll (after, the old one, still the parent's, would stay). */
-  int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (fd >= 0) {
-    (void)dup3(fd, n->wake_fd, O_CLOEXEC);
-    close(fd);
-  }
+  (void)evl__wake_fork(&n->wake);
   (void)uv_loop_fork(n->loop);
 }
 
 /* libuv's own descriptors must not take a free low number: the free ones
- * are held while the loop and the alert's eventfd are created
+ * are held while the loop and the alert's wake-up are created
  * (evl_stdfd.h).  The alert is not libuv's uv_async_t: its send marks the
  * handle busy, writes, then marks it sent, and the woken loop spins (with
  * sched_yield) while a send is between the two marks; on one CPU a
  * Thread-package thread woken so spun at every message from another,
- * whose send could not finish until it gave up the CPU (as evloop's
- * wake-up, evl_wake.c).  Returns 0 or an errno value. */
+ * whose send could not finish until it gave up the CPU: it is evloop's
+ * wake-up (evl_wake.h).  Returns 0 or an errno value. */
 static int standalone_init(ntf_t *n) {
   evl__fd_hold_t held;
   int rc;
@@ -659,13 +648,10 @@ static int standalone_init(ntf_t *n) {
     rc = ENOMEM;
     goto out;
   }
-  if ((n->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
-    rc = errno;
-    goto out;
-  }
+  if ((rc = evl__wake_open(&n->wake)) != 0) goto out;
   /* The watch stays referenced: it keeps a blocking uv_run(ONCE) waiting
    * when no descriptor is watched, instead of returning at once. */
-  if ((rc = -uv_poll_init(n->loop, n->wake_poll, n->wake_fd)) != 0) goto out;
+  if ((rc = -uv_poll_init(n->loop, n->wake_poll, n->wake.rfd)) != 0) goto out;
   n->wake_poll->data = n;
   rc = -uv_poll_start(n->wake_poll, UV_READABLE, wake_cb);
 out:
@@ -684,7 +670,7 @@ static ClientData ntf_init(void) {
   n->magic = NTF_MAGIC;
   n->service_mode = TCL_SERVICE_NONE;
   n->efd = -1;
-  n->wake_fd = -1;
+  n->wake = (evl__wake_t){-1, -1};
   n->evl = tls_bind;
   if (n->evl) {
     n->loop = evl_uv_loop(n->evl);
@@ -719,7 +705,7 @@ static void ntf_finalize(ClientData cd) {
     close_handle((uv_handle_t *)n->wake_poll);
     uv_run(n->loop, UV_RUN_DEFAULT);
     uv_loop_close(n->loop);
-    close(n->wake_fd);
+    evl__wake_close(&n->wake);
   }
   if (tls_ntf == n) tls_ntf = NULL;
   /* The binding lasts as long as the thread's Tcl: a later Tcl on this
