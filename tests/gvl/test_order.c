@@ -114,28 +114,6 @@ static void scenario(const char *name, int n, const int *prios,
 
 /* ---- first come, also after a boost ---------------------------------------- */
 
-static void *fb_equal(void *arg) {    /* B: an equal of the holder */
-  (void)arg;
-  gvl_thread_t *t = gvl_thread_attach(g, 0);
-  CHECK(t != NULL);
-  CHECK_OK(gvl_acquire(t));
-  order[norder++] = 1;
-  CHECK_OK(gvl_release(t));
-  CHECK_OK(gvl_thread_detach(t));
-  return NULL;
-}
-
-static void *fb_booster(void *arg) {  /* C */
-  (void)arg;
-  gvl_thread_t *t = gvl_thread_attach(g, 0);
-  CHECK(t != NULL);
-  CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
-  order[norder++] = 2;
-  CHECK_OK(gvl_release(t));
-  CHECK_OK(gvl_thread_detach(t));
-  return NULL;
-}
-
 /* Main holds; B queues, then C boosts.  Main gives way at its safe point
  * and queues again behind B, which came first: C, B, main. */
 static void fifo_after_boost(void) {
@@ -143,9 +121,10 @@ static void fifo_after_boost(void) {
   gvl_thread_t *me = tgvl_start_holding(&g, &cfg, 0);
   norder = 0;
   pthread_t b, c;
-  tgvl_spawn(&b, fb_equal, NULL);
+  waiter_t wb = {1, 0, 0}, wc = {2, GVL_PRIO_BOOST, 0};
+  tgvl_spawn(&b, waiter, &wb);
   tgvl_wait_ge(&hlog.count[GVL_EV_READY], 1);
-  tgvl_spawn(&c, fb_booster, NULL);
+  tgvl_spawn(&c, waiter, &wc);
   tgvl_wait_ge(&hlog.count[GVL_EV_READY], 2);
   CHECK_OK(gvl_check_ints(me));           /* to C, then B, and back */
   order[norder++] = 0;

@@ -213,6 +213,14 @@ static void from_env(const ttrace_env_t *e) {
   CHECK_OK(unlink(second));
 }
 
+/* Remove the files a glob pattern names (an earlier run's), if any. */
+static void unlink_matching(const char *pattern) {
+  glob_t gl;
+  if (glob(pattern, 0, NULL, &gl) != 0) return;
+  for (size_t i = 0; i < gl.gl_pathc; i++) (void)unlink(gl.gl_pathv[i]);
+  globfree(&gl);
+}
+
 /* GVLOOP_TRACE in a forked child: the child's GVLs, numbered on from its
  * parent's, write files of their own (with the child's process id), which
  * the parent's next GVLs, numbered the same, leave alone. */
@@ -222,10 +230,7 @@ static void from_env_forked(const ttrace_env_t *e) {
   int st;
   ttrace_path(e, "envfork", path, sizeof path);
   snprintf(pattern, sizeof pattern, "%s/envfork.*.gvlt", e->dir);
-  if (glob(pattern, 0, NULL, &gl) == 0) {
-    for (size_t i = 0; i < gl.gl_pathc; i++) (void)unlink(gl.gl_pathv[i]);
-    globfree(&gl);
-  }
+  unlink_matching(pattern);
   CHECK_OK(setenv("GVLOOP_TRACE", path, 1));
   gvl_t *g1 = gvl_create(NULL);
   CHECK(g1 != NULL);
@@ -277,20 +282,25 @@ static void from_env_forked(const ttrace_env_t *e) {
 static const char *self_path;      /* argv[0]: ctest passes a full path */
 static int exit_child(void);
 
-/* Run this program afresh as --exit-child with GVLOOP_TRACE=path only;
- * it must exit 0.  Returns its pid. */
-static pid_t run_exit_child(const char *path) {
-  char env[600];
+/* Run this program afresh as `self_path flag` with env its only
+ * environment entry; it must exit 0.  Returns its pid. */
+static pid_t run_self(const char *flag, const char *env) {
   int st;
   pid_t pid;
-  snprintf(env, sizeof env, "GVLOOP_TRACE=%s", path);
-  char *const argv[] = {(char *)self_path, "--exit-child", NULL};
-  char *const envp[] = {env, NULL};
+  char *const argv[] = {(char *)self_path, (char *)flag, NULL};
+  char *const envp[] = {(char *)env, NULL};
   CHECK_OK(posix_spawn(&pid, self_path, NULL, NULL, argv, envp));
   CHECK_EQ(waitpid(pid, &st, 0), pid);
   CHECK(WIFEXITED(st));
   CHECK_EQ(WEXITSTATUS(st), 0);
   return pid;
+}
+
+/* --exit-child with GVLOOP_TRACE=path. */
+static pid_t run_exit_child(const char *path) {
+  char env[600];
+  snprintf(env, sizeof env, "GVLOOP_TRACE=%s", path);
+  return run_self("--exit-child", env);
 }
 
 /* A GVL made from GVLOOP_TRACE in a constructor that runs before
@@ -311,21 +321,11 @@ __attribute__((constructor(101))) static void ctor_trace(void) {
 static void from_env_ctor(const ttrace_env_t *e) {
   char path[512], pattern[600], env[600];
   glob_t gl;
-  int st;
-  pid_t pid;
   ttrace_path(e, "ctor", path, sizeof path);
   snprintf(pattern, sizeof pattern, "%s/ctor*.gvlt", e->dir);
-  if (glob(pattern, 0, NULL, &gl) == 0) {
-    for (size_t i = 0; i < gl.gl_pathc; i++) (void)unlink(gl.gl_pathv[i]);
-    globfree(&gl);
-  }
+  unlink_matching(pattern);
   snprintf(env, sizeof env, "TTRACE_CTOR=%s", path);
-  char *const argv[] = {(char *)self_path, "--ctor-child", NULL};
-  char *const envp[] = {env, NULL};
-  CHECK_OK(posix_spawn(&pid, self_path, NULL, NULL, argv, envp));
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
-  CHECK(WIFEXITED(st));
-  CHECK_EQ(WEXITSTATUS(st), 0);
+  (void)run_self("--ctor-child", env);
   CHECK_OK(glob(pattern, 0, NULL, &gl));
   CHECK_EQ(gl.gl_pathc, 1);           /* ctor.gvlt, no ctor.<pid>.gvlt */
   CHECK(strcmp(gl.gl_pathv[0], path) == 0);

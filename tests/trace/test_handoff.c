@@ -53,6 +53,24 @@ static gvl_thread_t *make_gvl(void) {
   return me;
 }
 
+/* The end of each case: A lets go, B and C take their turns, the trace's
+ * file is written, the GVL goes. */
+static void end_gvl(gvl_thread_t *me, pthread_t b, pthread_t c) {
+  CHECK_OK(gvl_release(me));
+  tgvl_join(b);
+  tgvl_join(c);
+  CHECK_OK(gvl_trace_stop(g));
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
+/* What the JSON must say of A -> B -> C when nothing was lost, and when
+ * B recorded nothing (lost_giver). */
+#define ABC_SAID "--holders", "A,B,C", "--flows", "2", "--from", "B:1:A", \
+    "--from", "C:1:B", "--to", "A:1:B", "--to", "B:1:C", "--lost", "0"
+#define AC_SAID "--holders", "A,C", "--flows", "0", "--from", "C:1:-", \
+    "--to", "A:1:-"
+
 static void held_start(const ttrace_env_t *e) {
   char path[512];
   pthread_t b, c;
@@ -64,15 +82,8 @@ static void held_start(const ttrace_env_t *e) {
   tgvl_spawn(&c, take_once, "C");
   tgvl_wait_ge(readies(), 2);
   CHECK_OK(gvl_trace_start(g, path, NULL));
-  CHECK_OK(gvl_release(me));
-  tgvl_join(b);
-  tgvl_join(c);
-  CHECK_OK(gvl_trace_stop(g));
-  CHECK_OK(gvl_thread_detach(me));
-  CHECK_OK(gvl_destroy(g));
-  TTRACE_CHECK(e, path, "--holders", "A,B,C", "--handoff", "A:B", "--handoff",
-               "B:C", "--flows", "2", "--from", "B:1:A", "--from", "C:1:B",
-               "--to", "A:1:B", "--to", "B:1:C", "--lost", "0");
+  end_gvl(me, b, c);
+  TTRACE_CHECK(e, path, ABC_SAID, "--handoff", "A:B", "--handoff", "B:C");
 }
 
 static void lost_giver(const ttrace_env_t *e) {
@@ -89,14 +100,8 @@ static void lost_giver(const ttrace_env_t *e) {
   tgvl_wait_ge(readies(), 1);            /* B queued, no buffer left */
   atomic_store(&step, 2);
   tgvl_wait_ge(readies(), 2);            /* C queued behind B */
-  CHECK_OK(gvl_release(me));
-  tgvl_join(b);
-  tgvl_join(c);
-  CHECK_OK(gvl_trace_stop(g));
-  CHECK_OK(gvl_thread_detach(me));
-  CHECK_OK(gvl_destroy(g));
-  TTRACE_CHECK(e, path, "--holders", "A,C", "--flows", "0", "--from", "C:1:-",
-               "--to", "A:1:-");
+  end_gvl(me, b, c);
+  TTRACE_CHECK(e, path, AC_SAID);
 }
 
 /* Copy the trace at path to out as a version 1 file would have it: the
@@ -149,21 +154,14 @@ static void v1(const ttrace_env_t *e) {
   tgvl_wait_ge(&step, 1);                /* C recorded its instant */
   atomic_store(&step, 2);
   tgvl_wait_ge(readies(), 2);
-  CHECK_OK(gvl_release(me));
-  tgvl_join(b);
-  tgvl_join(c);
-  CHECK_OK(gvl_trace_stop(g));
-  CHECK_OK(gvl_thread_detach(me));
-  CHECK_OK(gvl_destroy(g));
+  end_gvl(me, b, c);
   snprintf(old, sizeof old, "%s.v1.gvlt", path);
   as_v1(path, old);
-  TTRACE_CHECK(e, old, "--holders", "A,B,C", "--flows", "2", "--from", "B:1:A",
-               "--from", "C:1:B", "--to", "A:1:B", "--to", "B:1:C", "--lost", "0");
+  TTRACE_CHECK(e, old, ABC_SAID);
   snprintf(path, sizeof path, "%s/lost_giver.gvlt", e->dir);  /* kept */
   snprintf(old, sizeof old, "%s.v1.gvlt", path);
   as_v1(path, old);
-  TTRACE_CHECK(e, old, "--holders", "A,C", "--flows", "0", "--from", "C:1:-",
-               "--to", "A:1:-");
+  TTRACE_CHECK(e, old, AC_SAID);
 }
 
 int main(int argc, char **argv) {
