@@ -83,9 +83,14 @@ static void trace_free(trace_t *t) {
   free(t->str);
 }
 
+/* got bytes of a regular file were read: fewer are left. */
+static void consumed(trace_t *t, size_t got) {
+  if (t->left != UINT64_MAX) t->left -= got < t->left ? got : t->left;
+}
+
 static bool get(trace_t *t, FILE *f, void *p, size_t n) {
   size_t got = fread(p, 1, n, f);
-  if (t->left != UINT64_MAX) t->left -= got < t->left ? got : t->left;
+  consumed(t, got);
   return got == n;
 }
 
@@ -104,7 +109,7 @@ static bool trace_read(FILE *f, const char *path, trace_t *t) {
   t->left = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size
                                                               : UINT64_MAX;
   size_t got = fread(&t->h, 1, sizeof t->h, f);
-  if (t->left != UINT64_MAX) t->left -= got < t->left ? got : t->left;
+  consumed(t, got);
   if (ferror(f)) {
     why = strerror(errno ? errno : EIO);   /* a directory: EISDIR */
     goto bad;
