@@ -5,11 +5,11 @@
 # that install used (recorded beside the manifest, made absolute; a
 # different DESTDIR in the environment is refused, so a staged install is
 # never "uninstalled" from the live system; files not found are counted in
-# a warning).  Then gvloop's own folders below the prefix that are left
-# empty (cmake/gvloop, the Tcl package's, the packages' docs) are removed
-# with rmdir, which never removes a folder that holds anything; shared
-# folders such as lib/pkgconfig, and the prefix, stay.  The dynamic linker's cache is refreshed as
-# the install refreshed it.
+# a warning).  Then gvloop's own folders that are left empty (cmake/gvloop,
+# the Tcl package's, the packages' docs; never the prefix or a folder above
+# it) are removed with rmdir, which never removes a folder that holds
+# anything; shared folders such as lib/pkgconfig stay.  The dynamic
+# linker's cache is refreshed as the install refreshed it.
 if(NOT EXISTS "${MANIFEST}")
   message(FATAL_ERROR "no ${MANIFEST}: nothing was installed from this build tree")
 endif()
@@ -35,8 +35,14 @@ if(DEFINED ENV{DESTDIR} AND NOT "$ENV{DESTDIR}" STREQUAL "${given}"
   message(FATAL_ERROR "the last install used DESTDIR='${given}', not '$ENV{DESTDIR}'")
 endif()
 # One list element per line.  A path with "[" or "]" (or ";") would join
-# or split elements of a CMake list, so they travel encoded and each path
-# is decoded where it is used.
+# or split elements of a CMake list, so paths travel encoded (the prefix
+# too, to compare with them) and each is decoded where a file is touched.
+function(gvloop_encode var)
+  string(REPLACE "[" "<gvloop:lb>" v "${${var}}")
+  string(REPLACE "]" "<gvloop:rb>" v "${v}")
+  string(REPLACE ";" "<gvloop:sc>" v "${v}")
+  set(${var} "${v}" PARENT_SCOPE)
+endfunction()
 function(gvloop_decode var)
   string(REPLACE "<gvloop:lb>" "[" v "${${var}}")
   string(REPLACE "<gvloop:rb>" "]" v "${v}")
@@ -44,9 +50,8 @@ function(gvloop_decode var)
   set(${var} "${v}" PARENT_SCOPE)
 endfunction()
 file(READ "${MANIFEST}" text)
-string(REPLACE "[" "<gvloop:lb>" text "${text}")
-string(REPLACE "]" "<gvloop:rb>" text "${text}")
-string(REPLACE ";" "<gvloop:sc>" text "${text}")
+gvloop_encode(text)
+gvloop_encode(prefix)
 string(REGEX REPLACE "\n+$" "" text "${text}")
 string(REPLACE "\n" ";" files "${text}")
 set(dirs "")
@@ -70,13 +75,11 @@ foreach(enc IN LISTS files)
   # tcltk/gvloop0.2.0, doc/libgvl0.2, ocaml/.../gvloop/threads), and is
   # not the prefix or a folder above it: a prefix such as /opt/gvloop is
   # the user's.
-  get_filename_component(d1 "${rel}" DIRECTORY)
-  get_filename_component(d2 "${d1}" DIRECTORY)
-  get_filename_component(e1 "${enc}" DIRECTORY)   # the same, encoded
+  get_filename_component(e1 "${enc}" DIRECTORY)
   get_filename_component(e2 "${e1}" DIRECTORY)
   foreach(i 1 2)
-    get_filename_component(b "${d${i}}" NAME)
-    string(FIND "${prefix}/" "${d${i}}/" at)   # 0: the prefix or above it
+    get_filename_component(b "${e${i}}" NAME)
+    string(FIND "${prefix}/" "${e${i}}/" at)   # 0: the prefix or above it
     set(ours${i} OFF)
     if(NOT at EQUAL 0 AND b MATCHES "^(gvloop|libgvl|libevloop|libtkbridge|libgvloop|tcl-gvloop)")
       set(ours${i} ON)
