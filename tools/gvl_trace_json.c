@@ -101,6 +101,19 @@ static bool fits(const trace_t *t, uint64_t n, size_t size) {
   return n <= t->left / size;
 }
 
+/* p with room (*cap items of size bytes) for item i of n: p itself, or
+ * grown by doubling up to n, or NULL with p untouched.  A pipe's counts
+ * cannot be checked before its bytes come, so room is made as they
+ * arrive: a count the stream does not hold costs only what came. */
+static void *room(void *p, uint64_t *cap, uint64_t i, uint64_t n, size_t size) {
+  if (i < *cap) return p;
+  uint64_t c = *cap ? *cap * 2 : 1024;
+  if (c > n) c = n;
+  if (!(p = realloc(p, (c + 1u) * size))) return NULL;
+  *cap = c;
+  return p;
+}
+
 /* Read the whole file; a message and false if it is not a whole trace. */
 static bool trace_read(FILE *f, const char *path, trace_t *t) {
   const char *why = "truncated";
@@ -139,19 +152,26 @@ static bool trace_read(FILE *f, const char *path, trace_t *t) {
     if (th->h.kept > MAX_KEPT || th->h.kept > th->h.offered ||
         !fits(t, th->h.kept, sizeof *th->ev))
       goto bad;
-    if (!(th->ev = malloc((th->h.kept + 1u) * sizeof *th->ev))) goto oom;
-    if (!get(t, f, th->ev, th->h.kept * sizeof *th->ev)) goto bad;
+    for (uint64_t have = 0, cap = 0; have < th->h.kept; have = cap) {
+      rec_t *ev = room(th->ev, &cap, have, th->h.kept, sizeof *ev);
+      if (!ev) goto oom;
+      th->ev = ev;
+      if (!get(t, f, ev + have, (cap - have) * sizeof *ev)) goto bad;
+    }
   }
   if (!get(t, f, &t->nstr, sizeof t->nstr)) goto bad;
   uint32_t nstr = t->nstr;
-  t->nstr = 0;                 /* until the table is there to free */
+  uint64_t cap = 0;
+  t->nstr = 0;                 /* strings read so far (trace_free frees them) */
   if (nstr > 16 * MAX_KEPT || !fits(t, nstr, sizeof nstr)) goto bad;
-  if (!(t->str = calloc(nstr + 1u, sizeof *t->str))) goto oom;
-  t->nstr = nstr;
-  for (uint32_t i = 0; i < t->nstr; i++) {
+  for (uint32_t i = 0; i < nstr; i++) {
     uint32_t len;
     if (!get(t, f, &len, sizeof len) || len > (1u << 20) || !fits(t, len, 1)) goto bad;
-    if (!(t->str[i] = malloc(len + 1u))) goto oom;
+    char **str = room(t->str, &cap, i, nstr, sizeof *str);
+    if (!str) goto oom;
+    t->str = str;
+    if (!(str[i] = malloc(len + 1u))) goto oom;
+    t->nstr = i + 1;
     if (!get(t, f, t->str[i], len)) goto bad;
     t->str[i][len] = '\0';
   }

@@ -627,10 +627,11 @@ static void tool_edges(const ttrace_env_t *e) {
   }
 }
 
-/* gvl-trace on file, with its address space limited (not under a
+/* gvl-trace on file, read as a file and through a pipe (whose size no
+ * one knows before it ends), with its address space limited (not under a
  * sanitizer, which maps terabytes): exit 1 and a message naming the file
  * cut short, not the memory that a count in the header asked for. */
-static void refused_short(const ttrace_env_t *e, const char *file) {
+static void refused_short_as(const ttrace_env_t *e, const char *file, int piped) {
   char err[600], msg[1024] = "";
   snprintf(err, sizeof err, "%s.err", file);
   pid_t pid = fork();
@@ -642,6 +643,22 @@ static void refused_short(const ttrace_env_t *e, const char *file) {
 #endif
     int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd < 0 || dup2(fd, 2) < 0) _exit(101);
+    if (piped) {
+      int p[2];
+      if (pipe(p) || dup2(p[0], 0) < 0) _exit(103);
+      if (fork() == 0) {        /* the writer: the file into the pipe */
+        int in = open(file, O_RDONLY);
+        char buf[4096];
+        ssize_t n;
+        close(p[0]);
+        while (in >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+          if (write(p[1], buf, (size_t)n) != n) _exit(1);
+        _exit(0);
+      }
+      close(p[0]);
+      close(p[1]);
+      file = "/dev/stdin";
+    }
     execl(e->conv, e->conv, file, "/dev/null", (char *)NULL);
     _exit(102);
   }
@@ -657,6 +674,11 @@ static void refused_short(const ttrace_env_t *e, const char *file) {
     fprintf(stderr, "%s: %s", file, msg);
     CHECK(strstr(msg, "truncated") != NULL);
   }
+}
+
+static void refused_short(const ttrace_env_t *e, const char *file) {
+  refused_short_as(e, file, 0);
+  refused_short_as(e, file, 1);
 }
 
 /* Counts in a file's header (a thread's records, the strings) far beyond
