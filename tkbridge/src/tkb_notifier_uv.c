@@ -66,6 +66,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -121,6 +122,11 @@ struct ntf_s {
   uv_poll_t *wake_poll;   /* standalone only: the loop's watch of it     */
   uv_timer_t *wait_tm;    /* bounds a standalone wait (standalone_wait)  */
   uv_timer_t *set_tm;     /* Tcl_SetTimer                                */
+  int tfd;                /* timerfd ending a timed wait to the
+                             microsecond (deadline_arm); -1: none yet    */
+  unsigned tfd_gen;       /* fork_gen when tfd was made                  */
+  int tfd_armed;          /* tfd may still fire                          */
+  uv_poll_t *tfd_poll;    /* the loop's watch of tfd                     */
   fh_t *handlers;         /* file handlers, newest first (as Tcl's)      */
   int efd;                /* the set: epoll of the handlers' fds; -1: none */
   unsigned set_gen;       /* fork_gen when the set was made               */
@@ -263,12 +269,13 @@ static void set_close(ntf_t *n) {
   for (fh_t *fh = n->handlers; fh; fh = fh->next) fh->armed = 0;
 }
 
-/* Make the set and the loop's watch of it.  Its descriptor goes at
- * evl__fd_low() or above where the limit allows (never a standard number,
- * which Tcl takes for its std channels when they were closed, nor one the
- * script's next file would get under tclsh).  Returns 0 or the errno. */
-static int set_open(ntf_t *n) {
-  int fd = epoll_create1(EPOLL_CLOEXEC);
+/* Watch fd, a descriptor of our own (an errno in errno if fd < 0), in the
+ * loop for readable with cb; *fdp and *pp are set only if that works (fd
+ * is closed if not).  It goes at evl__fd_low() or above where the limit
+ * allows (never a standard number, which Tcl takes for its std channels
+ * when they were closed, nor one the script's next file would get under
+ * tclsh).  Returns 0 or the errno. */
+static int watch_own(ntf_t *n, int fd, uv_poll_cb cb, int *fdp, uv_poll_t **pp) {
   if (fd < 0) return errno;
   int hi = fcntl(fd, F_DUPFD_CLOEXEC, evl__fd_low());
   if (hi < 0 && fd < 3) hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -283,13 +290,23 @@ static int set_open(ntf_t *n) {
     close(fd);
     return rc;
   }
-  n->efd = fd;
-  n->set_gen = atomic_load_explicit(&fork_gen, memory_order_relaxed);
-  n->set_poll = p;
   p->data = n;
-  rc = -uv_poll_start(p, UV_READABLE, set_cb);
+  rc = -uv_poll_start(p, UV_READABLE, cb);
   if (rc == 0) rc = loop_reserve(n->loop, fd);
-  if (rc != 0) set_close(n);
+  if (rc != 0) {
+    close_handle((uv_handle_t *)p);
+    close(fd);
+    return rc;
+  }
+  *fdp = fd;
+  *pp = p;
+  return 0;
+}
+
+/* Make the set and the loop's watch of it.  Returns 0 or the errno. */
+static int set_open(ntf_t *n) {
+  int rc = watch_own(n, epoll_create1(EPOLL_CLOEXEC), set_cb, &n->efd, &n->set_poll);
+  if (rc == 0) n->set_gen = atomic_load_explicit(&fork_gen, memory_order_relaxed);
   return rc;
 }
 
@@ -550,6 +567,64 @@ static void wake_cb(uv_poll_t *p, int status, int events) {
   evl__wake_drain(&((ntf_t *)p->data)->wake);
 }
 
+/* ---- a timed wait's deadline --------------------------------------------- */
+
+/* libuv counts time in whole milliseconds, and a wait rounded up to the
+ * next one wakes up to a millisecond late: two timers due 0.6 ms apart
+ * then run in one pass, where tclsh, whose select() keeps microseconds,
+ * runs idle handlers (a widget's redisplay, its geometry) between them.
+ * A timerfd in the loop ends a timed wait at its deadline instead; the
+ * wait's own millisecond timeout, one longer, only backs it up.  Made at
+ * a thread's first timed wait; a fork()ed child makes its own (until then
+ * the parent's timer, shared, may end a wait of either early or let it
+ * run to the backup), as for the set. */
+static void deadline_cb(uv_poll_t *p, int status, int events) {
+  uint64_t expirations;
+  (void)status;
+  (void)events;
+  ssize_t got = read(((ntf_t *)p->data)->tfd, &expirations, sizeof expirations);
+  (void)got;  /* EAGAIN: read already */
+}
+
+static void deadline_close(ntf_t *n) {
+  if (n->tfd < 0) return;
+  close_handle((uv_handle_t *)n->tfd_poll);
+  n->tfd_poll = NULL;
+  close(n->tfd);
+  n->tfd = -1;
+  n->tfd_armed = 0;
+}
+
+/* End the coming wait tp (> 0) from now.  Returns 0, or an errno when
+ * there is no timer (no descriptor for one): the wait then ends by its
+ * millisecond timeout alone, as it would without. */
+static int deadline_arm(ntf_t *n, const Tcl_Time *tp) {
+  unsigned gen = atomic_load_explicit(&fork_gen, memory_order_relaxed);
+  if (n->tfd >= 0 && n->tfd_gen != gen) deadline_close(n);
+  if (n->tfd < 0) {
+    int rc = watch_own(n, timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC),
+                       deadline_cb, &n->tfd, &n->tfd_poll);
+    if (rc != 0) return rc;
+    n->tfd_gen = gen;
+  }
+  struct itimerspec its;
+  memset(&its, 0, sizeof its);
+  its.it_value.tv_sec = tp->sec + tp->usec / 1000000;
+  its.it_value.tv_nsec = (tp->usec % 1000000) * 1000L;
+  if (timerfd_settime(n->tfd, 0, &its, NULL) != 0) return errno;
+  n->tfd_armed = 1;
+  return 0;
+}
+
+/* No timed wait: the timer of an earlier one, ended early, must not fire. */
+static void deadline_disarm(ntf_t *n) {
+  struct itimerspec its;
+  if (!n->tfd_armed) return;
+  memset(&its, 0, sizeof its);
+  (void)timerfd_settime(n->tfd, 0, &its, NULL);
+  n->tfd_armed = 0;
+}
+
 /* Standalone wait: one uv_run pass bounded by a timer. */
 static void standalone_wait(ntf_t *n, int64_t ms) {
   if (ms == 0) {
@@ -591,6 +666,10 @@ static int ntf_wait(const Tcl_Time *tp) {
     ms = 0;
   else if (polled && (ms < 0 || ms > NTF_POLLED_MS))
     ms = NTF_POLLED_MS;
+  if (ms > 0 && ms == time_to_ms(tp) && deadline_arm(n, tp) == 0)
+    ms++;                     /* the deadline's timer ends the wait */
+  else if (ms != 0)
+    deadline_disarm(n);
   n->st.waits++;
   if (ms != 0) n->st.blocking++;
   int outer_ran = n->tcl_ran;
@@ -670,6 +749,7 @@ static ClientData ntf_init(void) {
   n->magic = NTF_MAGIC;
   n->service_mode = TCL_SERVICE_NONE;
   n->efd = -1;
+  n->tfd = -1;
   n->wake = (evl__wake_t){-1, -1};
   n->evl = tls_bind;
   if (n->evl) {
@@ -701,6 +781,7 @@ static void ntf_finalize(ClientData cd) {
   while (n->handlers) ntf_delete_file_handler(n->handlers->fd);
   close_handle((uv_handle_t *)n->set_tm);
   close_handle((uv_handle_t *)n->wait_tm);
+  deadline_close(n);
   if (n->evl == NULL) {
     close_handle((uv_handle_t *)n->wake_poll);
     uv_run(n->loop, UV_RUN_DEFAULT);

@@ -36,3 +36,29 @@ proc fork_child_events {} {
   }
   return [lrange [wait $pid] 1 2]
 }
+
+# Timed waits on both sides of a fork, each ending at its deadline's timer
+# (a timerfd the child shares with the parent until it makes its own):
+# twenty one-millisecond timers in turn on each side.  Returns the
+# parent's count and how the child ended ("EXIT 0": twenty ran).
+proc fork_timers {} {
+  proc chain {var n} {
+    if {[incr ::$var] < $n} { after 1 [list chain $var $n] }
+  }
+  set ::ticks 0
+  after 1 {set ::armed 1}
+  vwait ::armed
+  set pid [fork]
+  if {$pid == 0} {
+    set ::ticks 0
+    after 1 [list chain ticks 20]
+    after 20000 {set ::ticks TIMEOUT}
+    while {$::ticks ne "TIMEOUT" && $::ticks < 20} { vwait ::ticks }
+    exit [expr {$::ticks eq 20 ? 0 : 1}]
+  }
+  after 1 [list chain ticks 20]
+  set t [after 20000 {set ::ticks TIMEOUT}]
+  while {$::ticks ne "TIMEOUT" && $::ticks < 20} { vwait ::ticks }
+  after cancel $t
+  return "$::ticks [lrange [wait $pid] 1 2]"
+}

@@ -10,6 +10,7 @@ if {[catch {package require Tclx}]} { puts "skipped: no TclX"; exit 77 }
 source [file join [file dirname [info script]] fork_cases.tcl]
 puts "parent after child exit: [fork_parent_fe]"
 puts "child events: [fork_child_events]"
+puts "timers: [fork_timers]"
 
 # A forking server: the parent accepts, a child per client closes the
 #    listening socket, answers and exits; three clients in turn.

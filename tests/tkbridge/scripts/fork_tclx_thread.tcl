@@ -14,3 +14,4 @@ if {[thread::send $t {info exists ::notclx}]} { puts "skipped: no TclX"; exit 77
 thread::send $t {source $::cases}
 puts "thread, parent after child exit: [thread::send $t fork_parent_fe]"
 puts "thread, child events: [thread::send $t fork_child_events]"
+puts "thread, timers: [thread::send $t fork_timers]"
