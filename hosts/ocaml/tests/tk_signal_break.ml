@@ -4,7 +4,10 @@
    starts again on a new GUI thread.  The handler must not run inside Tcl's
    wait, where its exception unwound Tcl's frames and left the next GUI
    thread to take the lock twice (an abort).  A Tcl-only timer gives Tk
-   events; a child process sends one SIGINT.  Exit 0 if the second GUI
+   events; another sends one SIGINT with kill(1), from Tcl, so that no
+   OCaml job is running then (a sync's job still ending when a child process
+   of the main thread sent it caught the Break itself and the GUI thread
+   went on: beside two busy loops, 1 run in 30).  Exit 0 if the second GUI
    thread answers. *)
 let () =
   Sys.catch_break true;
@@ -15,12 +18,11 @@ let () =
   Tkthread.sync (fun () ->
     ignore (Protocol.tkEval [| Protocol.TkToken "proc"; Protocol.TkToken "tick";
                                Protocol.TkToken ""; Protocol.TkToken "after 50 tick" |]);
-    ignore (Protocol.tkEval [| Protocol.TkToken "tick" |])) ();
-  let pid = Unix.create_process "sh" [| "sh"; "-c"; "kill -INT $PPID" |]
-      Unix.stdin Unix.stdout Unix.stderr in
+    ignore (Protocol.tkEval [| Protocol.TkToken "tick" |]);
+    ignore (Protocol.tkEval [| Protocol.TkToken "after"; Protocol.TkToken "20";
+                               Protocol.TkToken "exec kill -INT [pid]" |])) ();
   Thread.join th;
   Sys.catch_break false;
-  ignore (Unix.waitpid [] pid);
   let th2 = Tkthread.start () in
   let v = Tkthread.sync (fun () -> 4) () in
   Tkthread.async (fun () -> Tk.destroy Tkthread.top) ();
