@@ -575,17 +575,13 @@ static void wake_cb(uv_poll_t *p, int status, int events) {
  * runs idle handlers (a widget's redisplay, its geometry) between them.
  * A timerfd in the loop ends a timed wait at its deadline instead; the
  * wait's own millisecond timeout, one longer, only backs it up.  Made at
- * a thread's first timed wait; a fork()ed child makes its own (until then
- * the parent's timer, shared, may end a wait of either early or let it
- * run to the backup), as for the set. */
-static void deadline_cb(uv_poll_t *p, int status, int events) {
-  uint64_t expirations;
-  (void)status;
-  (void)events;
-  ssize_t got = read(((ntf_t *)p->data)->tfd, &expirations, sizeof expirations);
-  (void)got;  /* EAGAIN: read already */
-}
-
+ * a thread's first timed wait.  A fork()ed child shares it with its
+ * parent, and must neither disarm it, nor read its expirations (the
+ * parent's wait would then run to the backup), nor wake for it: the
+ * child's first wait, or its first sight of the timer, closes its copy
+ * (deadline_stale), and its next timed wait makes one of its own.  Not in
+ * the fork handler, which may run before the loop's own fork: closing
+ * the watch then would take it out of the parent's epoll too. */
 static void deadline_close(ntf_t *n) {
   if (n->tfd < 0) return;
   close_handle((uv_handle_t *)n->tfd_poll);
@@ -595,17 +591,33 @@ static void deadline_close(ntf_t *n) {
   n->tfd_armed = 0;
 }
 
+/* Close a timer made before a fork (the parent's too).  1 if it did. */
+static int deadline_stale(ntf_t *n) {
+  if (n->tfd < 0 || n->tfd_gen == atomic_load_explicit(&fork_gen, memory_order_relaxed))
+    return 0;
+  deadline_close(n);
+  return 1;
+}
+
+static void deadline_cb(uv_poll_t *p, int status, int events) {
+  ntf_t *n = p->data;
+  uint64_t expirations;
+  (void)status;
+  (void)events;
+  if (deadline_stale(n)) return;
+  ssize_t got = read(n->tfd, &expirations, sizeof expirations);
+  (void)got;  /* EAGAIN: read already */
+}
+
 /* End the coming wait tp (> 0) from now.  Returns 0, or an errno when
  * there is no timer (no descriptor for one): the wait then ends by its
  * millisecond timeout alone, as it would without. */
 static int deadline_arm(ntf_t *n, const Tcl_Time *tp) {
-  unsigned gen = atomic_load_explicit(&fork_gen, memory_order_relaxed);
-  if (n->tfd >= 0 && n->tfd_gen != gen) deadline_close(n);
   if (n->tfd < 0) {
     int rc = watch_own(n, timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC),
                        deadline_cb, &n->tfd, &n->tfd_poll);
     if (rc != 0) return rc;
-    n->tfd_gen = gen;
+    n->tfd_gen = atomic_load_explicit(&fork_gen, memory_order_relaxed);
   }
   struct itimerspec its;
   memset(&its, 0, sizeof its);
@@ -666,6 +678,7 @@ static int ntf_wait(const Tcl_Time *tp) {
     ms = 0;
   else if (polled && (ms < 0 || ms > NTF_POLLED_MS))
     ms = NTF_POLLED_MS;
+  (void)deadline_stale(n);
   if (ms > 0 && ms == time_to_ms(tp) && deadline_arm(n, tp) == 0)
     ms++;                     /* the deadline's timer ends the wait */
   else if (ms != 0)

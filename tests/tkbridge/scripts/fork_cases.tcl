@@ -62,3 +62,35 @@ proc fork_timers {} {
   after cancel $t
   return "$::ticks [lrange [wait $pid] 1 2]"
 }
+
+# A child that only waits for events it never gets, while the parent runs
+# fifty 10 ms timers: the timer the child shares with its parent must not
+# wake it (nor its waits disarm the parent's).  Returns how many times the
+# child's thread slept and woke meanwhile (0 under tclsh; about 45 when the
+# child's loop still watched the parent's timer).
+proc fork_idle_child {} {
+  set ::armed 0
+  after 1 {set ::armed 1}
+  vwait ::armed
+  set pid [fork]
+  if {$pid == 0} { vwait ::forever; exit 0 }
+  proc switches {pid} {
+    set f [open /proc/$pid/status]
+    regexp {\nvoluntary_ctxt_switches:\s+(\d+)} [read $f] -> v
+    close $f
+    return $v
+  }
+  after 20 {set ::settled 1}
+  vwait ::settled
+  set s0 [switches $pid]
+  set ::ticks 0
+  proc tick {} { if {[incr ::ticks] < 50} { after 10 tick } }
+  after 10 tick
+  set t [after 20000 {set ::ticks TIMEOUT}]
+  while {$::ticks ne "TIMEOUT" && $::ticks < 50} { vwait ::ticks }
+  after cancel $t
+  set woke [expr {[switches $pid] - $s0}]
+  kill $pid
+  wait $pid
+  return [expr {$woke < 10 ? "quiet" : "woken $woke times"}]
+}

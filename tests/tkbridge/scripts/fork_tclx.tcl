@@ -11,6 +11,7 @@ source [file join [file dirname [info script]] fork_cases.tcl]
 puts "parent after child exit: [fork_parent_fe]"
 puts "child events: [fork_child_events]"
 puts "timers: [fork_timers]"
+puts "idle child: [fork_idle_child]"
 
 # A forking server: the parent accepts, a child per client closes the
 #    listening socket, answers and exits; three clients in turn.

@@ -15,3 +15,4 @@ thread::send $t {source $::cases}
 puts "thread, parent after child exit: [thread::send $t fork_parent_fe]"
 puts "thread, child events: [thread::send $t fork_child_events]"
 puts "thread, timers: [thread::send $t fork_timers]"
+puts "thread, idle child: [thread::send $t fork_idle_child]"
