@@ -122,6 +122,7 @@ struct ntf_s {
   uv_poll_t *wake_poll;   /* standalone only: the loop's watch of it     */
   uv_timer_t *wait_tm;    /* bounds a standalone wait (standalone_wait)  */
   uv_timer_t *set_tm;     /* Tcl_SetTimer                                */
+  uint64_t set_due;       /* uv_hrtime() set_tm is for; 0: not set       */
   int tfd;                /* timerfd ending a timed wait to the
                              microsecond (deadline_arm); -1: none yet    */
   unsigned tfd_gen;       /* fork_gen when tfd was made                  */
@@ -517,15 +518,40 @@ static void set_timer_cb(uv_timer_t *t) {
  * waits on this thread (a host callback blocking in evl_step); the timer
  * then ends that wait so control returns to Tcl, which services its timers
  * itself.  Tcl_DoOneEvent passes its own timeout to Tcl_WaitForEvent. */
+static void set_timer_in(ntf_t *n, int64_t ms) {
+  uv_update_time(n->loop);
+  uv_timer_start(n->set_tm, set_timer_cb, (uint64_t)ms, 0);
+}
+
 static void ntf_set_timer(const Tcl_Time *tp) {
   ntf_t *n = tls_ntf;
   if (n == NULL || n->set_tm == NULL) return;
   if (tp == NULL) {
     uv_timer_stop(n->set_tm);
+    n->set_due = 0;
     return;
   }
-  uv_update_time(n->loop);
-  uv_timer_start(n->set_tm, set_timer_cb, (uint64_t)time_to_ms(tp), 0);
+  int64_t ms = time_to_ms(tp);
+  n->set_due = uv_hrtime() + (uint64_t)ms * 1000000u;
+  set_timer_in(n, ms);
+}
+
+/* Tcl_SetTimer's timer is not for Tcl's own waits, which have their own
+ * timeout: it would end one early (libuv rounds it to a millisecond, the
+ * deadline's timer does not), a second wake-up for every timer Tcl makes
+ * (an `after 10` loop woke twice a tick, tclsh once).  Stopped for the
+ * wait, it is put back after it with what is left, unless Tcl set it anew
+ * meanwhile.  Returns when it was due. */
+static uint64_t set_timer_pause(ntf_t *n) {
+  uint64_t due = n->set_due;
+  if (due) uv_timer_stop(n->set_tm);
+  return due;
+}
+
+static void set_timer_resume(ntf_t *n, uint64_t due) {
+  if (due == 0 || n->set_due != due) return;
+  uint64_t now = uv_hrtime();
+  set_timer_in(n, due > now ? (int64_t)((due - now + 999999u) / 1000000u) : 0);
 }
 
 /* ClientData from a thread whose notifier Tcl set up before ours was
@@ -687,8 +713,10 @@ static int ntf_wait(const Tcl_Time *tp) {
   if (ms != 0) n->st.blocking++;
   int outer_ran = n->tcl_ran;
   n->tcl_ran = 0;
+  uint64_t set_due = set_timer_pause(n);
   if (n->evl) evl_step(n->evl, ms);  /* counts ms from a fresh loop time */
   else standalone_wait(n, ms);
+  set_timer_resume(n, set_due);
   if (polled && ms != 0) (void)check_polled(n);
   queue_always_ready(n);
   queue_ready(n);
