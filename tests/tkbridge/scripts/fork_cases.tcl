@@ -37,41 +37,46 @@ proc fork_child_events {} {
   return [lrange [wait $pid] 1 2]
 }
 
+# A timed wait, which arms the thread's deadline timer (so that a fork
+# comes after one).
+proc arm_deadline {} {
+  after 1 {set ::armed 1}
+  vwait ::armed
+}
+
+# n timers of ms in turn, counted in ::ticks, waited for (at most 20 s,
+# then ::ticks is TIMEOUT).  Returns ::ticks.
+proc tick {ms n} {
+  if {[incr ::ticks] < $n} { after $ms [list tick $ms $n] }
+}
+proc run_ticks {ms n} {
+  set ::ticks 0
+  after $ms [list tick $ms $n]
+  set t [after 20000 {set ::ticks TIMEOUT}]
+  while {$::ticks ne "TIMEOUT" && $::ticks < $n} { vwait ::ticks }
+  after cancel $t
+  return $::ticks
+}
+
 # Timed waits on both sides of a fork, each ending at its deadline's timer
 # (a timerfd the child shares with the parent until it makes its own):
 # twenty one-millisecond timers in turn on each side.  Returns the
 # parent's count and how the child ended ("EXIT 0": twenty ran).
 proc fork_timers {} {
-  proc chain {var n} {
-    if {[incr ::$var] < $n} { after 1 [list chain $var $n] }
-  }
-  set ::ticks 0
-  after 1 {set ::armed 1}
-  vwait ::armed
+  arm_deadline
   set pid [fork]
-  if {$pid == 0} {
-    set ::ticks 0
-    after 1 [list chain ticks 20]
-    after 20000 {set ::ticks TIMEOUT}
-    while {$::ticks ne "TIMEOUT" && $::ticks < 20} { vwait ::ticks }
-    exit [expr {$::ticks eq 20 ? 0 : 1}]
-  }
-  after 1 [list chain ticks 20]
-  set t [after 20000 {set ::ticks TIMEOUT}]
-  while {$::ticks ne "TIMEOUT" && $::ticks < 20} { vwait ::ticks }
-  after cancel $t
-  return "$::ticks [lrange [wait $pid] 1 2]"
+  if {$pid == 0} { exit [expr {[run_ticks 1 20] eq 20 ? 0 : 1}] }
+  set ticks [run_ticks 1 20]
+  return "$ticks [lrange [wait $pid] 1 2]"
 }
 
 # A child that only waits for events it never gets, while the parent runs
 # fifty 10 ms timers: the timer the child shares with its parent must not
 # wake it (nor its waits disarm the parent's).  Returns how many times the
-# child's thread slept and woke meanwhile (0 under tclsh; about 45 when the
+# child's thread slept and woke meanwhile (0 under tclsh; 50 when the
 # child's loop still watched the parent's timer).
 proc fork_idle_child {} {
-  set ::armed 0
-  after 1 {set ::armed 1}
-  vwait ::armed
+  arm_deadline
   set pid [fork]
   if {$pid == 0} { vwait ::forever; exit 0 }
   proc switches {pid} {
@@ -83,12 +88,7 @@ proc fork_idle_child {} {
   after 20 {set ::settled 1}
   vwait ::settled
   set s0 [switches $pid]
-  set ::ticks 0
-  proc tick {} { if {[incr ::ticks] < 50} { after 10 tick } }
-  after 10 tick
-  set t [after 20000 {set ::ticks TIMEOUT}]
-  while {$::ticks ne "TIMEOUT" && $::ticks < 50} { vwait ::ticks }
-  after cancel $t
+  run_ticks 10 50
   set woke [expr {[switches $pid] - $s0}]
   kill $pid
   wait $pid
