@@ -4,14 +4,14 @@
  * writes when a trace stops, gvl_trace_file.h) into Trace Event Format
  * JSON, to open in https://ui.perfetto.dev or chrome://tracing.
  *
- * Usage: gvl-trace IN [OUT]
+ * Usage: gvl-trace IN [OUT] | -h | --help
  *   OUT defaults to IN with a trailing ".gvlt" replaced by ".json".  An IN
  *   without that suffix is replaced by its JSON (written beside it, then
  *   renamed over it), so that after GVLOOP_TRACE=trace.json, running
  *   gvl-trace trace.json leaves a JSON trace.json.  OUT "-" is stdout.
- * Exit status: 0; 1 for an input that cannot be read or is not a trace of
- * this version, or a failed write (with a message on stderr); 2 for bad
- * usage.
+ * Exit status: 0 (also for -h or --help alone: the usage on stdout); 1
+ * for an input that cannot be read or is not a trace of this version, or
+ * a failed write (with a message on stderr); 2 for bad usage.
  *
  * The JSON shows what gvl_trace.h describes.  It is worked out here, in a
  * process of its own, so that no thread of the traced program (possibly

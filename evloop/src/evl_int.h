@@ -167,14 +167,17 @@ struct evl_s {
   evl__item_t *fds;        /* mu: fd watches not yet finished            */
   int closed;              /* shutdown began, registrations refused;
                               written under mu by the loop thread, which
-                              reads it without                          */
+                              reads it without; also by a fork child
+                              alone in the process (evl__fork_loop)     */
   int wake_closed;         /* mu: no more evl__wake_send but a handler's */
   int run_state;           /* mu: EVL__RS_*                              */
   int stop_waiters;        /* mu: threads in evl_stop after its request  */
   int attached;            /* mu: the loop thread came from evl_attach   */
   int start_done;          /* mu: loop thread finished its start-up      */
   int start_err;           /* mu                                         */
-  atomic_int stopping;     /* written under mu, read anywhere            */
+  atomic_int stopping;     /* written under mu (or by a fork child alone
+                              in the process: evl__fork_loop), read
+                              anywhere                                  */
 
   int has_thread;          /* immutable after evl_start                  */
   pthread_t thread;        /* immutable after evl_start                  */

@@ -14,8 +14,8 @@
  * given back after (not one another thread dup2()'d a file onto meanwhile;
  * a file another thread opens meanwhile gets a number at or above it).
  * Private to gvloop: compiled into libevloop and into libtkbridge (whose
- * notifier makes libuv loops of its own, and dups the descriptors it
- * watches at evl__fd_low() or above).
+ * notifier makes libuv loops of its own, and puts its own descriptors, the
+ * epoll set and the timerfd, at evl__fd_low() or above).
  */
 #ifndef EVL_STDFD_H
 #define EVL_STDFD_H

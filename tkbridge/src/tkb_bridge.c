@@ -32,7 +32,8 @@ static pthread_once_t tcl_once = PTHREAD_ONCE_INIT;
  * instrumented).  Boots one at a time keep them apart.  Nothing under it
  * waits for another thread or does I/O but read Tcl's library scripts. */
 static pthread_mutex_t boot_mu = PTHREAD_MUTEX_INITIALIZER;
-/* Held while a loop thread sets Tk up in an interp (init_tk) and while a
+/* Held while a loop thread sets Tk up in an interp (init_tk), while a
+ * failed boot deletes an interp that may hold Tk (boot_drop) and while a
  * thread that asked for Tk finalizes it (tkb__driver).  Tk's setup and its
  * display's close change Xlib's process-wide state without a lock of
  * Xlib's own -- XSetLocaleModifiers frees and replaces a string of the
@@ -42,7 +43,7 @@ static pthread_mutex_t boot_mu = PTHREAD_MUTEX_INITIALIZER;
  * is never taken with boot_mu. */
 static pthread_mutex_t tk_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Set once a loop thread that ran Tk has finalized it (tkb__driver, under
- * tk_mu). */
+ * tk_mu); read by tk_refused, once without tk_mu and once under it. */
 static atomic_int tk_ended;
 
 /* Bridges handed out by tkb_start and not freed yet, so that tkb_stop and
@@ -309,8 +310,8 @@ static void restore_display(Tcl_Interp *ip, const char *before) {
  *     the one the build found) or in the global scope (the host links it),
  *     so that a second copy is never mapped;
  *   - the library the build found, by its path (`package require` would
- *     first source every pkgIndex.tcl on the auto_path: some 15 ms with
- *     tcllib installed);
+ *     first source every pkgIndex.tcl on the auto_path, which is slow
+ *     with many packages installed);
  *   - `package require Tk`, when that file is gone.
  * The first two are registered as a static package, so that a child
  * interp gets Tk with `load {} Tk`.  The handles are never closed: Tk

@@ -109,7 +109,10 @@ typedef struct {
   int fd;
 } fh_event_t;
 
-/* Per-thread notifier state (the ClientData Tcl keeps for the thread). */
+/* Per-thread notifier state (the ClientData Tcl keeps for the thread).
+ * Written only by its own thread, but for alerted and alerts_a, which
+ * ntf_alert sets from any thread (atomics; it reads magic first, which
+ * ntf_finalize clears). */
 #define NTF_MAGIC 0x746b626eu /* "tkbn" */
 
 struct ntf_s {
@@ -519,10 +522,11 @@ static void set_timer_in(ntf_t *n, int64_t ms) {
   uv_timer_start(n->set_tm, set_timer_cb, (uint64_t)ms, 0);
 }
 
-/* Tcl_SetTimer: only matters when something other than Tcl_DoOneEvent
- * waits on this thread (a host callback blocking in evl_step); the timer
- * then ends that wait so control returns to Tcl, which services its timers
- * itself.  Tcl_DoOneEvent passes its own timeout to Tcl_WaitForEvent. */
+/* Tcl_SetTimer: only matters when host code that Tcl runs between its
+ * own waits waits on this thread (a host command blocking in evl_step);
+ * the timer then ends that wait so control returns to Tcl, which services
+ * its timers itself.  Tcl_DoOneEvent passes its own timeout to
+ * Tcl_WaitForEvent, and the timer is stopped for that wait (below). */
 static void ntf_set_timer(const Tcl_Time *tp) {
   ntf_t *n = tls_ntf;
   if (n == NULL || n->set_tm == NULL) return;
@@ -539,9 +543,8 @@ static void ntf_set_timer(const Tcl_Time *tp) {
 /* Tcl_SetTimer's timer is not for Tcl's own waits, which have their own
  * timeout: it would end one early (libuv rounds it to a millisecond, the
  * deadline's timer does not), a second wake-up for many a timer Tcl makes
- * (two `after` loops of 5 and 7 ms woke about 250 times for 171 timers,
- * tclsh 171).  Stopped for the
- * wait, it is put back after it with what is left, unless Tcl set it anew
+ * (tkbridge_gvtclsh_timer_wakes counts them).  Stopped for the wait, it
+ * is put back after it with what is left, unless Tcl set it anew
  * meanwhile.  Returns when it was due. */
 static uint64_t set_timer_pause(ntf_t *n) {
   uint64_t due = n->set_due;

@@ -26,8 +26,9 @@
  *    interpreter of the thread is deleted or unloads the package, or the
  *    thread's Tcl ends with interpreters left (thread::exit,
  *    Tcl_FinalizeThread; not Tcl_Exit, where the loop ends with the
- *    process), the evloop is stopped: pending registrations get their last
- *    call with ECANCELED.
+ *    process, nor a thread that ends from inside one of the loop's timer
+ *    or watch scripts), the evloop is stopped: pending registrations get
+ *    their last call with ECANCELED.
  *    The memory stays until Tcl is next idle on that thread, so your own
  *    interp-deletion callback (Tcl runs them in no set order) may still
  *    call evl_cancel: it returns EVL_ENOREG if the loop already ended the

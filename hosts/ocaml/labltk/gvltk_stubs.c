@@ -9,7 +9,8 @@
  *
  *  - gvltk_mainloop runs Tcl's event loop with an event source whose setup
  *    proc (called by Tcl_DoOneEvent just before it waits) leaves the OCaml
- *    runtime (caml_enter_blocking_section) and whose check proc (called as
+ *    runtime (caml_enter_blocking_section_no_pending: signal handlers run
+ *    between events, in gvltk_mainloop) and whose check proc (called as
  *    soon as the wait ends, before any event is serviced) re-enters it.  So
  *    Tcl waits, and reads X events, without the master lock; the lock is
  *    held only while Tcl services events, which is when OCaml callbacks run.
