@@ -1050,6 +1050,109 @@ static void t_bind_after_finalize(void) {
   CHECK_RC(gvl_destroy(g), 0);
 }
 
+/* Tcl_SetTimer's timer: host code that Tcl runs between its own waits (a
+ * host command) and that blocks in evl_step is ended by a Tcl timer made
+ * before it, so control comes back to Tcl, which then runs the timer.  A
+ * watchdog ends the wait after 10 s if nothing else does, and counts. */
+typedef struct {
+  evl_t *l;
+  atomic_int done;           /* the host command's evl_step returned */
+  atomic_int watchdog;       /* the watchdog had to end it           */
+  int step_rc;
+} hs_t;
+
+static void *hs_watchdog(void *arg) {
+  hs_t *h = arg;
+  for (int i = 0; i < 1000 && !atomic_load(&h->done); i++) usleep(10000);
+  if (!atomic_load(&h->done)) {
+    atomic_store(&h->watchdog, 1);
+    (void)evl_wakeup(h->l);
+  }
+  return NULL;
+}
+
+static int step_cb(tkb_t *tk, void *arg, int argc, const char *const *argv,
+                   tkb_result_t *res) {
+  hs_t *h = arg;
+  (void)tk; (void)argc; (void)argv; (void)res;
+  pthread_t wd;
+  CHECK_RC(pthread_create(&wd, NULL, hs_watchdog, h), 0);
+  h->step_rc = evl_step(h->l, -1);
+  atomic_store(&h->done, 1);
+  CHECK_RC(pthread_join(wd, NULL), 0);
+  return 0;
+}
+
+static void t_host_step_timer(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  for (int round = 0; round < 3; round++) {
+    hs_t h = {.l = f.l};
+    CHECK_RC(tkb_command_create(f.tk, "stepwait", step_cb, &h), 0);
+    fx_expect(f.tk, "unset -nocomplain ::fired; after 20 {set ::fired 1}; stepwait; "
+                    "vwait ::fired; set ::fired", "1");
+    CHECK_RC(h.step_rc, 0);
+    CHECK(atomic_load(&h.watchdog) == 0);
+  }
+  fx_stop(&f);
+}
+
+/* tkb_notifier_commands: its argument checks, EPERM off the loop thread,
+ * and a second call keeping the first one's state (the ping count). */
+typedef struct {
+  Tcl_Interp *ip;
+  evl_t *l;
+  int rc;
+} nc_t;
+
+static void *nc_other(void *arg) {
+  nc_t *c = arg;
+  c->rc = tkb_notifier_commands(c->ip, c->l, GVL_PRIO_NORMAL);
+  return NULL;
+}
+
+static void nc_eval(Tcl_Interp *ip, const char *script, const char *want) {
+  int code = Tcl_Eval(ip, script);
+  if (code != TCL_OK) fprintf(stderr, "%s: %s\n", script, Tcl_GetStringResult(ip));
+  CHECK(code == TCL_OK);
+  if (want != NULL) CHECK(strcmp(Tcl_GetStringResult(ip), want) == 0);
+}
+
+static void t_notifier_commands(void) {
+  gvl_t *g = gvl_create(NULL);
+  CHECK(g != NULL);
+  evl_config_t ec = {.no_thread = 1};
+  evl_t *l = evl_start(g, &ec);
+  CHECK(l != NULL);
+  CHECK_RC(evl_attach(l), 0);
+  CHECK_RC(tkb_notifier_bind(l), 0);
+  Tcl_Interp *ip = Tcl_CreateInterp();
+  CHECK(ip != NULL);
+  CHECK_RC(tkb_notifier_commands(NULL, l, GVL_PRIO_NORMAL), EINVAL);
+  CHECK_RC(tkb_notifier_commands(ip, NULL, GVL_PRIO_NORMAL), EINVAL);
+  CHECK_RC(tkb_notifier_commands(ip, l, GVL_PRIO_MIN - 1), EINVAL);
+  CHECK_RC(tkb_notifier_commands(ip, l, GVL_PRIO_MAX + 1), EINVAL);
+  nc_t c = {ip, l, -1};
+  pthread_t th;
+  CHECK_RC(pthread_create(&th, NULL, nc_other, &c), 0);
+  CHECK_RC(pthread_join(th, NULL), 0);
+  CHECK_RC(c.rc, EPERM);
+  CHECK(Tcl_Eval(ip, "gvloop::ping") == TCL_ERROR); /* nothing was made */
+  CHECK_RC(tkb_notifier_commands(ip, l, GVL_PRIO_NORMAL), 0);
+  nc_eval(ip, "gvloop::ping; gvloop::ping -noboost; dict get [gvloop::stats] pings", "2");
+  gvl_stats_t before, after;
+  CHECK_RC(gvl_stats(g, &before), 0);
+  CHECK_RC(tkb_notifier_commands(ip, l, GVL_PRIO_BOOST), 0);
+  nc_eval(ip, "gvloop::ping; dict get [gvloop::stats] pings", "3");
+  CHECK_RC(gvl_stats(g, &after), 0);
+  CHECK(after.boosts == before.boosts + 1);  /* the new prio took */
+  Tcl_DeleteInterp(ip);
+  Tcl_FinalizeThread();
+  CHECK_RC(evl_detach(l), 0);
+  CHECK_RC(evl_destroy(l), 0);
+  CHECK_RC(gvl_destroy(g), 0);
+}
+
 /* tkb_errmsg keeps a long message's first 4095 bytes, cut between
  * characters: Tk's message names a display of 4500 bytes of 3-byte
  * characters. */
@@ -2122,6 +2225,8 @@ static const tcase_t cases[] = {
     {"stop_busy", t_stop_busy},
     {"stop_nested_idle", t_stop_nested_idle},
     {"bind_after_finalize", t_bind_after_finalize},
+    {"notifier_commands", t_notifier_commands},
+    {"host_step_timer", t_host_step_timer},
     {"errmsg_long", t_errmsg_long},
     {"start_interrupt", t_start_interrupt},
     {"run_stop_interp", t_run_stop_interp},
