@@ -1097,6 +1097,44 @@ static void t_host_step_timer(void) {
   fx_stop(&f);
 }
 
+/* A host callback that Tcl's own timed wait dispatches (an evl_timer on the
+ * bridge's loop) and that waits in evl_step until a Tcl timer is due: that
+ * wait is ended by the deadline timer of the Tcl wait it is nested in (the
+ * timerfd), so each step returns and none runs to the watchdog.  t_due is
+ * a bound below the Tcl timer's due time, taken before the `after` is made. */
+typedef struct {
+  hs_t h;
+  uint64_t t_due;
+} cs_t;
+
+static void cs_timer_cb(evl_t *l, void *arg, int status) {
+  cs_t *c = arg;
+  (void)l;
+  if (status != 0) return;
+  pthread_t wd;
+  CHECK_RC(pthread_create(&wd, NULL, hs_watchdog, &c->h), 0);
+  while (gvl_now_ns() < c->t_due && !atomic_load(&c->h.watchdog))
+    c->h.step_rc = evl_step(c->h.l, -1);
+  atomic_store(&c->h.done, 1);
+  CHECK_RC(pthread_join(wd, NULL), 0);
+}
+
+static void t_cb_step_timer(void) {
+  fx_t f;
+  fx_start(&f, 1);
+  for (int round = 0; round < 3; round++) {
+    cs_t c = {.h = {.l = f.l}};
+    c.t_due = gvl_now_ns() + 40000000u;
+    CHECK_RC(tkb_eval(f.tk, "unset -nocomplain ::fired; after 40 {set ::fired 1}", NULL), 0);
+    CHECK_RC(evl_timer(f.l, 5, 0, 0, cs_timer_cb, &c, NULL), 0);
+    fx_expect(f.tk, "vwait ::fired; set ::fired", "1");
+    CHECK_RC(c.h.step_rc, 0);
+    CHECK(atomic_load(&c.h.done) == 1);
+    CHECK(atomic_load(&c.h.watchdog) == 0);
+  }
+  fx_stop(&f);
+}
+
 /* tkb_notifier_commands: its argument checks, EPERM off the loop thread,
  * and a second call keeping the first one's state (the ping count). */
 typedef struct {
@@ -2227,6 +2265,7 @@ static const tcase_t cases[] = {
     {"bind_after_finalize", t_bind_after_finalize},
     {"notifier_commands", t_notifier_commands},
     {"host_step_timer", t_host_step_timer},
+    {"cb_step_timer", t_cb_step_timer},
     {"errmsg_long", t_errmsg_long},
     {"start_interrupt", t_start_interrupt},
     {"run_stop_interp", t_run_stop_interp},
