@@ -73,6 +73,11 @@
 #undef st_thread_join
 #undef st_thread_cleanup
 
+/* st_stubs.c's key for the calling thread's OCaml descriptor (defined
+ * there, after this file): NULL at a release made by
+ * caml_c_thread_unregister. */
+static st_tlskey thread_descriptor_key;
+
 #if defined(__GNUC__)
 #define ST_GVL_EXPORT __attribute__((visibility("default")))
 #define ST_GVL_UNUSED __attribute__((unused))
@@ -240,15 +245,18 @@ static void st_masterlock_acquire(st_masterlock *m) {
 }
 
 /* A blocking section begins a GVL region; the thread's last release (it
- * has ended) is a plain release before the detach.  No interrupt is ever
- * posted to these threads, so the region's EINTR cannot happen; a retry
- * would be correct if it did (the interrupt is cleared by the report). */
+ * has ended, or caml_c_thread_unregister has just forgotten its
+ * descriptor) is a plain release before the detach, so a C thread that
+ * lives on after unregistering holds no attachment (a later register
+ * attaches it again).  No interrupt is ever posted to these threads, so
+ * the region's EINTR cannot happen; a retry would be correct if it did
+ * (the interrupt is cleared by the report). */
 static void st_masterlock_release(st_masterlock *m) {
   gvl_thread_t *t = st_gvl_self;
   int rc;
   (void)m;
   atomic_fetch_sub(&st_gvl_active, 1);
-  if (st_gvl_detach) {          /* the OCaml thread has ended */
+  if (st_gvl_detach || st_tls_get(thread_descriptor_key) == NULL) {
     rc = gvl_release(t);
     if (rc) st_gvl_fatal("release", rc);
     st_gvl_detach = 0;

@@ -9,6 +9,15 @@ name=$(basename "$src" .ml)
 dir=$work/$name.$mode
 rm -rf "$dir"; mkdir -p "$dir"; cd "$dir"
 cp "$src" .
-ocamlfind $comp -thread -package "$pkgs" -linkpkg "$name.ml" -o prog 2>build.log || {
+# SRC_stubs.c beside SRC.ml is compiled in (with OCAML_TEST_CFLAGS); bytecode
+# is then linked -custom, so that the stubs reach the static libgvl too.
+stubs=${src%.ml}_stubs.c extra=""
+if [ -f "$stubs" ]; then
+  cp "$stubs" .
+  extra="-ccopt ${OCAML_TEST_CFLAGS:--I.} ${name}_stubs.c"
+  [ "$mode" = byte ] && extra="-custom $extra"
+fi
+# shellcheck disable=SC2086 # extra is words
+ocamlfind $comp -thread -package "$pkgs" -linkpkg $extra "$name.ml" -o prog 2>build.log || {
   cat build.log; echo "FAIL: build"; exit 1; }
 exec ./prog
