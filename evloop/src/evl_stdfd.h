@@ -13,6 +13,8 @@
  * them, the free numbers below evl__fd_low() are held by /dev/null, and
  * given back after (not one another thread dup2()'d a file onto meanwhile;
  * a file another thread opens meanwhile gets a number at or above it).
+ * A number another thread closes meanwhile is free again, unheld, and
+ * libuv may take it: not prevented (only the thread that closes could).
  * Private to gvloop: compiled into libevloop and into libtkbridge (whose
  * notifier makes libuv loops of its own, and puts its own descriptors, the
  * epoll set and the timerfd, at evl__fd_low() or above).
