@@ -26,9 +26,16 @@
  *    finalising Tcl stays, and a new one that got its id back lost every
  *    wake-up to it.
  *
+ *  - gvltk_exiting, from Tkthread's at_exit (which runs before labltk's,
+ *    made earlier at openTk, that finalizes Tcl): an exit on another
+ *    thread stops the Tk thread where it waits for Tcl's events or for the
+ *    lock after them, for good, so that it does not go on in Tcl once Tcl
+ *    is finalized.  With the stock lock the Tk thread held the master lock
+ *    in Tcl, so no other thread could exit meanwhile.
+ *
  * Threads: gvltk_install, gvltk_mainloop and gvltk_uninstall on the Tk
  * thread (the one that opened Tk), holding the master lock; gvltk_wake on
- * any OCaml thread.  Tcl keeps event sources and file handlers per thread,
+ * any OCaml thread; gvltk_exiting on the thread that exits, holding it.  Tcl keeps event sources and file handlers per thread,
  * so a later GUI thread (Tk opened again after the last window closed)
  * installs its own: between two GUI threads nothing watches the pipe, and
  * the next main_loop's first run_jobs serves what came meanwhile.
@@ -39,6 +46,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <unistd.h>
@@ -59,6 +67,7 @@ CAMLprim value gvltk_uninstall(value unit);
 CAMLprim value gvltk_mainloop(value unit);
 CAMLprim value gvltk_wake(value unit);
 CAMLprim value gvltk_boosted(value unit);
+CAMLprim value gvltk_exiting(value unit);
 
 /* State of the one Tk thread (labltk has one interpreter per process).
  * Written by the Tk thread under the master lock, except wake_pending. */
@@ -68,6 +77,17 @@ static int in_loop;                 /* gvltk_mainloop is in DoOneEvent */
 static int released;                /* setup proc left the runtime     */
 static void (*boost_next)(int);     /* gvloop's threads library, or NULL */
 static atomic_int wake_pending;     /* a byte is in the pipe, unread    */
+static pthread_t tk_thread;         /* set by install                   */
+/* Where the Tk thread is, for an exit on another thread (gvltk_exiting):
+ * OUT_WAIT from the setup proc's release to the re-entry's, OUT_ENTER while
+ * the re-entry waits for the lock; IN otherwise.  Written by the Tk
+ * thread. */
+enum { TK_IN, TK_OUT_WAIT, TK_OUT_ENTER };
+static atomic_int tk_where;
+static atomic_int exiting;          /* set by gvltk_exiting, never cleared */
+static pthread_mutex_t park_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cv = PTHREAD_COND_INITIALIZER;
+static int parked;                  /* park_mu: the Tk thread has stopped */
 
 static void gvltk_wake_proc(ClientData cd, int mask);
 
@@ -79,18 +99,59 @@ static void gvltk_wake_proc(ClientData cd, int mask);
  * lock held and `released` set, and one that called Tk.update would wait
  * in Tcl from inside this proc; gvltk_mainloop runs them between events,
  * where a callback would run. */
+static void gvltk_park(void);
+
 static void gvltk_setup(ClientData cd, int flags) {
   (void)cd; (void)flags;
   if (!in_loop || released) return;
   released = 1;
+  atomic_store(&tk_where, TK_OUT_WAIT);
   caml_enter_blocking_section_no_pending();
+  if (atomic_load(&exiting)) gvltk_park(); /* back from a callback, say */
 }
 
 static void gvltk_enter(void) {
   if (!released) return;
+  if (atomic_load(&exiting)) gvltk_park();
   released = 0;
+  atomic_store(&tk_where, TK_OUT_ENTER);
   if (boost_next) boost_next(GVLTK_BOOST);
   caml_leave_blocking_section();
+  if (atomic_load(&exiting)) {       /* the exit let us have the lock */
+    caml_enter_blocking_section_no_pending();
+    gvltk_park();
+  }
+  atomic_store(&tk_where, TK_IN);
+}
+
+/* [Tk thread, outside the lock] Another thread is exiting and Tcl is about
+ * to be finalized: say so, and never return (the exit ends the thread). */
+static void gvltk_park(void) {
+  pthread_mutex_lock(&park_mu);
+  parked = 1;
+  pthread_cond_broadcast(&park_cv);
+  pthread_mutex_unlock(&park_mu);
+  for (;;) pause();
+}
+
+/* [the thread that exits, holding the lock; from Tkthread's at_exit] If the
+ * Tk thread is out of the lock in its loop, wake it and wait, without the
+ * lock, until it has stopped.  A Tk thread inside an OCaml callback (one
+ * blocked in I/O, say) is not waited for: it holds Tcl's frames as under
+ * the stock lock. */
+CAMLprim value gvltk_exiting(value unit) {
+  (void)unit;
+  if (!atomic_load(&installed) || pthread_equal(pthread_self(), tk_thread))
+    return Val_unit;
+  atomic_store(&exiting, 1);
+  if (atomic_load(&tk_where) == TK_IN) return Val_unit;
+  gvltk_wake(Val_unit);
+  caml_enter_blocking_section_no_pending();
+  pthread_mutex_lock(&park_mu);
+  while (!parked) pthread_cond_wait(&park_cv, &park_mu);
+  pthread_mutex_unlock(&park_mu);
+  caml_leave_blocking_section();
+  return Val_unit;
 }
 
 /* Called as soon as the wait ends, before events are serviced. */
@@ -117,6 +178,8 @@ CAMLprim value gvltk_install(value unit) {
   }
   Tcl_CreateEventSource(gvltk_setup, gvltk_check, NULL);
   Tcl_CreateFileHandler(wake_fd[0], TCL_READABLE, gvltk_wake_proc, NULL);
+  tk_thread = pthread_self();
+  atomic_store(&tk_where, TK_IN);
   atomic_store(&installed, 1);
   return Val_unit;
 }

@@ -6,6 +6,7 @@ external uninstall : unit -> unit = "gvltk_uninstall"
 external wake : unit -> unit = "gvltk_wake"
 external tk_loop : unit -> unit = "gvltk_mainloop"
 external boosted : unit -> bool = "gvltk_boosted"
+external exiting : unit -> unit = "gvltk_exiting"
 
 let top = Widget.default_toplevel
 
@@ -103,8 +104,11 @@ let sync f x =
     | None -> failwith "Tkthread.sync"
   end
 
+(* An exit on another thread stops this loop before labltk's at_exit, made
+   at openTk (so earlier: at_exit runs the latest first), finalizes Tcl. *)
 let main_loop () =
   gui_id := Some (Thread.id (Thread.self ()));
+  at_exit exiting;
   install ();
   run_jobs ();
   Fun.protect ~finally:(fun () -> uninstall (); gui_ended None) tk_loop

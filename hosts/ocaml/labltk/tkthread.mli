@@ -30,7 +30,9 @@ val running : unit -> bool
 
 (** gvloop only: run Tk's event loop in the calling thread (which opened
     Tk), outside the master lock, serving jobs.  What [thread_main] does
-    after opening Tk; for programs that keep Tk on their main thread. *)
+    after opening Tk; for programs that keep Tk on their main thread.
+    An [exit] on another thread stops the loop for good where it waits,
+    before labltk's [at_exit] finalizes Tcl. *)
 val main_loop : unit -> unit
 
 (** gvloop only: whether Tk callbacks enter OCaml with a boosted acquire
