@@ -440,7 +440,11 @@ GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
  * cap.  A thread that computes longer between blocking calls, however often
  * it was preempted meanwhile, is never promoted, except once right after a
  * short stretch; nor is the first call after a gvl_acquire (a gvl_release
- * ends the stretch).
+ * ends the stretch).  A t whose return was to be promoted and that hands
+ * the GVL over (a safe point, gvl_yield) within a tenth of a slice of it,
+ * also after taking the GVL back, queues again at priority 1, never above
+ * the waiter it hands to: another I/O thread's promotion does not put it
+ * behind a CPU-bound waiter, whose slice it would wait out.
  * Taking it back: when a waiter is served as fn starts, and fn returns
  * before that waiter has started to run (it was still waking up), t takes
  * the GVL straight back and the waiter stays first in line, losing no time

@@ -447,8 +447,9 @@ gvl_thread_t *gvl__pol_pick(gvl_t *g, uint64_t now, bool strict);
 /* The priority a waiter that asked for prio queues at: normal, with
  * *refused set, for a boost while the cap is exceeded. */
 int  gvl__pol_queue_prio(gvl_t *g, int prio, uint64_t now, bool *refused);
-/* The priority a holder at mine yielding to a waiter at theirs requeues at. */
-int  gvl__pol_requeue_prio(int mine, int theirs);
+/* The priority a holder t at mine yielding to a waiter at theirs requeues
+ * at (no higher than theirs). */
+int  gvl__pol_requeue_prio(gvl_thread_t *t, int mine, int theirs, uint64_t now);
 void gvl__pol_hold_start(gvl_t *g, uint64_t now);   /* a slice starts */
 void gvl__pol_charge(gvl_t *g, uint64_t now, uint64_t held); /* a boost */
 /* The timer waiter's turn: the time to look again, and in *target the
@@ -462,6 +463,8 @@ bool gvl__pol_take_back_ok(gvl_t *g, gvl_thread_t *w, int prio, int kind,
                            uint64_t since, uint64_t now);
 /* gvl_call_without: is t back from a short stretch (any lock, t only)? */
 bool gvl__pol_interactive(gvl_thread_t *t, uint64_t now);
+/* Is t within a tenth of a slice of its return from a region (t only)? */
+bool gvl__pol_short_stretch(gvl_thread_t *t, uint64_t now);
 
 /* gvl_sync.c: take t out of the gvl_mutex/gvl_cond queue q it is in (the
  * GVL held, or the fork child). */

@@ -759,7 +759,7 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   atomic_store_explicit(&t->holding, 0, memory_order_relaxed);
   t->boosted = false;
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
-  (void)enqueue(g, t, gvl__pol_requeue_prio(mine, w->qprio), now, NULL);
+  (void)enqueue(g, t, gvl__pol_requeue_prio(t, mine, w->qprio, now), now, NULL);
   wakes_t wk = {.n = 0};
   handoff(g, w, now, GVL__GRANTED, &wk);
   t->other_cpu = cpu_of(w);

@@ -23,7 +23,10 @@
 #      between the pick and the handoff), safety and liveness, and its
 #      broken variant (a request made in the window left on the yielder);
 #   5. the model's limit: with two boosted threads a normal one can starve
-#      (aging and the boost cap are time-based and not modelled).
+#      (aging and the boost cap are time-based and not modelled);
+#   6. the interactive requeue (-DIA_REQUEUE: a preempted holder queues at
+#      up to the level of the waiter it hands to): safe, and under the same
+#      limit as 5.
 #
 # Exits non-zero if any check does not give the expected verdict, or if a
 # search is incomplete (depth or memory bound hit).
@@ -35,7 +38,7 @@ model=$here/gvl.pml
 spin=${SPIN:-spin}
 cc=${PAN_CC:-cc}
 
-depth=3000000          # -m: the DFS of the liveness run reaches ~0.8M
+depth=4000000          # -m: safety with IA_REQUEUE reaches ~3.3M
 memlim=2048            # MB, pan stops (and we fail) beyond this
 hashw=23               # 8M hash slots, for 2-7M states
 
@@ -192,6 +195,9 @@ lane2() {
   # Not a bug: two boosted threads starve a normal one unless time-based
   # aging or the boost cap steps in, and neither is in the model.
   expect_fail two-boosted    liveness served 'acceptance cycle'   -DTWO_BOOSTED
+  # The interactive requeue: safe; live only with the cap, as above.
+  expect_pass ia-requeue     safety   -      -DIA_REQUEUE
+  expect_fail ia-requeue-served liveness served 'acceptance cycle' -DIA_REQUEUE
 }
 
 lane1 >"$work/lane1.out" 2>&1 &

@@ -130,6 +130,11 @@
  * library the cap bounds their share over real time and aging lifts thread
  * 0; here the window may drain between any two holds and there is no
  * aging, so that guarantee is left to tests/gvl (starvation, promises).
+ * -DIA_REQUEUE adds gvl__pol_requeue_prio's interactive case: a holder
+ * preempted soon after an interactive region's end queues at the level of
+ * the waiter it hands to (never above).  Time is not modelled, so any
+ * holder may: safe, but then a normal thread may be passed for ever, as
+ * with TWO_BOOSTED (the charge of those holds to the cap bounds it).
  */
 
 #ifndef BUG_HOTBOOSTSLICE
@@ -712,6 +717,15 @@ hand_over:
 #endif
        /* queue behind W, at the lower of the two priorities */
        ok = (hold_prio[me] < qprio[W] -> hold_prio[me] : qprio[W]);
+#ifdef IA_REQUEUE
+       /* gvl__pol_requeue_prio: a holder preempted within a tenth of a
+        * slice of an interactive region's end queues at the promotion's
+        * level, never above W's.  Time is not modelled: any holder may. */
+       if
+       :: ok < qprio[W] -> ok = qprio[W]
+       :: skip
+       fi;
+#endif
        incs--;
        waiting[me] = 1;
        boosted = 0;
