@@ -16,8 +16,10 @@
  *    when a boost was asked for, gvl_region_end after a blocking section),
  *    st_masterlock_release a blocking section's gvl_region_begin (a plain
  *    gvl_release only for the thread's last), and st_thread_yield a safe
- *    point (gvl_check_ints) and gvl_yield, with a release and reacquire
- *    once a hold has lasted a slice (see st_thread_yield).  So the
+ *    point (gvl_check_ints) and gvl_yield (from the preemption signal's
+ *    handler only for a request of its own or after a slice), with a
+ *    release and reacquire once a hold has lasted a slice (see
+ *    st_thread_yield).  So the
  *    master lock is fair (no barging back in after a release), and
  *    Thread.yield with a waiter is always a real handoff.
  *  - No tick thread.  st_stubs.c still asks for one (st_thread_create with
@@ -277,10 +279,18 @@ Caml_inline int st_masterlock_waiters(st_masterlock *m) {
   return 1;
 }
 
+/* Whether the caller runs the preemption signal's handler (OCaml masks
+ * the signal while its handler runs), not an explicit Thread.yield. */
+static int st_gvl_in_preempt_handler(void) {
+  sigset_t cur;
+  return pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 &&
+         sigismember(&cur, SIGPREEMPTION) == 1;
+}
+
 /* Thread.yield and the preemption signal's handler.  A pending preempt
  * request is served first by the safe point (it hands the lock to the
  * waiter that asked); otherwise a plain yield, a handoff to the best
- * waiter the policy serves.
+ * waiter the policy serves (from the handler, only as said below).
  *
  * Neither serves a waiter whose boost the cap holds back (an interactive
  * reacquire is such a boost): an unboosted holder keeps the lock, and the
@@ -295,8 +305,20 @@ Caml_inline void st_thread_yield(st_masterlock *m) {
   gvl_thread_t *t = st_gvl_self;
   st_gvl_gave_way = 0;
   (void)gvl_check_ints(t);
-  if (!st_gvl_gave_way) (void)gvl_yield(t);
   uint64_t now = gvl_now_ns();
+  /* OCaml's preemption signal is the process's, not a thread's: one
+   * recorded for the holder before it handed the lock on (a slice's end, a
+   * boosted waiter's request) is handled by whichever thread holds the lock
+   * next, often an I/O thread just back from a blocking call.  A yield
+   * there would hand the lock to a CPU-bound waiter, and the I/O thread
+   * would wait out that thread's slice.  So the handler yields only when a
+   * request for this thread was pending (served above) or its hold has
+   * lasted a slice (the minor-GC re-arm, a request OCaml dropped); an
+   * explicit Thread.yield always does. */
+  if (!st_gvl_gave_way &&
+      (now - st_gvl_hold_t0 >= m->slice_ns || !st_gvl_in_preempt_handler()))
+    (void)gvl_yield(t);
+  now = gvl_now_ns();
   if (!st_gvl_gave_way && atomic_load(&st_gvl_active) > 1 &&
       now - st_gvl_hold_t0 >= m->slice_ns) {
     int rc = gvl_release(t);
@@ -307,6 +329,19 @@ Caml_inline void st_thread_yield(st_masterlock *m) {
     now = gvl_now_ns();
   }
   if (st_gvl_gave_way) st_gvl_hold_t0 = now;
+  /* A preempt request made while this thread was away or on its way back
+   * (a boosted waiter that asked as the lock was handed to it) reached
+   * OCaml as a signal recorded while this handler masks it, which OCaml
+   * 4.13 drops: serve it here, or it waits for the GVL to ask again, a
+   * slice later.  As often as the lock comes back with one pending (on one
+   * CPU, two I/O threads take turns asking): each pass is a handoff to a
+   * waiter that asked, as a poll point outside the handler would make. */
+  for (;;) {
+    st_gvl_gave_way = 0;
+    (void)gvl_check_ints(t);
+    if (!st_gvl_gave_way) break;
+    st_gvl_hold_t0 = gvl_now_ns();
+  }
 }
 
 /* caml_thread_stop calls this just before its last release. */
