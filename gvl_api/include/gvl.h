@@ -440,9 +440,9 @@ GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
  * cap.  A thread that computes longer between blocking calls, however often
  * it was preempted meanwhile, is never promoted, except once right after a
  * short stretch; nor is the first call after a gvl_acquire (a gvl_release
- * ends the stretch).  A t whose return was to be promoted and that hands
- * the GVL over (a safe point, gvl_yield) within a tenth of a slice of it,
- * also after taking the GVL back, queues again at priority 1, never above
+ * ends the stretch).  A t whose return was promoted and that hands the GVL
+ * over (a safe point, gvl_yield) within a tenth of a slice of it, also
+ * after taking the GVL back, queues again at priority 1, never above
  * the waiter it hands to: another I/O thread's promotion does not put it
  * behind a CPU-bound waiter, whose slice it would wait out.
  * Taking it back: when a waiter is served as fn starts, and fn returns

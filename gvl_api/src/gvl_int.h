@@ -205,6 +205,10 @@ struct gvl_thread_s {
                                    region); t only                         */
   bool region_ia;               /* ... and whether the interactivity rule
                                    promotes the reacquire; t only          */
+  bool ia_ret;                  /* t's hold is the return of a region the
+                                   rule promoted (taken back or not), not
+                                   one of a gvl_call_with or after a
+                                   gvl_mutex/gvl_cond wait; t only         */
   int hot_release;              /* GVL__HOT_* of a release of t's that left
                                    a grant t may take back, NONE once t's
                                    acquire_slow tried; may be stale (an

@@ -812,6 +812,7 @@ void gvl__drop_for_wait(gvl_thread_t *t) {
   /* The GVL comes back at t's base priority (whoever queues t uses it):
    * that is what this wait asked for, not a boost t's last acquire did. */
   t->req_prio = t->prio;
+  t->ia_ret = false;           /* its reacquire is the wait's, not a region's */
   atomic_store_explicit(&t->granted, 0, memory_order_relaxed);
   (void)gvl__release(t, GVL__HOT_NONE);
 }

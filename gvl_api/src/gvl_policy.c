@@ -110,7 +110,7 @@ int gvl__pol_queue_prio(gvl_t *g, int prio, uint64_t now, bool *refused) {
 }
 
 int gvl__pol_requeue_prio(gvl_thread_t *t, int mine, int theirs, uint64_t now) {
-  if (mine < 1 && t->region_ia && gvl__pol_short_stretch(t, now)) mine = 1;
+  if (mine < 1 && t->ia_ret && gvl__pol_short_stretch(t, now)) mine = 1;
   return mine < theirs ? mine : theirs;
 }
 
@@ -185,6 +185,18 @@ uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target) {
 
 /* ---- interactivity -------------------------------------------------------------- */
 
+/* Is t within a tenth of a slice of its return from a region?  A
+ * promoted return (t->ia_ret) preempted that soon (by another I/O thread's
+ * promotion, say) requeues at the promotion's level (gvl__pol_requeue_prio),
+ * not behind a CPU-bound waiter whose slice it would then wait out (two
+ * I/O threads and a hog on one CPU: a slice per round trip).  t only. */
+bool gvl__pol_short_stretch(gvl_thread_t *t, uint64_t now) {
+  if (t->interactive_off || (t->g->flags & GVL_F_NOINTERACTIVE) || !t->ia_t0)
+    return false;
+  uint64_t slice = atomic_load_explicit(&t->g->slice_ns, memory_order_relaxed);
+  return now - t->ia_t0 < slice / 10;
+}
+
 /* A thread whose stretch since it last came back from gvl_call_without was
  * short (under a tenth of a slice, wall time, whatever happened in it) is
  * I/O-bound: its next reacquire is promoted one level above normal.  One
@@ -194,18 +206,6 @@ uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target) {
  * such moment).  So only two long stretches in a row do, and a thread that
  * computes across slices between blocking calls is never promoted.
  * t only, no lock. */
-/* t came back from an interactive region less than a tenth of a slice
- * ago: preempted now (by another I/O thread's promotion, say), it queues
- * at the promotion's level, not behind a CPU-bound waiter whose slice it
- * would then wait out (two I/O threads and a hog on one CPU: a slice per
- * round trip).  t only. */
-bool gvl__pol_short_stretch(gvl_thread_t *t, uint64_t now) {
-  if (t->interactive_off || (t->g->flags & GVL_F_NOINTERACTIVE) || !t->ia_t0)
-    return false;
-  uint64_t slice = atomic_load_explicit(&t->g->slice_ns, memory_order_relaxed);
-  return now - t->ia_t0 < slice / 10;
-}
-
 bool gvl__pol_interactive(gvl_thread_t *t, uint64_t now) {
   if (t->interactive_off || (t->g->flags & GVL_F_NOINTERACTIVE) || !t->ia_t0) {
     t->ia_short = false;

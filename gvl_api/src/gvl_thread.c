@@ -303,7 +303,9 @@ int gvl_region_end(gvl_thread_t *t, int prio) {
   t->ubf = NULL;
   pthread_mutex_unlock(&t->ilock);
   if (prio < t->region_prio) prio = t->region_prio;
-  (void)gvl__acquire(t, prio, t->region_ia && prio <= t->region_prio);
+  bool ia = t->region_ia && prio <= t->region_prio;
+  (void)gvl__acquire(t, prio, ia);
+  t->ia_ret = ia && prio < 1;  /* what gvl__acquire promoted */
   t->ia_t0 = gvl__now();       /* the next stretch starts here */
   return 0;
 }
@@ -397,6 +399,7 @@ void *gvl_call_with(gvl_t *g, int prio, void *(*fn)(void *), void *arg) {
   bool in_region = t->in_region;   /* t only */
   if (in_region) region_suspend(t, &sv);
   t->call_depth++;
+  t->ia_ret = false;           /* fn's hold is not a region's return */
   if ((rc = gvl__acquire(t, prio, false))) {
     t->call_depth--;
     if (in_region) region_resume(t, &sv);
