@@ -109,6 +109,7 @@ static _Thread_local int st_gvl_next_prio;        /* see gvloop_caml_boost_next 
 static _Thread_local int st_gvl_detach;           /* detach after the release */
 static _Thread_local int st_gvl_gave_way;         /* set by the READY hook */
 
+static int st_gvl_sigmask(int how, const sigset_t *set, sigset_t *old);
 static void st_gvl_fatal(const char *what, int err) ST_GVL_UNUSED;
 static void st_gvl_fatal(const char *what, int err) {
   fprintf(stderr, "gvloop threads: %s: %s\n", what, gvl_strerror(err));
@@ -214,6 +215,7 @@ static void st_masterlock_init(st_masterlock *m) {
     st_gvl_slice_ns = m->slice_ns;
     st_gvl_prev_gc_hook = caml_minor_gc_end_hook;
     caml_minor_gc_end_hook = st_gvl_gc_hook;
+    caml_sigmask_hook = st_gvl_sigmask;   /* after st_initialize's */
     const char *st = getenv("GVLOOP_OCAML_STATS");
     if (st && *st && *st != '0') atexit(st_gvl_print_stats);
   }
@@ -279,12 +281,32 @@ Caml_inline int st_masterlock_waiters(st_masterlock *m) {
   return 1;
 }
 
-/* Whether the caller runs the preemption signal's handler (OCaml masks
- * the signal while its handler runs), not an explicit Thread.yield. */
-static int st_gvl_in_preempt_handler(void) {
-  sigset_t cur;
-  return pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 &&
-         sigismember(&cur, SIGPREEMPTION) == 1;
+/* caml_sigmask_hook (pthread_sigmask, as the stock library sets it), which
+ * OCaml's runtime calls only around a signal handler it runs and to read
+ * the mask.  It tells when this thread runs the preemption signal's
+ * handler (the runtime masks the signal for it; an explicit Thread.yield
+ * or a mask of the program's, Thread.sigmask, does not come here), and it
+ * records that signal again as the handler unmasks it if one was recorded
+ * meanwhile: OCaml 4.13 skips a masked signal as it looks for pending
+ * ones, and forgets that one is pending, so a preempt request recorded
+ * then would wait for the GVL to ask again, a slice later. */
+static _Thread_local int st_gvl_in_handler;
+
+static int st_gvl_sigmask(int how, const sigset_t *set, sigset_t *old) {
+  sigset_t prev;
+  int rc = pthread_sigmask(how, set, &prev);
+  if (rc) return rc;
+  if (old) *old = prev;
+  if (set == NULL) return 0;
+  if (how == SIG_BLOCK && sigismember(set, SIGPREEMPTION) == 1 &&
+      sigismember(&prev, SIGPREEMPTION) == 0) {
+    st_gvl_in_handler = 1;
+  } else if (how == SIG_SETMASK && st_gvl_in_handler &&
+             sigismember(set, SIGPREEMPTION) == 0) {
+    st_gvl_in_handler = 0;
+    if (caml_pending_signals[SIGPREEMPTION]) caml_record_signal(SIGPREEMPTION);
+  }
+  return 0;
 }
 
 /* Thread.yield and the preemption signal's handler.  A pending preempt
@@ -313,10 +335,10 @@ Caml_inline void st_thread_yield(st_masterlock *m) {
    * there would hand the lock to a CPU-bound waiter, and the I/O thread
    * would wait out that thread's slice.  So the handler yields only when a
    * request for this thread was pending (served above) or its hold has
-   * lasted a slice (the minor-GC re-arm, a request OCaml dropped); an
+   * lasted a slice (the minor-GC re-arm); an
    * explicit Thread.yield always does. */
   if (!st_gvl_gave_way &&
-      (now - st_gvl_hold_t0 >= m->slice_ns || !st_gvl_in_preempt_handler()))
+      (now - st_gvl_hold_t0 >= m->slice_ns || !st_gvl_in_handler))
     (void)gvl_yield(t);
   now = gvl_now_ns();
   if (!st_gvl_gave_way && atomic_load(&st_gvl_active) > 1 &&
@@ -331,11 +353,11 @@ Caml_inline void st_thread_yield(st_masterlock *m) {
   if (st_gvl_gave_way) st_gvl_hold_t0 = now;
   /* A preempt request made while this thread was away or on its way back
    * (a boosted waiter that asked as the lock was handed to it) reached
-   * OCaml as a signal recorded while this handler masks it, which OCaml
-   * 4.13 drops: serve it here, or it waits for the GVL to ask again, a
-   * slice later.  As often as the lock comes back with one pending (on one
-   * CPU, two I/O threads take turns asking): each pass is a handoff to a
-   * waiter that asked, as a poll point outside the handler would make. */
+   * OCaml as a signal recorded while this handler masks it: serve it here
+   * rather than at the poll after the handler (st_gvl_sigmask records it
+   * again).  As often as the lock comes back with one pending (on one CPU,
+   * two I/O threads take turns asking): each pass is a handoff to a waiter
+   * that asked, as a poll point outside the handler would make. */
   for (;;) {
     st_gvl_gave_way = 0;
     (void)gvl_check_ints(t);

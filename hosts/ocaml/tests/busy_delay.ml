@@ -2,8 +2,9 @@
 (* A compute thread that never allocates beside a thread making short
    Thread.delay calls: every delay ends, and the program ends.  The
    compute thread hears of each preempt request only through OCaml's
-   signal, which OCaml 4.13 drops when it is recorded while masked (in the
-   thread's own Thread.yield); the lock then has to tell it again, or the
+   signal, which OCaml 4.13 forgets when it is recorded while masked (in
+   the thread's own Thread.yield): it must be recorded again (st_gvl.h
+   does as the handler unmasks it; the lock also tells it again), or the
    compute thread keeps the master lock for ever.  Several rounds, since a
    round loses the race only now and then (mostly on a loaded machine).
    Exits 0 when done. *)

@@ -6,7 +6,8 @@
    compute thread must serve at its next poll point.  Three ways that
    request was lost made a round trip wait for the slice's end: a request
    made while the compute thread ran OCaml's preemption handler (OCaml 4.13
-   drops the signal then); the handler's yield when the signal had been
+   forgets a signal recorded while it is masked); the handler's yield when
+   the signal had been
    meant for the thread before (an I/O thread handed the lock to the
    compute thread); and an I/O thread preempted by the other one queued
    behind the compute thread.  With a slice of a day this never ended.
