@@ -29,8 +29,8 @@
  *  - gvltk_exiting, from Tkthread's at_exit (which runs before labltk's,
  *    made earlier at openTk, that finalizes Tcl): an exit on another
  *    thread stops the Tk thread where it waits for Tcl's events or for the
- *    lock after them, for good, so that it does not go on in Tcl once Tcl
- *    is finalized.  With the stock lock the Tk thread held the master lock
+ *    lock after them (one in a callback, once the callback has returned),
+ *    for good, so that it does not go on in Tcl once Tcl is finalized.  With the stock lock the Tk thread held the master lock
  *    in Tcl, so no other thread could exit meanwhile.
  *
  * Threads: gvltk_install, gvltk_mainloop and gvltk_uninstall on the Tk
@@ -49,6 +49,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <tcl.h>
@@ -70,7 +71,8 @@ CAMLprim value gvltk_boosted(value unit);
 CAMLprim value gvltk_exiting(value unit);
 
 /* State of the one Tk thread (labltk has one interpreter per process).
- * Written by the Tk thread under the master lock, except wake_pending. */
+ * Written by the Tk thread under the master lock, except wake_pending (any
+ * thread), exiting (the exiting thread, under the lock) and parked (park_mu). */
 static int wake_fd[2] = {-1, -1};   /* made by the first install       */
 static atomic_int installed;        /* 1 from install to uninstall     */
 static int in_loop;                 /* gvltk_mainloop is in DoOneEvent */
@@ -78,16 +80,12 @@ static int released;                /* setup proc left the runtime     */
 static void (*boost_next)(int);     /* gvloop's threads library, or NULL */
 static atomic_int wake_pending;     /* a byte is in the pipe, unread    */
 static pthread_t tk_thread;         /* set by install                   */
-/* Where the Tk thread is, for an exit on another thread (gvltk_exiting):
- * OUT_WAIT from the setup proc's release to the re-entry's, OUT_ENTER while
- * the re-entry waits for the lock; IN otherwise.  Written by the Tk
- * thread. */
-enum { TK_IN, TK_OUT_WAIT, TK_OUT_ENTER };
-static atomic_int tk_where;
+static pid_t tk_pid;                /* the process it runs in (install) */
 static atomic_int exiting;          /* set by gvltk_exiting, never cleared */
 static pthread_mutex_t park_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t park_cv = PTHREAD_COND_INITIALIZER;
-static int parked;                  /* park_mu: the Tk thread has stopped */
+static int parked;                  /* park_mu: the Tk thread has stopped,
+                                       or left the loop (uninstall) */
 
 static void gvltk_wake_proc(ClientData cd, int mask);
 
@@ -105,7 +103,6 @@ static void gvltk_setup(ClientData cd, int flags) {
   (void)cd; (void)flags;
   if (!in_loop || released) return;
   released = 1;
-  atomic_store(&tk_where, TK_OUT_WAIT);
   caml_enter_blocking_section_no_pending();
   if (atomic_load(&exiting)) gvltk_park(); /* back from a callback, say */
 }
@@ -114,14 +111,12 @@ static void gvltk_enter(void) {
   if (!released) return;
   if (atomic_load(&exiting)) gvltk_park();
   released = 0;
-  atomic_store(&tk_where, TK_OUT_ENTER);
   if (boost_next) boost_next(GVLTK_BOOST);
   caml_leave_blocking_section();
   if (atomic_load(&exiting)) {       /* the exit let us have the lock */
     caml_enter_blocking_section_no_pending();
     gvltk_park();
   }
-  atomic_store(&tk_where, TK_IN);
 }
 
 /* [Tk thread, outside the lock] Another thread is exiting and Tcl is about
@@ -134,21 +129,30 @@ static void gvltk_park(void) {
   for (;;) pause();
 }
 
-/* [the thread that exits, holding the lock; from Tkthread's at_exit] If the
- * Tk thread is out of the lock in its loop, wake it and wait, without the
- * lock, until it has stopped.  A Tk thread inside an OCaml callback (one
- * blocked in I/O, say) is not waited for: it holds Tcl's frames as under
- * the stock lock. */
+/* [the thread that exits, holding the lock; from Tkthread's at_exit] Wake
+ * the Tk thread and wait, without the lock, until it has stopped where it
+ * waits for Tcl's events or for the lock after them: also one inside an
+ * OCaml callback (a job waiting for a mutex, say), which stops once the
+ * callback has returned and Tcl is about to wait again.  Not one in
+ * another process (a fork()ed child exits without its parent's Tk
+ * thread).  The wait ends after 2 s at most: a callback that does not
+ * return, or a thread that holds the lock without reaching a poll point,
+ * would keep the exit from ending; the Tk thread may then go on in Tcl
+ * after it is finalized, as under the stock lock. */
 CAMLprim value gvltk_exiting(value unit) {
   (void)unit;
-  if (!atomic_load(&installed) || pthread_equal(pthread_self(), tk_thread))
+  if (!atomic_load(&installed) || getpid() != tk_pid ||
+      pthread_equal(pthread_self(), tk_thread))
     return Val_unit;
   atomic_store(&exiting, 1);
-  if (atomic_load(&tk_where) == TK_IN) return Val_unit;
   gvltk_wake(Val_unit);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 2;
   caml_enter_blocking_section_no_pending();
   pthread_mutex_lock(&park_mu);
-  while (!parked) pthread_cond_wait(&park_cv, &park_mu);
+  while (!parked && pthread_cond_timedwait(&park_cv, &park_mu, &until) != ETIMEDOUT) {
+  }
   pthread_mutex_unlock(&park_mu);
   caml_leave_blocking_section();
   return Val_unit;
@@ -179,7 +183,10 @@ CAMLprim value gvltk_install(value unit) {
   Tcl_CreateEventSource(gvltk_setup, gvltk_check, NULL);
   Tcl_CreateFileHandler(wake_fd[0], TCL_READABLE, gvltk_wake_proc, NULL);
   tk_thread = pthread_self();
-  atomic_store(&tk_where, TK_IN);
+  tk_pid = getpid();
+  pthread_mutex_lock(&park_mu);
+  parked = 0;
+  pthread_mutex_unlock(&park_mu);
   atomic_store(&installed, 1);
   return Val_unit;
 }
@@ -191,6 +198,10 @@ CAMLprim value gvltk_uninstall(value unit) {
   atomic_store(&installed, 0);
   Tcl_DeleteFileHandler(wake_fd[0]);
   Tcl_DeleteEventSource(gvltk_setup, gvltk_check, NULL);
+  pthread_mutex_lock(&park_mu);     /* an exit waiting for the loop: it is */
+  parked = 1;                       /* out of Tcl's loop now               */
+  pthread_cond_broadcast(&park_cv);
+  pthread_mutex_unlock(&park_mu);
   return Val_unit;
 }
 

@@ -32,7 +32,8 @@ val running : unit -> bool
     Tk), outside the master lock, serving jobs.  What [thread_main] does
     after opening Tk; for programs that keep Tk on their main thread.
     An [exit] on another thread stops the loop for good where it waits,
-    before labltk's [at_exit] finalizes Tcl. *)
+    before labltk's [at_exit] finalizes Tcl (also when a later [at_exit]
+    function raises and the program goes on). *)
 val main_loop : unit -> unit
 
 (** gvloop only: whether Tk callbacks enter OCaml with a boosted acquire
