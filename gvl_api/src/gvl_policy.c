@@ -185,16 +185,21 @@ uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target) {
 
 /* ---- interactivity -------------------------------------------------------------- */
 
-/* Is t within a tenth of a slice of its return from a region?  A
- * promoted return (t->ia_ret) preempted that soon (by another I/O thread's
- * promotion, say) requeues at the promotion's level (gvl__pol_requeue_prio),
- * not behind a CPU-bound waiter whose slice it would then wait out (two
- * I/O threads and a hog on one CPU: a slice per round trip).  t only. */
+/* The rule applies to t: on, and t has come back from a region since its
+ * last acquire. */
+static bool ia_on(const gvl_thread_t *t) {
+  return !t->interactive_off && !(t->g->flags & GVL_F_NOINTERACTIVE) && t->ia_t0;
+}
+
+/* Is t within a tenth of a slice of its return from a region?  The rule's
+ * test of a stretch (gvl__pol_interactive); also, a promoted return
+ * (t->ia_ret) preempted that soon (by another I/O thread's promotion, say)
+ * requeues at the promotion's level (gvl__pol_requeue_prio), not behind a
+ * CPU-bound waiter whose slice it would then wait out (two I/O threads and
+ * a hog on one CPU: a slice per round trip).  t only. */
 bool gvl__pol_short_stretch(gvl_thread_t *t, uint64_t now) {
-  if (t->interactive_off || (t->g->flags & GVL_F_NOINTERACTIVE) || !t->ia_t0)
-    return false;
   uint64_t slice = atomic_load_explicit(&t->g->slice_ns, memory_order_relaxed);
-  return now - t->ia_t0 < slice / 10;
+  return ia_on(t) && now - t->ia_t0 < slice / 10;
 }
 
 /* A thread whose stretch since it last came back from gvl_call_without was
@@ -207,12 +212,11 @@ bool gvl__pol_short_stretch(gvl_thread_t *t, uint64_t now) {
  * computes across slices between blocking calls is never promoted.
  * t only, no lock. */
 bool gvl__pol_interactive(gvl_thread_t *t, uint64_t now) {
-  if (t->interactive_off || (t->g->flags & GVL_F_NOINTERACTIVE) || !t->ia_t0) {
+  if (!ia_on(t)) {
     t->ia_short = false;
     return false;
   }
-  uint64_t slice = atomic_load_explicit(&t->g->slice_ns, memory_order_relaxed);
   bool was = t->ia_short;
-  t->ia_short = now - t->ia_t0 < slice / 10;
+  t->ia_short = gvl__pol_short_stretch(t, now);
   return t->ia_short || was;
 }
