@@ -327,7 +327,6 @@ Caml_inline void st_thread_yield(st_masterlock *m) {
   gvl_thread_t *t = st_gvl_self;
   st_gvl_gave_way = 0;
   (void)gvl_check_ints(t);
-  uint64_t now = gvl_now_ns();
   /* OCaml's preemption signal is the process's, not a thread's: one
    * recorded for the holder before it handed the lock on (a slice's end, a
    * boosted waiter's request) is handled by whichever thread holds the lock
@@ -338,9 +337,9 @@ Caml_inline void st_thread_yield(st_masterlock *m) {
    * lasted a slice (the minor-GC re-arm); an
    * explicit Thread.yield always does. */
   if (!st_gvl_gave_way &&
-      (now - st_gvl_hold_t0 >= m->slice_ns || !st_gvl_in_handler))
+      (!st_gvl_in_handler || gvl_now_ns() - st_gvl_hold_t0 >= m->slice_ns))
     (void)gvl_yield(t);
-  now = gvl_now_ns();
+  uint64_t now = gvl_now_ns();
   if (!st_gvl_gave_way && atomic_load(&st_gvl_active) > 1 &&
       now - st_gvl_hold_t0 >= m->slice_ns) {
     int rc = gvl_release(t);
