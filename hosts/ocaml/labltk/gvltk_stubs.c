@@ -30,13 +30,15 @@
  *    made earlier at openTk, that finalizes Tcl): an exit on another
  *    thread stops the Tk thread where it waits for Tcl's events or for the
  *    lock after them (one in a callback, once the callback has returned),
- *    for good, so that it does not go on in Tcl once Tcl is finalized.  With the stock lock the Tk thread held the master lock
- *    in Tcl, so no other thread could exit meanwhile.
+ *    for good, so that it does not go on in Tcl once Tcl is finalized.
+ *    With the stock lock the Tk thread held the master lock in Tcl, so no
+ *    other thread could exit meanwhile.
  *
  * Threads: gvltk_install, gvltk_mainloop and gvltk_uninstall on the Tk
  * thread (the one that opened Tk), holding the master lock; gvltk_wake on
- * any OCaml thread; gvltk_exiting on the thread that exits, holding it.  Tcl keeps event sources and file handlers per thread,
- * so a later GUI thread (Tk opened again after the last window closed)
+ * any OCaml thread; gvltk_exiting on the thread that exits, holding it.
+ * Tcl keeps event sources and file handlers per thread, so a later GUI
+ * thread (Tk opened again after the last window closed)
  * installs its own: between two GUI threads nothing watches the pipe, and
  * the next main_loop's first run_jobs serves what came meanwhile.
  */
@@ -89,6 +91,16 @@ static int parked;                  /* park_mu: the Tk thread has stopped,
 
 static void gvltk_wake_proc(ClientData cd, int mask);
 
+static void gvltk_park(void);
+
+/* parked = v, told to an exit waiting for it. */
+static void set_parked(int v) {
+  pthread_mutex_lock(&park_mu);
+  parked = v;
+  pthread_cond_broadcast(&park_cv);
+  pthread_mutex_unlock(&park_mu);
+}
+
 /* Tcl_DoOneEvent calls this before it waits: leave the runtime, so other
  * OCaml threads run while Tcl sleeps.  Only inside gvltk_mainloop, which
  * re-enters if Tcl returns without calling the check proc.  Without
@@ -97,8 +109,6 @@ static void gvltk_wake_proc(ClientData cd, int mask);
  * lock held and `released` set, and one that called Tk.update would wait
  * in Tcl from inside this proc; gvltk_mainloop runs them between events,
  * where a callback would run. */
-static void gvltk_park(void);
-
 static void gvltk_setup(ClientData cd, int flags) {
   (void)cd; (void)flags;
   if (!in_loop || released) return;
@@ -122,10 +132,7 @@ static void gvltk_enter(void) {
 /* [Tk thread, outside the lock] Another thread is exiting and Tcl is about
  * to be finalized: say so, and never return (the exit ends the thread). */
 static void gvltk_park(void) {
-  pthread_mutex_lock(&park_mu);
-  parked = 1;
-  pthread_cond_broadcast(&park_cv);
-  pthread_mutex_unlock(&park_mu);
+  set_parked(1);
   for (;;) pause();
 }
 
@@ -184,9 +191,7 @@ CAMLprim value gvltk_install(value unit) {
   Tcl_CreateFileHandler(wake_fd[0], TCL_READABLE, gvltk_wake_proc, NULL);
   tk_thread = pthread_self();
   tk_pid = getpid();
-  pthread_mutex_lock(&park_mu);
-  parked = 0;
-  pthread_mutex_unlock(&park_mu);
+  set_parked(0);
   atomic_store(&installed, 1);
   return Val_unit;
 }
@@ -198,10 +203,7 @@ CAMLprim value gvltk_uninstall(value unit) {
   atomic_store(&installed, 0);
   Tcl_DeleteFileHandler(wake_fd[0]);
   Tcl_DeleteEventSource(gvltk_setup, gvltk_check, NULL);
-  pthread_mutex_lock(&park_mu);     /* an exit waiting for the loop: it is */
-  parked = 1;                       /* out of Tcl's loop now               */
-  pthread_cond_broadcast(&park_cv);
-  pthread_mutex_unlock(&park_mu);
+  set_parked(1);   /* an exit waiting for the loop: it is out of Tcl's now */
   return Val_unit;
 }
 
