@@ -303,7 +303,6 @@ static void test_hold_share_settings(void) {
  * promotion's level, not behind the hog, whose hour it would wait out.
  * Done when the round trips end (they did not once a holder queued at its
  * own priority). */
-static atomic_int pp_stop;
 static int pp_fd[2];
 
 typedef struct { int fd; char c; } pp_io_t;
@@ -341,28 +340,14 @@ static void *pp_echo(void *arg) {
   return NULL;
 }
 
-static void *pp_hog(void *arg) {
-  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
-  CHECK(t);
-  CHECK_OK(gvl_acquire(t));
-  atomic_store((atomic_int *)arg, 1);
-  while (!atomic_load(&pp_stop)) {
-    tgvl_work(10);
-    (void)gvl_check_ints(t);
-  }
-  CHECK_OK(gvl_release(t));
-  CHECK_OK(gvl_thread_detach(t));
-  return NULL;
-}
-
 static void test_two_io_threads(void) {
   gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
   c.flags = 0;                      /* the interactivity policy on */
-  pthread_t echo, hog;
-  atomic_int hog_holds = 0;
+  pthread_t echo, h;
   CHECK(g = gvl_create(&c));
   CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, pp_fd));
-  atomic_store(&pp_stop, 0);
+  atomic_store(&stop_hog, 0);
+  atomic_store(&hog_iters, 0);
   gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(me);
   CHECK_OK(gvl_acquire(me));
@@ -371,9 +356,9 @@ static void test_two_io_threads(void) {
   /* First trips alone: the first blocking call after an acquire is not
    * promoted (gvl.h), and would wait out the hour. */
   for (int i = 0; i < 500 + 3; i++) {
-    if (i == 3) {
-      tgvl_spawn(&hog, pp_hog, &hog_holds);
-      while (!atomic_load(&hog_holds)) gvl_call_without(me, noop, NULL, NULL, NULL);
+    if (i == 3) {               /* the hog, once it holds the GVL */
+      tgvl_spawn(&h, hog, NULL);
+      while (!atomic_load(&hog_iters)) gvl_call_without(me, noop, NULL, NULL, NULL);
     }
     CHECK(gvl_call_without(me, pp_write, &io, NULL, NULL));
     pp_stretch(me);
@@ -381,10 +366,10 @@ static void test_two_io_threads(void) {
     pp_stretch(me);
   }
   CHECK_OK(shutdown(pp_fd[0], SHUT_WR));
-  atomic_store(&pp_stop, 1);
+  atomic_store(&stop_hog, 1);
   CHECK_OK(gvl_release(me));
   tgvl_join(echo);
-  tgvl_join(hog);
+  tgvl_join(h);
   CHECK_OK(gvl_thread_detach(me));
   CHECK_OK(gvl_destroy(g));
   close(pp_fd[0]);
