@@ -497,6 +497,9 @@ static void fork_child_gvl(gvl_t *g, pthread_t self) {
       continue;
     }
     if (t->queued && !mine) queued = t;
+    /* The waiters that asked it to yield are gone (a request is only ever
+     * set on the holder while others wait); an interrupt stays. */
+    gvl__clear_ints(t, GVL__INT_PREEMPT);
     t->queued = false;
     t->qnext = t->qprev = NULL;
     atomic_store_explicit(&t->is_timer, 0, memory_order_relaxed);

@@ -8,7 +8,8 @@
  *
  * Cases: the forking thread holds the GVL; it is attached but does not hold
  * (another thread holds and passes safe points); it is not attached at all;
- * it forks from a hook while it waits in the queue.
+ * it forks from a hook while it waits in the queue; it holds with a boosted
+ * waiter's preempt request pending, which the child must not keep.
  */
 #include "tgvl.h"
 
@@ -365,8 +366,66 @@ static void fork_in_hook(int refused) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- a request made by a waiter the fork drops --------------------------- */
+
+static uint32_t ints_of(gvl_thread_t *t) {
+  return __atomic_load_n(&((struct gvl__thread_head *)t)->ints, __ATOMIC_RELAXED);
+}
+
+static void *booster(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, 0);
+  CHECK(t != NULL);
+  CHECK_OK(gvl_acquire_prio(t, GVL_PRIO_BOOST));
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+/* The holder forks while a boosted waiter's request is pending.  In the
+ * child nobody waits, so nobody asks: no preempt flag is left on the
+ * holder (it is only ever set on the holder while others wait), and a safe
+ * point with a normal waiter queued there, within a slice of 10 s, keeps
+ * the GVL. */
+static void fork_with_request(void) {
+  gvl_config_t c = tgvl_strict_config(10ull * 1000000000ull, &hlog);
+  tgvl_log_reset(&hlog);
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *me = gvl_thread_attach(g, 0);
+  CHECK(me != NULL);
+  CHECK_OK(gvl_acquire(me));
+  pthread_t b;
+  tgvl_spawn(&b, booster, NULL);
+  tgvl_wait_ge(&hlog.count[GVL_EV_PREEMPT_REQ], 1);
+  CHECK(ints_of(me) & GVL__INT_PREEMPT);
+  pid_t pid = fork();
+  if (pid == 0) {
+    tgvl_watchdog(30);
+    CHECK(gvl_thread_holds(me));
+    CHECK_EQ(ints_of(me) & GVL__INT_PREEMPT, 0);
+    tgvl_log_reset(&hlog);
+    pthread_t n;
+    tgvl_spawn(&n, child_thread, NULL);
+    tgvl_wait_ge(&hlog.count[GVL_EV_READY], 1);
+    uint64_t before = tgvl_tstats(me).preemptions;
+    CHECK_OK(gvl_check_ints(me));
+    CHECK_EQ(tgvl_tstats(me).preemptions, before);
+    CHECK_OK(gvl_release(me));
+    tgvl_join(n);
+    CHECK_OK(gvl_thread_detach(me));
+    CHECK_OK(gvl_destroy(g));
+    _exit(0);
+  }
+  tgvl_wait_child(pid);
+  CHECK_OK(gvl_check_ints(me));      /* the parent serves its booster */
+  CHECK_OK(gvl_release(me));
+  tgvl_join(b);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
 int main(void) {
   tgvl_watchdog(60);
+  fork_with_request();
   fork_holding();
   fork_not_holding(1);
   fork_not_holding(0);
