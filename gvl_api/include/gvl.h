@@ -322,7 +322,11 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  *    it is held back: served only if nobody else waits, by a release, by
  *    a boosted holder's yield or safe point, or once the holder's slice is
  *    over (a held-back waiter still waits at normal priority: the slice
- *    preemption serves it, so a "0 until flag" holder always lets it in).
+ *    preemption serves it, so a "0 until flag" holder always lets it in);
+ *    and once the window lets the cap allow boosts again, a held-back
+ *    waiter above the holder's priority asks the holder to give the GVL
+ *    up at its next safe point, as if it queued then (looked at as the
+ *    window's oldest charges leave it, at most every 1 ms).
  *    A boost that queues while the cap is exceeded is also demoted to
  *    GVL_PRIO_NORMAL (counted in boosts_refused) and so asks no holder at
  *    GVL_PRIO_NORMAL or above to yield.
@@ -444,7 +448,9 @@ GVL_EXPORT int gvl_thread_interrupt(gvl_thread_t *t);
  * over (a safe point, gvl_yield) within a tenth of a slice of it, also
  * after taking the GVL back, queues again at priority 1, never above
  * the waiter it hands to: another I/O thread's promotion does not put it
- * behind a CPU-bound waiter, whose slice it would wait out.
+ * behind a CPU-bound waiter, whose slice it would wait out (the requeue
+ * asks the cap as any promotion does; its hold counts in boosts, not
+ * again in interactive).
  * Taking it back: when a waiter is served as fn starts, and fn returns
  * before that waiter has started to run (it was still waking up), t takes
  * the GVL straight back and the waiter stays first in line, losing no time

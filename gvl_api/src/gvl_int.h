@@ -354,6 +354,9 @@ enum { GVL__CW_NONE, GVL__CW_WAITING, GVL__CW_SIGNALED, GVL__CW_TIMEDOUT };
 typedef struct {
   uint64_t hold_since;          /* slice start of the current holder (its
                                    handoff, or when the first waiter came) */
+  bool held_back;               /* the last pick passed over a waiter the
+                                   cap held back: the timer must look before
+                                   the slice ends (gvl__pol_tick)          */
   uint64_t cap_ns[GVL__CAP_SLOTS];    /* boosted ns booked per bucket      */
   uint64_t cap_epoch[GVL__CAP_SLOTS]; /* which bucket of time each holds   */
 } gvl__policy_t;
@@ -448,6 +451,9 @@ void gvl__pol_reset(gvl_t *g);          /* creation and the fork child */
  * timer of an unboosted holder): NULL rather than a waiter the cap holds
  * back. */
 gvl_thread_t *gvl__pol_pick(gvl_t *g, uint64_t now, bool strict);
+/* Did the last pick pass over a waiter the cap held back?  Then the timer
+ * waiter must look again before the slice it sleeps to is over. */
+bool gvl__pol_held_back(const gvl_t *g);
 /* The priority a waiter that asked for prio queues at: normal, with
  * *refused set, for a boost while the cap is exceeded. */
 int  gvl__pol_queue_prio(gvl_t *g, int prio, uint64_t now, bool *refused);

@@ -3,8 +3,10 @@
  * gvl_lock.c -- the mechanism: the lock word, the wait queue, handoff,
  * parking and the timer role.  Which waiter goes next, when a holder is
  * asked to yield and what a boost is charged are the policy's
- * (gvl_policy.c), asked at fixed points, always under g->mu.  Every path
- * here is in the SPIN model, tests/model/gvl.pml.
+ * (gvl_policy.c), asked at fixed points, always under g->mu.  The paths of
+ * the word, the queue, handoff, take-back and the timer are in the SPIN
+ * model, tests/model/gvl.pml; lending and queueing another thread (for a
+ * gvl_mutex/gvl_cond) are not (ARCHITECTURE.md says what it leaves out).
  *
  * The lock word holds the owner's handle, or 0 when free.  Its low bit,
  * GVL__CONTENDED, is set while the wait queue is non-empty; it is only ever
@@ -224,6 +226,13 @@ static void give_timer(gvl_t *g, gvl_thread_t *t) {
   if (t) atomic_store_explicit(&t->is_timer, 1, memory_order_relaxed);
 }
 
+/* Have the timer, asleep until g->timer_due, look again now (g->mu held;
+ * the wake goes in wk).  The calling thread is never the timer asleep. */
+static void timer_look(gvl_t *g, wakes_t *wk) {
+  g->timer_due = 0;
+  if (!pthread_equal(g->timer->tid, pthread_self())) wake_later(wk, g->timer);
+}
+
 /* Queue t (the caller, or a thread blocked in a gvl_mutex) behind the
  * holder, at the priority the policy gives it; the caller has set
  * GVL__CONTENDED.  Returns the holder if t outranks it and so asked it to
@@ -289,10 +298,12 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant,
     if (g->timer && !pthread_equal(g->timer->tid, pthread_self()))
       timer = g->timer;
   } else if (g->timer && g->timer_due &&
-             now + atomic_load_explicit(&g->slice_ns, memory_order_relaxed) <
-                 g->timer_due) {
+             (now + atomic_load_explicit(&g->slice_ns, memory_order_relaxed) <
+                  g->timer_due ||
+              gvl__pol_held_back(g))) {
     /* The timer sleeps past the end of w's slice (GVL__RETICK_NS after a
-     * holder that did not answer): it must look in time. */
+     * holder that did not answer), or the pick held a boost back that
+     * may outrank w once the cap allows it: it must look in time. */
     g->timer_due = 0;
     if (!pthread_equal(g->timer->tid, pthread_self())) timer = g->timer;
   }
@@ -751,7 +762,13 @@ static int hand_over(gvl_thread_t *t, int ctr) {
   clear_preempt(t);
   gvl_thread_t *w = pick_for_yield(t, ctr, &fired, &now);
   if (!w) {                       /* nobody the policy would serve */
+    /* A boost the cap held back, which asked t, asks again once the cap
+     * allows it (gvl__pol_tick): the timer must look before the slice's
+     * end it sleeps to. */
+    wakes_t wk = {.n = 0};
+    if (gvl__pol_held_back(g) && g->timer && g->timer_due) timer_look(g, &wk);
     gvl__mu_unlock(&g->mu);
+    wakes_run(&wk);
     if (fired) gvl__hook(g, t, GVL_EV_RESUMED);
     return 0;
   }

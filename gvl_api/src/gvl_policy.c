@@ -60,6 +60,18 @@ static bool cap_exceeded(gvl_t *g, uint64_t now) {
   return used * 100 >= (uint64_t)pct * g->window_ns;
 }
 
+/* When the sum cap_exceeded() reads next falls: the end of the oldest
+ * bucket still in it (the sum only grows by charges, which a pick sees
+ * when they come). */
+static uint64_t cap_next_drop(gvl_t *g, uint64_t now) {
+  uint64_t cur = now / cap_width(g), first = UINT64_MAX;
+  for (int i = 0; i < GVL__CAP_SLOTS; i++)
+    if (g->pol.cap_ns[i] && g->pol.cap_epoch[i] + GVL__CAP_SLOTS > cur &&
+        g->pol.cap_epoch[i] < first)
+      first = g->pol.cap_epoch[i];
+  return first == UINT64_MAX ? now : (first + GVL__CAP_SLOTS) * cap_width(g);
+}
+
 /* ---- order ------------------------------------------------------------------ */
 
 /* Queued priority plus one level per age_ns waited, without a ceiling: a
@@ -96,10 +108,13 @@ gvl_thread_t *gvl__pol_pick(gvl_t *g, uint64_t now, bool strict) {
     }
     if (!best || p > bp) best = w, bp = p;
   }
+  g->pol.held_back = held != NULL;
   if (best || !held || !strict) return best ? best : held;
   uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
   return now >= g->pol.hold_since + slice ? held : NULL;
 }
+
+bool gvl__pol_held_back(const gvl_t *g) { return g->pol.held_back; }
 
 /* The priority a waiter queues at.  A boost that comes while the cap is
  * exceeded is refused: it queues at normal priority (and stays held back
@@ -151,6 +166,33 @@ bool gvl__pol_take_back_ok(gvl_t *g, gvl_thread_t *w, int prio, int kind,
   return true;
 }
 
+/* Within the holder's slice: a boosted waiter above the hold that the cap
+ * held back as the GVL was handed on (it queued while boosts were allowed,
+ * so it asked nobody, or asked a holder whose safe point then kept the
+ * GVL) asks the holder once the cap allows boosts again, as if it queued
+ * then; until then the timer looks again as the window's oldest bucket
+ * leaves it (at least GVL__RETICK_NS apart).  Without this it waited out
+ * the whole slice, which may be far longer than the window.  Returns the
+ * next look, at most due (the slice's end). */
+static uint64_t held_back_tick(gvl_t *g, gvl_thread_t *o, uint64_t now,
+                               uint64_t due, gvl_thread_t **target) {
+  if (!o || (__atomic_load_n(&o->head.ints, __ATOMIC_RELAXED) & GVL__INT_PREEMPT))
+    return due;
+  int hold = atomic_load_explicit(&o->hold_prio, memory_order_relaxed);
+  bool above = false;
+  for (gvl_thread_t *w = g->qhead; w && !above; w = w->qnext)
+    above = w->qboost && w->qprio > hold;
+  if (!above) return due;
+  if (!cap_exceeded(g, now)) {
+    gvl__request_preempt(o);
+    *target = o;
+    return due;
+  }
+  uint64_t next = cap_next_drop(g, now);
+  if (next < now + GVL__RETICK_NS) next = now + GVL__RETICK_NS;
+  return next < due ? next : due;
+}
+
 /* Past the slice with someone the policy would serve (past the slice, a
  * waiter the cap holds back counts too, see gvl__pol_pick): ask the holder,
  * and look again a slice later, in case it cleared its flag without
@@ -165,9 +207,10 @@ bool gvl__pol_take_back_ok(gvl_t *g, gvl_thread_t *w, int prio, int kind,
 uint64_t gvl__pol_tick(gvl_t *g, uint64_t now, gvl_thread_t **target) {
   uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
   uint64_t later = now + (slice > GVL__RETICK_NS ? slice : GVL__RETICK_NS);
-  if (now < g->pol.hold_since + slice) return g->pol.hold_since + slice;
   gvl_thread_t *o =
       gvl__owner(atomic_load_explicit(&g->word, memory_order_relaxed));
+  if (now < g->pol.hold_since + slice)
+    return held_back_tick(g, o, now, g->pol.hold_since + slice, target);
   bool strict =
       !o || atomic_load_explicit(&o->hold_prio, memory_order_relaxed) <= 0;
   if (!gvl__pol_pick(g, now, strict)) return later; /* nobody to serve */

@@ -19,6 +19,9 @@
  *   cap_slice         "0 until flag" with the flag set by a thread whose
  *                     boosted acquire the cap refused and holds back: it
  *                     still gets the GVL at the end of the holder's slice
+ *   cap_clears        a boost the cap held back as the GVL went to a normal
+ *                     thread asks that holder to yield once the cap
+ *                     allows boosts again, not only at its slice's end
  *   onecpu_detect     a GVL created on one CPU (the creator pinned) never
  *                     spins, without GVL_F_NOSPIN and once unpinned
  *   onecpu_nospin     on one CPU with GVL_F_NOSPIN a boosted acquirer never
@@ -699,6 +702,78 @@ static void cap_slice(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- a held-back boost asks the holder once the cap clears -------------------- */
+
+static atomic_int cc_w_done;
+static _Atomic uint64_t cc_w_grant;
+
+static void *cc_waiter(void *arg) {       /* a boost below the holder's */
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire_prio(t, 5));
+  atomic_store(&cc_w_grant, gvl_now_ns());
+  *(gvl_stats_t *)arg = tgvl_tstats(t);
+  atomic_store(&cc_w_done, 1);
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+static void *cc_hog(void *arg) {          /* 0 until the waiter has run */
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  while (!atomic_load(&cc_w_done)) {
+    tgvl_work(1);
+    CHECK_OK(gvl_check_ints(t));
+  }
+  *(gvl_stats_t *)arg = tgvl_tstats(t);
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return NULL;
+}
+
+/* A boost at 5 queues under a holder at 10 (asking nobody), then a normal
+ * thread; the holder's release books 5 ms of boosted time against a cap
+ * of 1% of 100 ms, so the pick holds the boost back and serves the normal
+ * thread, with a slice of an hour.  Once the window has let the booked
+ * time go, the boost is a waiter above the holder and must ask it, as if it
+ * queued then: not before the window has passed, and long before the
+ * slice's end (the watchdog). */
+static void cap_clears(void) {
+  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+  pthread_t w, h;
+  c.hook = count_ready;
+  gvl_stats_t ws, hs;
+  c.boost_cap_pct = 1;
+  c.cap_window_ns = 100000000;
+  atomic_store(&nq, 0);
+  atomic_store(&cc_w_done, 0);
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me);
+  CHECK_OK(gvl_acquire_prio(me, 10));      /* free: taken, not yet charged */
+  tgvl_spawn(&w, cc_waiter, &ws);
+  tgvl_wait_ge(&nq, 1);
+  tgvl_spawn(&h, cc_hog, &hs);
+  tgvl_wait_ge(&nq, 2);
+  uint64_t t0 = gvl_now_ns();
+  while (gvl_now_ns() - t0 < 5000000) CHECK_OK(gvl_check_ints(me));
+  uint64_t rel = gvl_now_ns();
+  CHECK_OK(gvl_release(me));               /* over the cap: the hog is served */
+  tgvl_watchdog(60);
+  tgvl_join(w);
+  tgvl_join(h);
+  alarm(0);
+  tgvl_watchdog(120);
+  CHECK_GE(atomic_load(&cc_w_grant), rel + c.cap_window_ns);  /* held back */
+  CHECK_EQ(ws.boosts_refused, 0);          /* it queued under the cap */
+  CHECK_EQ(ws.boosts, 1);
+  CHECK_GE(hs.preemptions, 1);             /* the hog was asked, and gave way */
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
 /* ---- one CPU: no spinning ------------------------------------------------------ */
 
 static void onecpu_nospin(void) {
@@ -1338,6 +1413,7 @@ static const tgvl_case_t cases[] = {
   {"cpu_not_ia", cpu_not_ia},             {"prio_at_safepoint", prio_at_safepoint},
   {"hook_order", hook_order},             {"settings", settings},
   {"cap_slice", cap_slice},              {"cap_wake", cap_wake},
+  {"cap_clears", cap_clears},
   {"preempt_req_hook", preempt_req_hook}, {"preempt_req_repeat", preempt_req_repeat},
   {"region_resume_ubf", region_resume_ubf},
   {"yield_count", yield_count},            {"ia_call_with", ia_call_with},

@@ -246,6 +246,13 @@ inline enqueue(x, p) {
   fi
 }
 
+/* A queued waiter above the holder's priority (gvl__pol_tick's
+ * held_back_tick; the model's boosts are its only waiters above 0). */
+#define OUTRANKED \
+  ((q[0] != NONE && qprio[q[0]] > hold_prio[OWNER(word)]) || \
+   (q[1] != NONE && qprio[q[1]] > hold_prio[OWNER(word)]) || \
+   (q[2] != NONE && qprio[q[2]] > hold_prio[OWNER(word)]))
+
 /* Is x not held back by the cap?  (gvl__pol_pick: a waiter whose hold
  * would be charged -- at a priority above 0, or by a thread that asked for
  * one -- is, while the cap is exceeded, decided at every pick.) */
@@ -534,6 +541,15 @@ wait_check:
              :: else -> skip
              fi
           :: !tout && !sliceover -> skip           /* not yet */
+          :: !tout && !sliceover && !capx && OUTRANKED ->
+             /* within the slice, once the cap allows boosts: a waiter
+              * above the hold that the cap held back asks the holder
+              * (gvl__pol_tick's held_back_tick), whenever its flag is
+              * clear */
+             if
+             :: !preempt[OWNER(word)] -> preempt[OWNER(word)] = 1
+             :: else -> skip
+             fi
           fi
        :: else -> timed = 0
        fi;
