@@ -110,7 +110,11 @@ static void evl__timer_done(evl__item_t *it) {
 }
 
 /* A one-shot timer first runs the late ones due before it (see
- * evl__late_add); closing them takes them out of libuv's heap. */
+ * evl__late_add); closing them takes them out of libuv's heap.  Timers
+ * registered since the pass's drain join them first: libuv runs due timers
+ * before it polls, where the wake-up would drain them, so one registered
+ * while the loop thread was held up between the two, due before it, would
+ * otherwise run after it.  That drain may also apply a cancel of it. */
 static void evl__timer_cb(uv_timer_t *h) {
   evl__item_t *it = h->data, *o;
   if (it->repeat_ms != 0) {
@@ -118,6 +122,8 @@ static void evl__timer_cb(uv_timer_t *h) {
     evl__dq_push(it->l, it, 0, 0, 0);
     return;
   }
+  evl__drain(it->l);
+  if (it->uv_state != EVL__UV_ACTIVE) return;   /* cancelled: its call made */
   while ((o = it->l->late) != NULL && o != it && evl__due_ns(o) < evl__due_ns(it))
     evl__timer_done(o);
   evl__timer_done(it);
