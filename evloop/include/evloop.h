@@ -32,7 +32,7 @@
  *   EINVAL     NULL or out-of-range argument
  *   EPERM      wrong thread for this call (see the thread rules)
  *   EBUSY      evl_step from inside a libuv callback; evl_cancel of work
- *              that has started; evl_destroy from the loop thread; evl_run
+ *              or a file read that has started; evl_destroy from the loop thread; evl_run
  *              or evl_attach of a loop running or run; evl_attach on a
  *              thread that is another loop's; evl_detach from a callback
  *   EVL_ENOREG    evl_cancel: the id is unknown or has had its last call
@@ -382,8 +382,8 @@ EVL_EXPORT int evl_post_flags(evl_t *l, evl_cb cb, void *arg, unsigned flags,
  * the id is unknown, was cancelled, or has had its last call or been taken
  * for it (that call may still be starting, except for a cancel made with the
  * GVL held of a callback that runs with it);
- * EBUSY for work whose function has started (its completion still runs with
- * status 0).  For an fd watch, close the fd only after the last call. */
+ * EBUSY for work whose function, or a file read that, has started (its
+ * completion still comes, with the status of what ran).  For an fd watch, close the fd only after the last call. */
 EVL_EXPORT int evl_cancel(evl_t *l, evl_id_t id);
 
 /* [loop thread, inside a dispatched callback] Report that the running
@@ -444,8 +444,14 @@ EVL_EXPORT int evl_fd_watch(evl_t *l, int fd, unsigned events, unsigned flags,
  * dispatch are merged, however many: none is lost while the loop thread is
  * busy or waits for the GVL.  As every registration, the watch is started
  * by the loop thread after this call returns: a signal that arrives before
- * then meets the disposition it had (the default kills the process); a host
- * that must not miss one blocks it (pthread_sigmask) or ignores it first.
+ * then meets the disposition it had (the default kills the process).  A host
+ * that must not miss one blocks it (pthread_sigmask) in every thread before
+ * it starts the loop, whose thread inherits the mask: the signal then stays
+ * pending until the watch starts, when the thread that runs the loop
+ * unblocks it (after the handler is in place), and that thread blocks it
+ * again as its loop's last watch of it ends; the host's other threads keep
+ * their masks.  (With evl_attach, the attached thread's mask is the one
+ * changed.)
  * The first watch of a signal saves the disposition it replaces and the
  * last one to end puts it back (a sigaction the host made in between is
  * undone).  A fork()ed child starts with those saved dispositions, and its
@@ -480,7 +486,8 @@ EVL_EXPORT int evl_work(evl_t *l, evl_work_fn fn, unsigned flags, evl_cb done,
  * EVL_READ_NOHINT.  limit: the largest size accepted (0: no limit); a larger
  * file gives EFBIG.  Errors of the read itself (ENOENT, EISDIR, ENOTDIR,
  * EACCES, EIO, ENOMEM, ...) come as the callback's status.  Synchronous
- * errors: EINVAL, EVL_ESTOPPED, ENOMEM. */
+ * errors: EINVAL, EVL_ESTOPPED, ENOMEM.  evl_cancel of a read that has
+ * started on the pool is EBUSY, as for evl_work (its cb still comes). */
 EVL_EXPORT int evl_read_file(evl_t *l, const char *path, unsigned flags,
                              size_t limit, evl_read_cb cb, void *arg,
                              evl_id_t *id_out);

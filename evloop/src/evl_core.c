@@ -395,6 +395,7 @@ static evl_t *evl__alloc(gvl_t *g, const evl_config_t *cfg, int *err) {
   }
   pthread_mutex_init(&l->mu, NULL);
   pthread_cond_init(&l->cv, NULL);
+  sigemptyset(&l->sig_reblock);
   return l;
 }
 
@@ -691,8 +692,8 @@ const char *evl_strerror(int err) {
     case EINVAL: return "invalid argument (NULL or out of range)";
     case EPERM: return "wrong thread for this call (see its thread rule in evloop.h)";
     case EBUSY:
-      return "busy: inside a callback, work already started, the loop running already, "
-             "or on the loop thread";
+      return "busy: inside a callback, work or a file read already started, "
+             "the loop running already, or on the loop thread";
     case EEXIST: return "the fd is already watched on this loop";
     case ECANCELED: return "cancelled (evl_cancel or evl_stop)";
     default: return gvl__err_text(err);
