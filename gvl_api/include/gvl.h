@@ -34,7 +34,11 @@
  *    it was then: a process pinned to one CPU, or a 1-CPU container, never
  *    spins), and never with GVL_F_NOSPIN.  Waits for a gvl_mutex or
  *    gvl_cond never spin (nor does a gvl_cond_timedwait's reacquire of the
- *    GVL after its timeout).  A CPU quota (a container's cgroup cpu.max or
+ *    GVL after its timeout).  (The GVL's internal lock, held for a few
+ *    dozen instructions at a time, is looked at up to 100 times, with a
+ *    pause instruction between, before its waiter sleeps, on any machine:
+ *    on one CPU that costs a few microseconds where its holder was
+ *    preempted inside it.)  A CPU quota (a container's cgroup cpu.max or
  *    cpu.cfs_quota_us) is not looked at: even at one CPU's time or less,
  *    two CPUs run the holder and a spinning waiter at once, and the
  *    spin's bounded cost to the quota is less than a sleeping waiter's
