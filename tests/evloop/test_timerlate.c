@@ -30,13 +30,14 @@ int __wrap_uv_run(uv_loop_t *loop, uv_run_mode mode) {
 }
 
 static char order[4];
-static atomic_int n;
+static atomic_int claimed, n;   /* n counts the calls whose letter is in */
 
 static void cb(evl_t *l, void *arg, int status) {
   (void)l;
   CHECK_EQ(status, 0);
-  int i = atomic_fetch_add(&n, 1);
+  int i = atomic_fetch_add(&claimed, 1);
   if (i < 3) order[i] = *(const char *)arg;
+  atomic_fetch_add(&n, 1);
 }
 
 int main(void) {
@@ -48,6 +49,7 @@ int main(void) {
   for (int r = 0; r < 20; r++) {
     evl_id_t id;
     atomic_store(&n, 0);
+    atomic_store(&claimed, 0);
     memset(order, 0, sizeof order);
     uint64_t a0 = gvl_now_ns();
     CHECK_EQ(evl_timer(l, 10, 0, 0, cb, "A", &id), 0);
