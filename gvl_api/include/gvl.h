@@ -330,7 +330,8 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  *    and once the window lets the cap allow boosts again, a held-back
  *    waiter above the holder's priority asks the holder to give the GVL
  *    up at its next safe point, as if it queued then (looked at as the
- *    window's oldest charges leave it, at most every 1 ms).
+ *    window's oldest charges leave it, at most every 1 ms, and at once
+ *    when gvl_set_boost_cap changes the cap).
  *    A boost that queues while the cap is exceeded is also demoted to
  *    GVL_PRIO_NORMAL (counted in boosts_refused) and so asks no holder at
  *    GVL_PRIO_NORMAL or above to yield.

@@ -354,9 +354,11 @@ enum { GVL__CW_NONE, GVL__CW_WAITING, GVL__CW_SIGNALED, GVL__CW_TIMEDOUT };
 typedef struct {
   uint64_t hold_since;          /* slice start of the current holder (its
                                    handoff, or when the first waiter came) */
-  bool held_back;               /* the last pick passed over a waiter the
-                                   cap held back: the timer must look before
-                                   the slice ends (gvl__pol_tick)          */
+  int held_prio;                /* the highest queued priority among the
+                                   waiters the last pick held back for the
+                                   cap (INT_MIN: none): above the new hold,
+                                   the timer must look before the slice
+                                   ends (gvl__pol_look_by)                 */
   uint64_t cap_ns[GVL__CAP_SLOTS];    /* boosted ns booked per bucket      */
   uint64_t cap_epoch[GVL__CAP_SLOTS]; /* which bucket of time each holds   */
 } gvl__policy_t;
@@ -451,9 +453,11 @@ void gvl__pol_reset(gvl_t *g);          /* creation and the fork child */
  * timer of an unboosted holder): NULL rather than a waiter the cap holds
  * back. */
 gvl_thread_t *gvl__pol_pick(gvl_t *g, uint64_t now, bool strict);
-/* Did the last pick pass over a waiter the cap held back?  Then the timer
- * waiter must look again before the slice it sleeps to is over. */
-bool gvl__pol_held_back(const gvl_t *g);
+/* After a pick, with the GVL now held at hold_prio: the time by which the
+ * timer waiter must look again, because the pick held back a waiter above
+ * that hold that may ask once the cap allows it (gvl__pol_tick); 0 if none
+ * (the slice's end is then soon enough). */
+uint64_t gvl__pol_look_by(gvl_t *g, int hold_prio, uint64_t now);
 /* The priority a waiter that asked for prio queues at: normal, with
  * *refused set, for a boost while the cap is exceeded. */
 int  gvl__pol_queue_prio(gvl_t *g, int prio, uint64_t now, bool *refused);

@@ -226,6 +226,15 @@ static void give_timer(gvl_t *g, gvl_thread_t *t) {
   if (t) atomic_store_explicit(&t->is_timer, 1, memory_order_relaxed);
 }
 
+/* Does the timer, asleep until g->timer_due, sleep past the time the
+ * policy needs it to look for a boost its last pick held back above a hold
+ * at hold_prio (g->mu held)?  Checked at every handoff and kept GVL, it
+ * wakes the timer only when its deadline is too late, not each time. */
+static bool look_late(gvl_t *g, int hold_prio, uint64_t now) {
+  uint64_t by = gvl__pol_look_by(g, hold_prio, now);
+  return by && by < g->timer_due;
+}
+
 /* Have the timer, asleep until g->timer_due, look again now (g->mu held;
  * the wake goes in wk).  The calling thread is never the timer asleep. */
 static void timer_look(gvl_t *g, wakes_t *wk) {
@@ -300,10 +309,10 @@ static void handoff(gvl_t *g, gvl_thread_t *w, uint64_t now, uint32_t grant,
   } else if (g->timer && g->timer_due &&
              (now + atomic_load_explicit(&g->slice_ns, memory_order_relaxed) <
                   g->timer_due ||
-              gvl__pol_held_back(g))) {
+              look_late(g, w->qprio, now))) {
     /* The timer sleeps past the end of w's slice (GVL__RETICK_NS after a
-     * holder that did not answer), or the pick held a boost back that
-     * may outrank w once the cap allows it: it must look in time. */
+     * holder that did not answer), or past when a boost the pick held
+     * back, above w, may ask: it must look in time. */
     g->timer_due = 0;
     if (!pthread_equal(g->timer->tid, pthread_self())) timer = g->timer;
   }
@@ -766,7 +775,8 @@ static int hand_over(gvl_thread_t *t, int ctr) {
      * allows it (gvl__pol_tick): the timer must look before the slice's
      * end it sleeps to. */
     wakes_t wk = {.n = 0};
-    if (gvl__pol_held_back(g) && g->timer && g->timer_due) timer_look(g, &wk);
+    int mine = atomic_load_explicit(&t->hold_prio, memory_order_relaxed);
+    if (g->timer && g->timer_due && look_late(g, mine, now)) timer_look(g, &wk);
     gvl__mu_unlock(&g->mu);
     wakes_run(&wk);
     if (fired) gvl__hook(g, t, GVL_EV_RESUMED);

@@ -151,6 +151,13 @@ int gvl_set_slice(gvl_t *g, uint64_t slice_ns) {
 int gvl_set_boost_cap(gvl_t *g, unsigned pct) {
   if (!g || pct < 1 || pct > 100) return EINVAL;
   atomic_store_explicit(&g->cap_pct, pct, memory_order_relaxed);
+  /* A boost held back may be allowed now: the timer looks (gvl__pol_tick). */
+  gvl__mu_lock(&g->mu);
+  if (g->timer) {
+    g->timer_due = 0;
+    gvl__park_wake(&g->timer->park);
+  }
+  gvl__mu_unlock(&g->mu);
   return 0;
 }
 

@@ -16,9 +16,13 @@
  */
 #include "gvl_int.h"
 
+#include <limits.h>
 #include <string.h>
 
-void gvl__pol_reset(gvl_t *g) { memset(&g->pol, 0, sizeof g->pol); }
+void gvl__pol_reset(gvl_t *g) {
+  memset(&g->pol, 0, sizeof g->pol);
+  g->pol.held_prio = INT_MIN;
+}
 
 /* ---- the boost cap ------------------------------------------------------------
  * A hold is boosted, and charged, when its priority is above 0 or its
@@ -97,24 +101,24 @@ gvl_thread_t *gvl__pol_pick(gvl_t *g, uint64_t now, bool strict) {
   gvl_thread_t *best = NULL, *held = NULL;
   int64_t bp = 0, hp = 0;
   int capx = -1;                 /* cap_exceeded, computed on first need */
+  int hq = INT_MIN;              /* the highest qprio held back */
   for (gvl_thread_t *w = g->qhead; w; w = w->qnext) {
     int64_t p = eff_prio(g, w, now);
     if (w->qboost) {
       if (capx < 0) capx = cap_exceeded(g, now);
       if (capx) {
         if (!held || p > hp) held = w, hp = p;
+        if (w->qprio > hq) hq = w->qprio;
         continue;
       }
     }
     if (!best || p > bp) best = w, bp = p;
   }
-  g->pol.held_back = held != NULL;
+  g->pol.held_prio = hq;
   if (best || !held || !strict) return best ? best : held;
   uint64_t slice = atomic_load_explicit(&g->slice_ns, memory_order_relaxed);
   return now >= g->pol.hold_since + slice ? held : NULL;
 }
-
-bool gvl__pol_held_back(const gvl_t *g) { return g->pol.held_back; }
 
 /* The priority a waiter queues at.  A boost that comes while the cap is
  * exceeded is refused: it queues at normal priority (and stays held back
@@ -166,6 +170,13 @@ bool gvl__pol_take_back_ok(gvl_t *g, gvl_thread_t *w, int prio, int kind,
   return true;
 }
 
+/* While the cap is exceeded, the timer looks again as the window's oldest
+ * charges leave it, but never sooner than GVL__RETICK_NS. */
+static uint64_t next_look(gvl_t *g, uint64_t now) {
+  uint64_t next = cap_next_drop(g, now);
+  return next < now + GVL__RETICK_NS ? now + GVL__RETICK_NS : next;
+}
+
 /* Within the holder's slice: a boosted waiter above the hold that the cap
  * held back as the GVL was handed on (it queued while boosts were allowed,
  * so it asked nobody, or asked a holder whose safe point then kept the
@@ -188,9 +199,12 @@ static uint64_t held_back_tick(gvl_t *g, gvl_thread_t *o, uint64_t now,
     *target = o;
     return due;
   }
-  uint64_t next = cap_next_drop(g, now);
-  if (next < now + GVL__RETICK_NS) next = now + GVL__RETICK_NS;
+  uint64_t next = next_look(g, now);
   return next < due ? next : due;
+}
+
+uint64_t gvl__pol_look_by(gvl_t *g, int hold_prio, uint64_t now) {
+  return g->pol.held_prio > hold_prio ? next_look(g, now) : 0;
 }
 
 /* Past the slice with someone the policy would serve (past the slice, a

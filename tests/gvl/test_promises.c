@@ -22,6 +22,9 @@
  *   cap_clears        a boost the cap held back as the GVL went to a normal
  *                     thread asks that holder to yield once the cap
  *                     allows boosts again, not only at its slice's end
+ *   cap_quiet_timer   a yield loop beside a held-back boost does not wake
+ *                     the timer waiter at every yield; raising the cap
+ *                     with gvl_set_boost_cap lets the boost ask at once
  *   onecpu_detect     a GVL created on one CPU (the creator pinned) never
  *                     spins, without GVL_F_NOSPIN and once unpinned
  *   onecpu_nospin     on one CPU with GVL_F_NOSPIN a boosted acquirer never
@@ -774,6 +777,103 @@ static void cap_clears(void) {
   CHECK_OK(gvl_destroy(g));
 }
 
+/* ---- while the cap holds a boost back, the timer waiter stays asleep --------- */
+
+static atomic_int cq_tid, cq_stop, cq_safepoints;
+
+/* A thread's voluntary context switches so far (each sleep of the GVL's
+ * timer waiter that ends with a wake-up is one). */
+static long task_nvcsw(int tid) {
+  char path[64], line[128];
+  long v = -1;
+  snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+  FILE *f = fopen(path, "r");
+  CHECK(f != NULL);
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1) break;
+  fclose(f);
+  CHECK_GE(v, 0);
+  return v;
+}
+
+static void *cq_waiter(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  atomic_store(&cq_tid, (int)syscall(SYS_gettid));
+  CHECK_OK(gvl_acquire_prio(t, 5));        /* held back until the end */
+  CHECK_OK(gvl_release(t));
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+static void *cq_yielder(void *arg) {
+  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(t);
+  CHECK_OK(gvl_acquire(t));
+  atomic_fetch_add(&hog_in, 1);
+  while (!atomic_load(&cq_stop)) {       /* keeps it */
+    if (atomic_load(&cq_safepoints)) {
+      tgvl_work(1);
+      CHECK_OK(gvl_check_ints(t));
+    } else {
+      CHECK_OK(gvl_yield(t));
+    }
+  }
+  CHECK_OK(gvl_release(t));               /* serves the held-back boost */
+  CHECK_OK(gvl_thread_detach(t));
+  return arg;
+}
+
+/* A normal holder yields in a loop; the only other waiter is a boost the
+ * cap holds back (the window stays over the cap throughout), so each yield
+ * keeps the GVL.  The boost's thread has the timer role: it looks as the
+ * window moves on, at most every 1 ms, and is not woken by every yield
+ * (which made it burn a CPU beside a yield loop).  Counted: its wake-ups
+ * over 300 ms of yields, at most one per ms and a margin. */
+static void cap_quiet_timer(void) {
+  gvl_config_t c = tgvl_strict_config(TGVL_HOUR_NS, NULL);
+  pthread_t w, y;
+  c.hook = count_ready;
+  c.boost_cap_pct = 1;
+  c.cap_window_ns = 10ull * 1000000000ull;
+  atomic_store(&nq, 0);
+  atomic_store(&cq_stop, 0);
+  atomic_store(&cq_safepoints, 0);
+  atomic_store(&hog_in, 0);
+  CHECK(g = gvl_create(&c));
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me);
+  CHECK_OK(gvl_acquire_prio(me, 10));
+  tgvl_spawn(&w, cq_waiter, NULL);
+  tgvl_wait_ge(&nq, 1);
+  tgvl_spawn(&y, cq_yielder, NULL);
+  tgvl_wait_ge(&nq, 2);
+  uint64_t t0 = gvl_now_ns();             /* 150 ms: over 1% of 10 s */
+  while (gvl_now_ns() - t0 < 150000000) CHECK_OK(gvl_check_ints(me));
+  CHECK_OK(gvl_release(me));              /* the boost held back */
+  tgvl_wait_ge(&hog_in, 1);
+  long before = task_nvcsw(atomic_load(&cq_tid));
+  uint64_t s0 = gvl_now_ns();
+  tgvl_sleep_us(300000);
+  long wakes = task_nvcsw(atomic_load(&cq_tid)) - before;
+  uint64_t ms = (gvl_now_ns() - s0) / 1000000;
+  CHECK_LE(wakes, (long)ms + 50);
+  /* Raising the cap lets the boost ask now, not when the window's charge
+   * leaves it (about 10 s on), of a holder that only passes safe points
+   * (a yield would pick again itself): the watchdog's 5 s tell. */
+  atomic_store(&cq_safepoints, 1);
+  tgvl_sleep_us(20000);
+  tgvl_watchdog(5);
+  CHECK_OK(gvl_set_boost_cap(g, 100));
+  tgvl_join(w);
+  alarm(0);
+  tgvl_watchdog(120);
+  atomic_store(&cq_stop, 1);
+  tgvl_join(y);
+  CHECK_OK(gvl_thread_detach(me));
+  CHECK_OK(gvl_destroy(g));
+}
+
 /* ---- one CPU: no spinning ------------------------------------------------------ */
 
 static void onecpu_nospin(void) {
@@ -1413,7 +1513,7 @@ static const tgvl_case_t cases[] = {
   {"cpu_not_ia", cpu_not_ia},             {"prio_at_safepoint", prio_at_safepoint},
   {"hook_order", hook_order},             {"settings", settings},
   {"cap_slice", cap_slice},              {"cap_wake", cap_wake},
-  {"cap_clears", cap_clears},
+  {"cap_clears", cap_clears},             {"cap_quiet_timer", cap_quiet_timer},
   {"preempt_req_hook", preempt_req_hook}, {"preempt_req_repeat", preempt_req_repeat},
   {"region_resume_ubf", region_resume_ubf},
   {"yield_count", yield_count},            {"ia_call_with", ia_call_with},
