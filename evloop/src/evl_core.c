@@ -282,6 +282,7 @@ static int evl__pass(evl_t *l, int64_t timeout_ms) {
     }
   }
   l->in_uv_run = 1;
+  l->timer_drained = 0;
   uv_run(&l->loop, mode);
   l->in_uv_run = 0;
   EVL__STAT_ADD(l, iterations, 1);

@@ -114,7 +114,10 @@ static void evl__timer_done(evl__item_t *it) {
  * registered since the pass's drain join them first: libuv runs due timers
  * before it polls, where the wake-up would drain them, so one registered
  * while the loop thread was held up between the two, due before it, would
- * otherwise run after it.  That drain may also apply a cancel of it. */
+ * otherwise run after it.  Once per uv_run: the timers a drain arms
+ * already due run in the same timer phase, and a drain in each of theirs
+ * let a flood of registrations keep the loop thread there, dispatching
+ * nothing.  That drain may also apply a cancel of it. */
 static void evl__timer_cb(uv_timer_t *h) {
   evl__item_t *it = h->data, *o;
   if (it->repeat_ms != 0) {
@@ -122,8 +125,11 @@ static void evl__timer_cb(uv_timer_t *h) {
     evl__dq_push(it->l, it, 0, 0, 0);
     return;
   }
-  evl__drain(it->l);
-  if (it->uv_state != EVL__UV_ACTIVE) return;   /* cancelled: its call made */
+  if (!it->l->timer_drained) {
+    it->l->timer_drained = 1;
+    evl__drain(it->l);
+    if (it->uv_state != EVL__UV_ACTIVE) return; /* cancelled: its call made */
+  }
   while ((o = it->l->late) != NULL && o != it && evl__due_ns(o) < evl__due_ns(it))
     evl__timer_done(o);
   evl__timer_done(it);
