@@ -444,14 +444,14 @@ EVL_EXPORT int evl_fd_watch(evl_t *l, int fd, unsigned events, unsigned flags,
  * dispatch are merged, however many: none is lost while the loop thread is
  * busy or waits for the GVL.  As every registration, the watch is started
  * by the loop thread after this call returns: a signal that arrives before
- * then meets the disposition it had (the default kills the process).  A host
- * that must not miss one blocks it (pthread_sigmask) in every thread before
- * it starts the loop, whose thread inherits the mask: the signal then stays
- * pending until the watch starts, when the thread that runs the loop
- * unblocks it (after the handler is in place), and that thread blocks it
- * again as its loop's last watch of it ends; the host's other threads keep
- * their masks.  (With evl_attach, the attached thread's mask is the one
- * changed.)
+ * then meets the disposition it had (the default kills the process).  The
+ * watch has started by the time the callback of an evl_post made after this
+ * call returns runs (a loop applies registrations in the order they were
+ * made): a host that must not miss one makes sure it cannot come before
+ * then, or ignores it until then (SIG_IGN: it survives, and what comes
+ * meanwhile is lost).  Blocking it does not help: the handler runs only on
+ * a thread that does not block the signal, and the loop thread inherits
+ * the mask of the thread that starts it; evloop changes no thread's mask.
  * The first watch of a signal saves the disposition it replaces and the
  * last one to end puts it back (a sigaction the host made in between is
  * undone).  A fork()ed child starts with those saved dispositions, and its

@@ -396,7 +396,6 @@ static evl_t *evl__alloc(gvl_t *g, const evl_config_t *cfg, int *err) {
   }
   pthread_mutex_init(&l->mu, NULL);
   pthread_cond_init(&l->cv, NULL);
-  sigemptyset(&l->sig_reblock);
   return l;
 }
 

@@ -16,7 +16,6 @@
 #define EVL_INT_H
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <uv.h>
 
@@ -188,10 +187,6 @@ struct evl_s {
                               or by evl_signal.c's handler               */
   uv_poll_t wake_poll;     /* loop: polls wake.rfd                       */
   atomic_int sig_pending;  /* set by the signal handler, taken by loop   */
-  int sig_open[NSIG];      /* loop: its open signal watches per signal   */
-  sigset_t sig_reblock;    /* loop: signals its thread had blocked, and
-                              unblocked for its watches (evl_signal.c)   */
-  pthread_t sig_thread;    /* loop: the thread that unblocked them       */
   uv_timer_t step_timer;   /* loop: evl_step's timeout                   */
   gvl_thread_t *gt;        /* loop: the loop thread's GVL handle         */
   int own_gt;              /* loop: attached by us, detach at the end    */

@@ -114,34 +114,6 @@ static void slot_clear(evl__sig_slot_t *s) {
   errno = err;
 }
 
-/* [loop thread] The thread that runs the loop takes a signal it watches
- * even if its mask blocked it (inherited from the thread that started the
- * loop, where a host that must not miss the signal blocked it everywhere):
- * it unblocks the signal as its loop's first watch of it starts, after the
- * handler is in place, so that a delivery left pending meanwhile comes now,
- * and blocks it again as the last one ends, before the old disposition is
- * put back. */
-static void loop_unblock(evl_t *l, int sig) {
-  sigset_t one, old;
-  if (l->sig_open[sig]++ > 0) return;
-  sigemptyset(&one);
-  sigaddset(&one, sig);
-  if (pthread_sigmask(SIG_UNBLOCK, &one, &old) == 0 && sigismember(&old, sig)) {
-    sigaddset(&l->sig_reblock, sig);
-    l->sig_thread = pthread_self();
-  }
-}
-
-static void loop_reblock(evl_t *l, int sig) {
-  sigset_t one;
-  if (--l->sig_open[sig] > 0 || !sigismember(&l->sig_reblock, sig)) return;
-  sigdelset(&l->sig_reblock, sig);
-  if (!pthread_equal(l->sig_thread, pthread_self())) return; /* a teardown's */
-  sigemptyset(&one);
-  sigaddset(&one, sig);
-  (void)pthread_sigmask(SIG_BLOCK, &one, NULL);
-}
-
 /* [loop thread] Start its watch.  The slot is filled in before the
  * handler is installed, so that the first delivery after sigaction finds
  * it (before, the signal meets its old disposition). */
@@ -178,7 +150,6 @@ int evl__sig_add(evl__item_t *it) {
     slot_clear(s);
   }
   pthread_mutex_unlock(&sig_mu);
-  if (r == 0) loop_unblock(it->l, sig);
   return r;
 }
 
@@ -188,7 +159,6 @@ int evl__sig_add(evl__item_t *it) {
  * slot_clear). */
 void evl__sig_remove(evl__item_t *it) {
   if (it->sig_slot < 0) return;
-  loop_reblock(it->l, it->signum);
   pthread_mutex_lock(&sig_mu);
   if (it->sig_gen == gen) {
     if (--watches[it->signum] == 0)
