@@ -35,10 +35,10 @@
  *    spins), and never with GVL_F_NOSPIN.  Waits for a gvl_mutex or
  *    gvl_cond never spin (nor does a gvl_cond_timedwait's reacquire of the
  *    GVL after its timeout).  (The GVL's internal lock, held for a few
- *    dozen instructions at a time, is looked at up to 100 times, with a
- *    pause instruction between, before its waiter sleeps, on any machine:
- *    on one CPU that costs a few microseconds where its holder was
- *    preempted inside it.)  A CPU quota (a container's cgroup cpu.max or
+ *    dozen instructions at a time, is on Linux looked at up to 100 times,
+ *    with a pause instruction between, before its waiter sleeps, on any
+ *    number of CPUs: on one that costs a few microseconds where its holder
+ *    was preempted inside it; elsewhere it is a pthread mutex.)  A CPU quota (a container's cgroup cpu.max or
  *    cpu.cfs_quota_us) is not looked at: even at one CPU's time or less,
  *    two CPUs run the holder and a spinning waiter at once, and the
  *    spin's bounded cost to the quota is less than a sleeping waiter's
