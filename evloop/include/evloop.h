@@ -445,8 +445,9 @@ EVL_EXPORT int evl_fd_watch(evl_t *l, int fd, unsigned events, unsigned flags,
  * busy or waits for the GVL.  As every registration, the watch is started
  * by the loop thread after this call returns: a signal that arrives before
  * then meets the disposition it had (the default kills the process).  The
- * watch has started by the time the callback of an evl_post made after this
- * call returns runs (a loop applies registrations in the order they were
+ * watch has started (unless its last call is an error) by the time the
+ * callback of an evl_post to the same loop, made after this call returns,
+ * runs with status 0 (a loop applies registrations in the order they were
  * made): a host that must not miss one makes sure it cannot come before
  * then, or ignores it until then (SIG_IGN: it survives, and what comes
  * meanwhile is lost).  Blocking it does not help: the handler runs only on

@@ -89,6 +89,11 @@ static void evl__wake_closed(uv_handle_t *h) {
   evl__wake_close(&l->wake);
 }
 
+/* Between the poll and the timers libuv runs after it. */
+static void evl__drain_check_cb(uv_check_t *h) {
+  ((evl_t *)h->data)->timer_drained = 0;
+}
+
 /* evl_step's timeout.  If it is already due when uv_run starts, libuv 1.44
  * runs it at the top of the iteration and would then poll without a
  * timeout; uv_stop makes that poll return at once. */
@@ -125,6 +130,12 @@ static int evl__uv_init(evl_t *l) {
   uv_timer_init(&l->loop, &l->step_timer);
   /* The step timer must not keep the loop alive during shutdown. */
   uv_unref((uv_handle_t *)&l->step_timer);
+  /* After the poll, libuv 1.44's UV_RUN_ONCE runs due timers again: the
+   * first of them may drain too (see evl__timer_cb). */
+  uv_check_init(&l->loop, &l->drain_check);
+  l->drain_check.data = l;
+  uv_check_start(&l->drain_check, evl__drain_check_cb);
+  uv_unref((uv_handle_t *)&l->drain_check);
   return 0;
 }
 
@@ -306,6 +317,7 @@ static void evl__shutdown(evl_t *l) {
   pthread_mutex_unlock(&l->mu);
   uv_close((uv_handle_t *)&l->wake_poll, evl__wake_closed);
   uv_close((uv_handle_t *)&l->step_timer, NULL);
+  uv_close((uv_handle_t *)&l->drain_check, NULL);
   /* Count our own handles and requests, not uv_loop_alive: a handle that a
    * layer above left open would keep the loop alive for ever. */
   while (l->dq_head != NULL || l->uv_pending > 0) {
@@ -365,6 +377,7 @@ static void evl__free(evl_t *l) {
 static void evl__abort_start(evl_t *l) {
   uv_close((uv_handle_t *)&l->wake_poll, evl__wake_closed);
   uv_close((uv_handle_t *)&l->step_timer, NULL);
+  uv_close((uv_handle_t *)&l->drain_check, NULL);
   uv_run(&l->loop, UV_RUN_DEFAULT);
   uv_loop_close(&l->loop);
   evl__free(l);

@@ -191,8 +191,11 @@ struct evl_s {
   gvl_thread_t *gt;        /* loop: the loop thread's GVL handle         */
   int own_gt;              /* loop: attached by us, detach at the end    */
   int in_uv_run;           /* loop                                       */
-  int timer_drained;       /* loop: a timer callback of this uv_run has
-                              drained new registrations (evl_uv.c)       */
+  int timer_drained;       /* loop: a timer callback of this timer round
+                              has drained new registrations (evl_uv.c);
+                              cleared before each uv_run and by
+                              drain_check after its poll                 */
+  uv_check_t drain_check;  /* loop: clears timer_drained after the poll  */
   int uv_pending;          /* loop: item handles open + work in libuv    */
   evl__item_t *late;       /* loop: one-shot timers armed when already
                               due and not fired yet, in due order        */

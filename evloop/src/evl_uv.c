@@ -114,10 +114,11 @@ static void evl__timer_done(evl__item_t *it) {
  * registered since the pass's drain join them first: libuv runs due timers
  * before it polls, where the wake-up would drain them, so one registered
  * while the loop thread was held up between the two, due before it, would
- * otherwise run after it.  Once per uv_run: the timers a drain arms
- * already due run in the same timer phase, and a drain in each of theirs
- * let a flood of registrations keep the loop thread there, dispatching
- * nothing.  That drain may also apply a cancel of it. */
+ * otherwise run after it.  Once per timer round of a uv_run (libuv 1.44
+ * runs one before the poll and, in UV_RUN_ONCE, one after it): the timers a
+ * drain arms already due run in the same round, and a drain in each of
+ * theirs let a flood of registrations keep the loop thread there,
+ * dispatching nothing.  That drain may also apply a cancel of it. */
 static void evl__timer_cb(uv_timer_t *h) {
   evl__item_t *it = h->data, *o;
   if (it->repeat_ms != 0) {
