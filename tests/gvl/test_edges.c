@@ -606,20 +606,6 @@ static void *queued_waiter(void *arg) {
   return arg;
 }
 
-/* A thread's sleeps so far: its voluntary context switches. */
-static long sleeps_of(int tid) {
-  char path[64], line[128];
-  long v = -1;
-  snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-  FILE *f = fopen(path, "r");
-  CHECK(f != NULL);
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1) break;
-  fclose(f);
-  CHECK_GE(v, 0);
-  return v;
-}
-
 static void tiny_slice_sleeps(void) {
   gvl_config_t c;
   pthread_t th[2];
@@ -639,8 +625,8 @@ static void tiny_slice_sleeps(void) {
    * sleep (a waiter looping on deadlines that have passed never does:
    * then this waits for the watchdog).  Counted, not timed: on a busy
    * CPU its sleeps come as slowly as the CPU lets it run. */
-  long s0 = sleeps_of(atomic_load(&waiter_tid));
-  while (sleeps_of(atomic_load(&waiter_tid)) - s0 < 20) tgvl_sleep_us(1000);
+  long s0 = tgvl_task_sleeps(atomic_load(&waiter_tid));
+  while (tgvl_task_sleeps(atomic_load(&waiter_tid)) - s0 < 20) tgvl_sleep_us(1000);
   atomic_store(&native_stop, 1);
   tgvl_join(th[0]);
   tgvl_join(th[1]);

@@ -781,21 +781,6 @@ static void cap_clears(void) {
 
 static atomic_int cq_tid, cq_stop, cq_safepoints;
 
-/* A thread's voluntary context switches so far (each sleep of the GVL's
- * timer waiter that ends with a wake-up is one). */
-static long task_nvcsw(int tid) {
-  char path[64], line[128];
-  long v = -1;
-  snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-  FILE *f = fopen(path, "r");
-  CHECK(f != NULL);
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1) break;
-  fclose(f);
-  CHECK_GE(v, 0);
-  return v;
-}
-
 static void *cq_waiter(void *arg) {
   gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(t);
@@ -852,10 +837,10 @@ static void cap_quiet_timer(void) {
   while (gvl_now_ns() - t0 < 150000000) CHECK_OK(gvl_check_ints(me));
   CHECK_OK(gvl_release(me));              /* the boost held back */
   tgvl_wait_ge(&hog_in, 1);
-  long before = task_nvcsw(atomic_load(&cq_tid));
+  long before = tgvl_task_sleeps(atomic_load(&cq_tid));
   uint64_t s0 = gvl_now_ns();
   tgvl_sleep_us(300000);
-  long wakes = task_nvcsw(atomic_load(&cq_tid)) - before;
+  long wakes = tgvl_task_sleeps(atomic_load(&cq_tid)) - before;
   uint64_t ms = (gvl_now_ns() - s0) / 1000000;
   CHECK_LE(wakes, (long)ms + 50);
   /* Raising the cap lets the boost ask now, not when the window's charge

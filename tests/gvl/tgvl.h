@@ -168,6 +168,20 @@ void __wrap_gvl__park_wait(gvl__park_t *p, uint32_t seq, uint64_t deadline_ns) {
 }
 #endif
 
+/* A thread's sleeps so far: its voluntary context switches in /proc. */
+static inline long tgvl_task_sleeps(int tid) {
+  char path[64], line[128];
+  long v = -1;
+  snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+  FILE *f = fopen(path, "r");
+  CHECK(f != NULL);
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1) break;
+  fclose(f);
+  CHECK_GE(v, 0);
+  return v;
+}
+
 /* A thread's state letter in /proc (R running, S sleeping, ...). */
 static inline char tgvl_thread_state(int tid) {
   char path[64], buf[256], *p;
