@@ -135,29 +135,28 @@ int gvl_destroy(gvl_t *g) {
   return rc;
 }
 
-int gvl_set_slice(gvl_t *g, uint64_t slice_ns) {
-  if (!g || !slice_ns || slice_ns > GVL__MAX_NS) return EINVAL;
-  atomic_store_explicit(&g->slice_ns, slice_ns, memory_order_relaxed);
-  /* The timer waiter sleeps until the old deadline: wake it to re-arm. */
+/* A setting changed: the timer waiter, asleep until a deadline the old
+ * setting gave, looks again now (gvl__pol_tick). */
+static void timer_relook(gvl_t *g) {
   gvl__mu_lock(&g->mu);
   if (g->timer) {
     g->timer_due = 0;
     gvl__park_wake(&g->timer->park);
   }
   gvl__mu_unlock(&g->mu);
+}
+
+int gvl_set_slice(gvl_t *g, uint64_t slice_ns) {
+  if (!g || !slice_ns || slice_ns > GVL__MAX_NS) return EINVAL;
+  atomic_store_explicit(&g->slice_ns, slice_ns, memory_order_relaxed);
+  timer_relook(g);               /* re-arm for the new slice's end */
   return 0;
 }
 
 int gvl_set_boost_cap(gvl_t *g, unsigned pct) {
   if (!g || pct < 1 || pct > 100) return EINVAL;
   atomic_store_explicit(&g->cap_pct, pct, memory_order_relaxed);
-  /* A boost held back may be allowed now: the timer looks (gvl__pol_tick). */
-  gvl__mu_lock(&g->mu);
-  if (g->timer) {
-    g->timer_due = 0;
-    gvl__park_wake(&g->timer->park);
-  }
-  gvl__mu_unlock(&g->mu);
+  timer_relook(g);               /* a boost held back may be allowed now */
   return 0;
 }
 
