@@ -707,7 +707,6 @@ static void cap_slice(void) {
 
 /* ---- a held-back boost asks the holder once the cap clears -------------------- */
 
-static atomic_int cc_w_done;
 static _Atomic uint64_t cc_w_grant;
 
 static void *cc_waiter(void *arg) {       /* a boost below the holder's */
@@ -716,21 +715,7 @@ static void *cc_waiter(void *arg) {       /* a boost below the holder's */
   CHECK_OK(gvl_acquire_prio(t, 5));
   atomic_store(&cc_w_grant, gvl_now_ns());
   *(gvl_stats_t *)arg = tgvl_tstats(t);
-  atomic_store(&cc_w_done, 1);
-  CHECK_OK(gvl_release(t));
-  CHECK_OK(gvl_thread_detach(t));
-  return NULL;
-}
-
-static void *cc_hog(void *arg) {          /* 0 until the waiter has run */
-  gvl_thread_t *t = gvl_thread_attach(g, GVL_PRIO_NORMAL);
-  CHECK(t);
-  CHECK_OK(gvl_acquire(t));
-  while (!atomic_load(&cc_w_done)) {
-    tgvl_work(1);
-    CHECK_OK(gvl_check_ints(t));
-  }
-  *(gvl_stats_t *)arg = tgvl_tstats(t);
+  atomic_store(&cs_flag, 1);              /* flag_holder lets go */
   CHECK_OK(gvl_release(t));
   CHECK_OK(gvl_thread_detach(t));
   return NULL;
@@ -751,14 +736,14 @@ static void cap_clears(void) {
   c.boost_cap_pct = 1;
   c.cap_window_ns = 100000000;
   atomic_store(&nq, 0);
-  atomic_store(&cc_w_done, 0);
+  atomic_store(&cs_flag, 0);
   CHECK(g = gvl_create(&c));
   gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(me);
   CHECK_OK(gvl_acquire_prio(me, 10));      /* free: taken, not yet charged */
   tgvl_spawn(&w, cc_waiter, &ws);
   tgvl_wait_ge(&nq, 1);
-  tgvl_spawn(&h, cc_hog, &hs);
+  tgvl_spawn(&h, flag_holder, &hs);    /* 0 until the waiter has run */
   tgvl_wait_ge(&nq, 2);
   uint64_t t0 = gvl_now_ns();
   while (gvl_now_ns() - t0 < 5000000) CHECK_OK(gvl_check_ints(me));
