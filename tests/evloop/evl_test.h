@@ -77,4 +77,33 @@ static inline int t_holds(evl_t *l) {
   return gvl_thread_holds(evl_gvl_thread(l));
 }
 
+/* The order of one-shot calls, each named by the first letter of its arg
+ * (t_order_cb is the callback): the first three letters, and n, the calls
+ * whose letter is in (read n first). */
+typedef struct {
+  char s[4];
+  atomic_int claimed, n;
+} t_order_t;
+
+static inline t_order_t *t_order(void) {
+  static t_order_t o;
+  return &o;
+}
+
+static inline void t_order_reset(void) {
+  t_order_t *o = t_order();
+  atomic_store(&o->n, 0);
+  atomic_store(&o->claimed, 0);
+  memset(o->s, 0, sizeof o->s);
+}
+
+static inline void t_order_cb(evl_t *l, void *arg, int status) {
+  t_order_t *o = t_order();
+  (void)l;
+  CHECK_EQ(status, 0);
+  int i = atomic_fetch_add(&o->claimed, 1);
+  if (i < 3) o->s[i] = *(const char *)arg;
+  atomic_fetch_add(&o->n, 1);
+}
+
 #endif /* EVL_TEST_H */

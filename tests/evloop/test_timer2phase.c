@@ -20,18 +20,9 @@
 #include "evl_test.h"
 
 static evl_t *l;
-static atomic_int hold_armed, claimed, n;
+static atomic_int hold_armed, finished;
 static sem_t go, done;
 static uint64_t dc, db;           /* C's registration, B's due time (ns) */
-static char order[4];
-
-static void cb(evl_t *lp, void *arg, int status) {
-  (void)lp;
-  CHECK_EQ(status, 0);
-  int i = atomic_fetch_add(&claimed, 1);
-  if (i < 3) order[i] = *(const char *)arg;
-  atomic_fetch_add(&n, 1);
-}
 
 static void busy(evl_t *lp, void *arg, int status) {   /* until A is due */
   (void)lp;
@@ -77,10 +68,10 @@ static void *registrar(void *arg) {
   for (;;) {
     while (sem_wait(&go) != 0) {
     }
-    if (atomic_load(&n) < 0) return arg;
+    if (atomic_load(&finished)) return arg;
     evl_id_t id;
     dc = gvl_now_ns();
-    CHECK_EQ(evl_timer(l, 0, 0, 0, cb, "C", &id), 0);
+    CHECK_EQ(evl_timer(l, 0, 0, 0, t_order_cb, "C", &id), 0);
     sem_post(&done);
   }
 }
@@ -96,36 +87,34 @@ int main(void) {
   for (int r = 0; r < 20; r++) {
     evl_id_t id;
     static uint64_t until;
-    atomic_store(&n, 0);
-    atomic_store(&claimed, 0);
-    memset(order, 0, sizeof order);
+    t_order_reset();
     uint64_t t0 = gvl_now_ns();
     until = t0 + 8000000;
     db = t0 + 15000000;
-    CHECK_EQ(evl_timer(l, 5, 0, 0, cb, "A", &id), 0);
-    CHECK_EQ(evl_timer(l, 15, 0, 0, cb, "B", &id), 0);
+    CHECK_EQ(evl_timer(l, 5, 0, 0, t_order_cb, "A", &id), 0);
+    CHECK_EQ(evl_timer(l, 15, 0, 0, t_order_cb, "B", &id), 0);
     t_sleep_ms(1);                /* both armed */
     CHECK_EQ(evl_post(l, busy, &until, &id), 0);
-    for (int ms = 0; atomic_load(&n) < 3; ms++) {
+    for (int ms = 0; atomic_load(&t_order()->n) < 3; ms++) {
       if (ms == 10000) {
         fprintf(stderr, "round %d: %d calls in 10 s (no hold-up: epoll_wait "
-                "not interposed?)\n", r, atomic_load(&n));
+                "not interposed?)\n", r, atomic_load(&t_order()->n));
         return 1;
       }
       t_sleep_ms(1);
     }
     if (dc + 2000000 > db) continue;              /* not clearly earlier */
     counted++;
-    if (strcmp(order, "ACB") != 0) {
+    if (strcmp(t_order()->s, "ACB") != 0) {
       fprintf(stderr, "round %d: calls in order %s, C due %.2f ms before B\n",
-              r, order, (double)(db - dc) / 1e6);
+              r, t_order()->s, (double)(db - dc) / 1e6);
       return 1;
     }
     t_sleep_ms(5);
   }
   fprintf(stderr, "%d of 20 rounds counted\n", counted);
   CHECK(counted > 0);
-  atomic_store(&n, -1);           /* the registrar's last wake-up */
+  atomic_store(&finished, 1);     /* the registrar's last wake-up */
   sem_post(&go);
   CHECK_EQ(pthread_join(th, NULL), 0);
   CHECK_EQ(evl_destroy(l), 0);

@@ -29,16 +29,6 @@ int __wrap_uv_run(uv_loop_t *loop, uv_run_mode mode) {
   return __real_uv_run(loop, mode);
 }
 
-static char order[4];
-static atomic_int claimed, n;   /* n counts the calls whose letter is in */
-
-static void cb(evl_t *l, void *arg, int status) {
-  (void)l;
-  CHECK_EQ(status, 0);
-  int i = atomic_fetch_add(&claimed, 1);
-  if (i < 3) order[i] = *(const char *)arg;
-  atomic_fetch_add(&n, 1);
-}
 
 int main(void) {
   gvl_t *g = gvl_create(NULL);
@@ -48,23 +38,21 @@ int main(void) {
   int counted = 0;
   for (int r = 0; r < 20; r++) {
     evl_id_t id;
-    atomic_store(&n, 0);
-    atomic_store(&claimed, 0);
-    memset(order, 0, sizeof order);
+    t_order_reset();
     uint64_t a0 = gvl_now_ns();
-    CHECK_EQ(evl_timer(l, 10, 0, 0, cb, "A", &id), 0);
+    CHECK_EQ(evl_timer(l, 10, 0, 0, t_order_cb, "A", &id), 0);
     t_sleep_ms(1);                /* A armed; the loop waits in uv_run */
     atomic_store(&delay_once, 1);
     CHECK_EQ(evl_wakeup(l), 0);   /* the next pass drains, then is held */
     t_sleep_ms(2);
-    CHECK_EQ(evl_timer(l, 0, 0, 0, cb, "B", &id), 0);
+    CHECK_EQ(evl_timer(l, 0, 0, 0, t_order_cb, "B", &id), 0);
     uint64_t b1 = gvl_now_ns();
-    while (atomic_load(&n) < 2) t_sleep_ms(1);
+    while (atomic_load(&t_order()->n) < 2) t_sleep_ms(1);
     if (b1 + 2000000 > a0 + 10000000) continue;   /* not clearly earlier */
     counted++;
-    if (strcmp(order, "BA") != 0) {
+    if (strcmp(t_order()->s, "BA") != 0) {
       fprintf(stderr, "round %d: calls in order %s, B due %.2f ms before A\n", r,
-              order, (double)(a0 + 10000000 - b1) / 1e6);
+              t_order()->s, (double)(a0 + 10000000 - b1) / 1e6);
       return 1;
     }
   }
