@@ -177,7 +177,7 @@ typedef struct {
                                EVL_SCHED_RR give it that real-time policy
                                at sched_priority (1..99).  See "Scheduling"
                                below.  Not with no_thread (EINVAL)          */
-  int      sched_priority;  /* 0 with EVL_SCHED_KEEP                        */
+  int      sched_priority;  /* 0 with EVL_SCHED_KEEP (else EINVAL)          */
   void   (*on_stop)(evl_t *l, void *arg);
                             /* optional, for a driver whose host code can
                                run long without looking at evl_stopping
@@ -234,11 +234,13 @@ typedef struct {
  * zeroed evl_config_t: normal priority, default budgets, own thread).  Unless
  * cfg->no_thread, spawns the loop thread, which attaches to g (holding
  * nothing) and runs the driver.  Returns NULL with errno set: EINVAL (NULL g,
- * a priority outside [GVL_PRIO_MIN, GVL_PRIO_MAX]), ENOMEM, EMFILE (fewer
- * descriptors free than the loop needs: seven for the process's first
- * loop, whose pipes libuv would otherwise abort the process for, five
- * for a later one; counted at and above the numbers kept for the host's
- * own files, 64 or a quarter of the open-file limit), or the error of
+ * a priority outside [GVL_PRIO_MIN, GVL_PRIO_MAX], a sched_policy that is
+ * none of the three, a sched_priority outside 1..99 with a real-time policy
+ * or other than 0 with EVL_SCHED_KEEP, a real-time policy with no_thread),
+ * ENOMEM, EMFILE (fewer descriptors free than the loop needs: seven for the
+ * process's first loop, whose pipes libuv would otherwise abort the process
+ * for, five for a later one; counted at and above the numbers kept for the
+ * host's own files, 64 or a quarter of the open-file limit), or the error of
  * uv_loop_init / pthread_create / gvl_thread_attach. */
 EVL_EXPORT evl_t *evl_start(gvl_t *g, const evl_config_t *cfg);
 
@@ -321,7 +323,10 @@ EVL_EXPORT int evl_backend(evl_t *l, int *fd_out, int *timeout_ms_out);
  * outside any callback (evl_detach is done first).  l is invalid
  * afterwards.  No other call on l may run beside it or follow it, except
  * evl_stop calls that made their stop request before evl_destroy began:
- * evl_destroy waits until those are done with l before it frees it.
+ * evl_destroy waits until those are done with l before it frees it.  The
+ * host can tell only of the call that made the first request (evl_stopping
+ * returns 1 from then on): where several threads may call evl_stop, the
+ * others must have returned before evl_destroy begins.
  * EINVAL, EBUSY (called on the loop thread in a callback, in cfg.on_error
  * or from a driver, from a loop run nested on l's loop thread, or from a
  * work function). */
@@ -383,7 +388,8 @@ EVL_EXPORT int evl_post_flags(evl_t *l, evl_cb cb, void *arg, unsigned flags,
  * for it (that call may still be starting, except for a cancel made with the
  * GVL held of a callback that runs with it);
  * EBUSY for work whose function, or a file read that, has started (its
- * completion still comes, with the status of what ran).  For an fd watch, close the fd only after the last call. */
+ * completion still comes, with the status of what ran); EINVAL for id 0,
+ * which no registration has.  For an fd watch, close the fd only after the last call. */
 EVL_EXPORT int evl_cancel(evl_t *l, evl_id_t id);
 
 /* [loop thread, inside a dispatched callback] Report that the running
@@ -400,7 +406,9 @@ EVL_EXPORT int evl_fail(evl_t *l, int err, const char *what);
  * next evl_step after this call), then every repeat_ms if repeat_ms > 0.
  * Never earlier; usually about a millisecond later, since libuv's loop
  * time is whole milliseconds of a clock that may lag by a kernel tick,
- * and the due time is rounded up to it.
+ * and the due time is rounded up to it.  That is when it is taken for
+ * dispatch: its call then waits, as any event's does, behind the callbacks
+ * already waiting for dispatch (a backlog of posts, say).
  * A one-shot timer has one call (0, or ECANCELED if cancelled or stopped
  * first).  A repeating timer gets 0 per tick (ticks that fire while the
  * previous one is still waiting for dispatch are merged) and ends with

@@ -38,8 +38,9 @@
  *    dozen instructions at a time, is on Linux looked at up to 100 times,
  *    with a pause instruction between, before its waiter sleeps, on any
  *    number of CPUs: on one that costs a few microseconds where its holder
- *    was preempted inside it; elsewhere it is a pthread mutex.)  A CPU quota (a container's cgroup cpu.max or
- *    cpu.cfs_quota_us) is not looked at: even at one CPU's time or less,
+ *    was preempted inside it; elsewhere it is a pthread mutex.)
+ *    A CPU quota (a container's cgroup cpu.max or cpu.cfs_quota_us) is not
+ *    looked at: even at one CPU's time or less,
  *    two CPUs run the holder and a spinning waiter at once, and the
  *    spin's bounded cost to the quota is less than a sleeping waiter's
  *    wake-up costs the threads that wait for the GVL (measured in
@@ -284,7 +285,8 @@ GVL_EXPORT gvl_thread_t *gvl_thread_self(gvl_t *g);
 GVL_EXPORT gvl_t *gvl_thread_gvl(gvl_thread_t *t);
 /* [self] Change the thread's base priority. */
 GVL_EXPORT int gvl_thread_set_prio(gvl_thread_t *t, int prio);
-/* [self] Turn the interactivity policy off (0) or on (1) for this thread. */
+/* [self] Turn the interactivity policy off (0) or on (1) for this thread;
+ * any other value is EINVAL. */
 GVL_EXPORT int gvl_thread_set_interactive(gvl_thread_t *t, int on);
 /* [self] Name the thread where tools show it: its tracks in every trace of
  * this OS thread (gvl_trace.h), running or started later.  The name is

@@ -242,6 +242,62 @@ static void test_stop_with_armed(gvl_t *g) {
   CHECK_EQ(evl_destroy(l), 0);
 }
 
+/* A timer taken for dispatch waits behind the callbacks already waiting
+ * for it (evloop.h, evl_timer).  With the GVL held here, the loop thread
+ * takes in the first post (on_ready) and then waits for the GVL to run it;
+ * the other posts and a due timer made meanwhile are taken in at its next
+ * pass, and with a budget of one callback per pass, each taking a
+ * millisecond, the timer fires while most posts still wait for dispatch:
+ * all posts run first, in order, then the timer. */
+#define NBACK 32
+static atomic_int taken, back_next, back_bad, timer_at;
+static void taken_cb(evl_t *l, evl_id_t id, void *arg) {
+  (void)l;
+  (void)id;
+  (void)arg;
+  atomic_fetch_add(&taken, 1);
+}
+static void back_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  CHECK_EQ(status, 0);
+  if ((int)(intptr_t)arg != atomic_fetch_add(&back_next, 1))
+    atomic_store(&back_bad, 1);
+  t_sleep_ms(1);   /* the timer is due long before the last post has run */
+}
+static void backlog_timer_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  CHECK_EQ(status, 0);
+  atomic_store(&timer_at, atomic_load(&back_next));
+}
+
+static void test_behind_backlog(gvl_t *g) {
+  evl_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.on_ready = taken_cb;
+  cfg.budget_count = 1;   /* a uv_run pass, where the timer fires, per post */
+  atomic_store(&taken, 0);
+  atomic_store(&back_next, 0);
+  atomic_store(&timer_at, -1);
+  evl_t *l = evl_start(g, &cfg);
+  CHECK(l != NULL);
+  gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
+  CHECK(me != NULL);
+  CHECK_EQ(gvl_acquire(me), 0);
+  CHECK_EQ(evl_post(l, back_cb, (void *)(intptr_t)0, NULL), 0);
+  t_wait_ge(&taken, 1);
+  for (int i = 1; i < NBACK; i++)
+    CHECK_EQ(evl_post(l, back_cb, (void *)(intptr_t)i, NULL), 0);
+  CHECK_EQ(evl_timer(l, 0, 0, 0, backlog_timer_cb, NULL, NULL), 0);
+  CHECK_EQ(atomic_load(&back_next), 0);   /* nothing ran meanwhile */
+  CHECK_EQ(gvl_release(me), 0);
+  while (atomic_load(&timer_at) < 0) t_sleep_ms(1);
+  CHECK_EQ(atomic_load(&timer_at), NBACK);
+  CHECK_EQ(atomic_load(&back_bad), 0);
+  CHECK_EQ(evl_destroy(l), 0);
+  CHECK_EQ(gvl_thread_detach(me), 0);
+}
+
 int main(void) {
   gvl_t *g = t_gvl();
   test_one_shot(g);
@@ -251,6 +307,7 @@ int main(void) {
   test_order_late(g);
   test_order_drains(g);
   test_stop_with_armed(g);
+  test_behind_backlog(g);
   CHECK_EQ(gvl_destroy(g), 0);
   puts("test_timer ok");
   return 0;

@@ -1362,6 +1362,18 @@ static void *interrupter(void *arg) {
   return NULL;
 }
 
+/* Interrupts the waiter once the script has begun, then, a while later
+ * (long enough for a wait that the interrupt ended to have returned),
+ * lets the script finish. */
+static void *late_finisher(void *arg) {
+  intr_t *it = arg;
+  interrupter(arg);
+  struct timespec ts = {0, 50 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  CHECK_RC(tkb_eval_async(it->f->tk, "set ::go2 9", NULL, NULL), 0);
+  return NULL;
+}
+
 static void t_interrupt(void) {
   fx_t f;
   fx_start(&f, 1);
@@ -1391,6 +1403,18 @@ static void t_interrupt(void) {
   CHECK_RC(gvl_check_ints(it.waiter), 0);
   CHECK_RC(gvl_release(it.waiter), 0);
   fx_expect(f.tk, "set ::go 7", "7"); /* the abandoned eval finishes now */
+  /* A waiter that does not hold the GVL is not interrupted: it waits for
+   * the call's end, and the interrupt stays pending. */
+  it.entered = 0;
+  CHECK(pthread_create(&th, NULL, late_finisher, &it) == 0);
+  r = NULL;
+  CHECK_RC(tkb_eval(f.tk, "entered; vwait ::go2; set ::go2", &r), 0);
+  CHECK(r != NULL && strcmp(r, "9") == 0);
+  free(r);
+  pthread_join(th, NULL);
+  CHECK_RC(gvl_acquire(it.waiter), 0);
+  CHECK_RC(gvl_check_ints(it.waiter), EINTR);
+  CHECK_RC(gvl_release(it.waiter), 0);
   CHECK_RC(gvl_thread_detach(it.waiter), 0);
   fx_stop(&f);
 }

@@ -45,9 +45,11 @@
  *   EINVAL     NULL or bad argument
  *   ECANCELED  the bridge stopped before the call ran (pending at stop; a
  *              script running at stop unwinds and gives TKB_ETCL)
- *   EINTR      the waiting thread was interrupted (gvl_thread_interrupt);
- *              the call still runs on the loop thread, and the interrupt
- *              stays pending for the thread's next gvl_check_ints
+ *   EINTR      the waiting thread, which held the GVL, was interrupted
+ *              (gvl_thread_interrupt); the call still runs on the loop
+ *              thread, and the interrupt stays pending for the thread's
+ *              next gvl_check_ints.  A thread that waits without holding
+ *              the GVL is not interrupted: it waits for the call's end
  *   ENOMEM     allocation failure
  *   EPERM      the evloop was not set up with tkb_evl_config, or is
  *              attached (evl_attach), or the call was made on a thread the
@@ -270,8 +272,10 @@ TKB_EXPORT int tkb_stop(tkb_t *tk);
  * it returns EINVAL, as does a pointer tkb_start never returned.  (A
  * bridge started later may get the same address: the check cannot tell
  * that one apart.)  So no other thread may be calling into tk when
- * tkb_destroy begins: stop it first (tkb_stop, after which their calls
- * fail with ECANCELED), let them finish, then destroy it. */
+ * tkb_destroy begins, but for a tkb_stop or tkb_stats already waiting
+ * (tkb_destroy frees nothing those use): stop it first (tkb_stop, after
+ * which their calls fail with ECANCELED), let them finish, then destroy
+ * it. */
 TKB_EXPORT int tkb_destroy(tkb_t *tk);
 
 /* [any] Evaluate script at global level and wait for it.  With result
