@@ -450,17 +450,15 @@ EVL_EXPORT int evl_fd_watch(evl_t *l, int fd, unsigned events, unsigned flags,
  * several watches, in one loop or several, may share a signal).  cb gets 0
  * per delivery and ends with ECANCELED.  Deliveries that arrive before
  * dispatch are merged, however many: none is lost while the loop thread is
- * busy or waits for the GVL.  As every registration, the watch is started
- * by the loop thread after this call returns: a signal that arrives before
- * then meets the disposition it had (the default kills the process).  The
- * watch has started (unless its last call is an error) by the time the
- * callback of an evl_post to the same loop, made after this call returns,
- * runs with status 0 (a loop applies registrations in the order they were
- * made): a host that must not miss one makes sure it cannot come before
- * then, or ignores it until then (SIG_IGN: it survives, and what comes
- * meanwhile is lost).  Blocking it does not help: the handler runs only on
- * a thread that does not block the signal, and the loop thread inherits
- * the mask of the thread that starts it; evloop changes no thread's mask.
+ * busy or waits for the GVL.  The handler is in place when this call
+ * returns 0 (unless the watch's last call is an error, or it was cancelled
+ * or the loop stopped meanwhile): a signal delivered from then on gives a
+ * call with status 0, also one that comes before the loop thread has got
+ * to the watch (the call then waits for it), while one delivered before
+ * meets the disposition it had (the default kills the process).  The
+ * handler runs only on a thread that does not block the signal, and the
+ * loop thread inherits the mask of the thread that starts it; evloop
+ * changes no thread's mask.
  * The first watch of a signal saves the disposition it replaces and the
  * last one to end puts it back (a sigaction the host made in between is
  * undone).  A fork()ed child starts with those saved dispositions, and its

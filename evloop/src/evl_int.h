@@ -95,9 +95,14 @@ struct evl__item {
   int fd;                  /* FD; immutable                              */
   unsigned want;           /* FD: EVL_READABLE | EVL_WRITABLE; immutable */
   int signum;              /* SIGNAL; immutable                          */
-  int sig_slot;            /* SIGNAL, loop: its slot in evl_signal.c's
-                              table while the watch is on, else -1       */
-  unsigned sig_gen;        /* SIGNAL, loop: that table's generation      */
+  int sig_slot;            /* SIGNAL: its slot in evl_signal.c's table
+                              while the watch is on, else -1; set by the
+                              registering thread before the submit, then
+                              the loop thread's                          */
+  unsigned sig_gen;        /* SIGNAL: that table's generation, as sig_slot */
+  unsigned sig_seq;        /* SIGNAL: which taking of the slot, as sig_slot */
+  int sig_err;             /* SIGNAL: a libuv error the watch ends with
+                              (no slot, sigaction refuses); as sig_slot  */
   evl_work_fn work_fn;     /* WORK; immutable                            */
   char *path;              /* READ: owned copy; immutable                */
   size_t limit;            /* READ; immutable                            */
@@ -240,7 +245,10 @@ void evl__signals_ready(evl_t *l);
 /* evl_signal.c: the process-wide handler and its table of watches; signals
  * are the one state evloop cannot keep per loop.  Loop thread only. */
 #define EVL__SIG_SLOTS 1024     /* signal watches open at once, all loops */
-int evl__sig_add(evl__item_t *it);
+void evl__sig_reserve(evl__item_t *it);
+void evl__sig_install(int slot, unsigned gen, unsigned seq);
+void evl__sig_release(int slot, unsigned gen, unsigned seq);
+int evl__sig_arm(evl__item_t *it);
 void evl__sig_remove(evl__item_t *it);
 evl__item_t *evl__sig_next(evl_t *l, int *pos);
 

@@ -274,7 +274,15 @@ int evl_signal_watch(evl_t *l, int signum, unsigned flags, evl_cb cb,
   if (it == NULL) return ENOMEM;
   it->cb = cb;
   it->signum = signum;
-  return evl__submit(l, it, id_out);
+  /* The slot before the submit, the handler after: see evl_signal.c.
+   * it may be gone once submitted; the slot's names are kept. */
+  evl__sig_reserve(it);
+  int slot = it->sig_slot;
+  unsigned gen = it->sig_gen, seq = it->sig_seq;
+  int err = evl__submit(l, it, id_out);
+  if (err != 0) evl__sig_release(slot, gen, seq);
+  else evl__sig_install(slot, gen, seq);
+  return err;
 }
 
 int evl_work(evl_t *l, evl_work_fn fn, unsigned flags, evl_cb done, void *arg,

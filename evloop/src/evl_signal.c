@@ -17,6 +17,13 @@
  * The first watch of a signal saves the disposition it replaces; the last
  * one puts it back.  A fork()ed child starts with those saved dispositions
  * and an empty table: the parent's watches are not its.
+ *
+ * The thread that calls evl_signal_watch takes the slot before it submits
+ * the watch and installs the handler after (evl_signal_watch returns with
+ * the watch on): a signal that comes before the loop thread has started
+ * the watch waits in the slot, which that thread arms as it starts it.
+ * Not before the submit: a refused one (a stop) would have swapped the
+ * disposition to and fro, a signal meanwhile lost to the old one.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,10 +36,15 @@
 
 typedef struct {
   atomic_int signum;          /* 0: free; set before owner, cleared after */
-  _Atomic(evl_t *) owner;     /* the watch's loop, written by its thread */
+  _Atomic(evl_t *) owner;     /* the watch's loop; set (sig_mu) by the
+                                 registering thread, cleared (sig_mu) by
+                                 whichever frees the slot               */
   atomic_int pending;         /* a delivery since the loop last looked   */
   atomic_int busy;            /* handlers between their two loads of it  */
-  evl__item_t *item;          /* owner's loop thread only                */
+  atomic_int armed;           /* owner's loop thread: it started the
+                                 watch; cleared by it as the watch ends  */
+  evl__item_t *item;          /* set before owner; read only by owner's
+                                 loop thread, once armed                 */
 } evl__sig_slot_t;
 
 static evl__sig_slot_t slots[EVL__SIG_SLOTS];
@@ -41,6 +53,10 @@ static atomic_int hiwater;            /* every used slot is below it */
 /* Written under sig_mu only. */
 static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
 static unsigned char used[EVL__SIG_SLOTS];
+static unsigned char counted[EVL__SIG_SLOTS]; /* in watches[]: handler on */
+static unsigned seqs[EVL__SIG_SLOTS]; /* takings of the slot, so that a
+                                         late install or release of one
+                                         watch never touches the next's */
 static int watches[NSIG];             /* open watches per signal */
 static struct sigaction saved[NSIG];  /* before the first of them */
 static unsigned gen = 1;              /* a child's table is a new one */
@@ -83,7 +99,9 @@ static void atfork_child(void) {
     atomic_store(&slots[i].owner, NULL);
     atomic_store(&slots[i].signum, 0);
     atomic_store(&slots[i].busy, 0);
+    atomic_store(&slots[i].armed, 0);
     used[i] = 0;
+    counted[i] = 0;
   }
   atomic_store(&hiwater, 0);
   gen++;
@@ -114,69 +132,131 @@ static void slot_clear(evl__sig_slot_t *s) {
   errno = err;
 }
 
-/* [loop thread] Start its watch.  The slot is filled in before the
- * handler is installed, so that the first delivery after sigaction finds
- * it (before, the signal meets its old disposition). */
-int evl__sig_add(evl__item_t *it) {
-  int sig = it->signum, i, r = 0;
+static void install_locked(int sig) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigfillset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  (void)sigaction(sig, &sa, &saved[sig]);
+}
+
+/* [the registering thread, before the submit] Take a slot for the watch,
+ * pending nothing, armed by no one.  Failures are kept for the loop thread
+ * to end the watch with (it->sig_err): no free slot, or a signal that
+ * sigaction refuses (glibc's own; asked here, so that installing it later
+ * cannot fail). */
+void evl__sig_reserve(evl__item_t *it) {
+  int sig = it->signum, i;
+  struct sigaction cur;
   pthread_once(&atfork_once, atfork_init);
+  if (sigaction(sig, NULL, &cur) != 0) {
+    it->sig_err = -errno;
+    return;
+  }
   pthread_mutex_lock(&sig_mu);
   for (i = 0; i < EVL__SIG_SLOTS && used[i]; i++) {
   }
   if (i == EVL__SIG_SLOTS) {
     pthread_mutex_unlock(&sig_mu);
-    return UV_ENOSPC;
+    it->sig_err = UV_ENOSPC;
+    return;
   }
   evl__sig_slot_t *s = &slots[i];
+  used[i] = 1;
+  counted[i] = 0;
+  seqs[i]++;
   s->item = it;
+  atomic_store(&s->armed, 0);
   atomic_store(&s->pending, 0);
   atomic_store(&s->signum, sig);
   atomic_store(&s->owner, it->l);
   if (i >= atomic_load(&hiwater)) atomic_store(&hiwater, i + 1);
-  if (watches[sig] == 0) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigfillset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    if (sigaction(sig, &sa, &saved[sig]) != 0) r = -errno;
-  }
-  if (r == 0) {
-    watches[sig]++;
-    used[i] = 1;
-    it->sig_slot = i;
-    it->sig_gen = gen;
-  } else {
-    slot_clear(s);
-  }
+  it->sig_slot = i;
+  it->sig_gen = gen;
+  it->sig_seq = seqs[i];
   pthread_mutex_unlock(&sig_mu);
-  return r;
 }
 
-/* [loop thread] End its watch.  Once this returns, no handler looks at
- * the slot.  The wait is for handlers that are in the middle of the few
- * instructions above, which never block but may be preempted (see
- * slot_clear). */
+static int still_taken(int i, unsigned g, unsigned seq) {
+  return i >= 0 && g == gen && used[i] && seqs[i] == seq;
+}
+
+static void free_locked(int i) {
+  if (counted[i] && --watches[slots[i].signum] == 0)
+    (void)sigaction(slots[i].signum, &saved[slots[i].signum], NULL);
+  atomic_store(&slots[i].armed, 0);
+  slot_clear(&slots[i]);
+  used[i] = 0;
+  counted[i] = 0;
+}
+
+/* [the registering thread, after a submit that succeeded] Install the
+ * handler for the slot taken by evl__sig_reserve (i, g, seq: the item
+ * may be gone), unless the watch has ended meanwhile. */
+void evl__sig_install(int i, unsigned g, unsigned seq) {
+  pthread_mutex_lock(&sig_mu);
+  if (still_taken(i, g, seq) && !counted[i]) {
+    int sig = atomic_load(&slots[i].signum);
+    if (watches[sig]++ == 0) install_locked(sig);
+    counted[i] = 1;
+  }
+  pthread_mutex_unlock(&sig_mu);
+}
+
+/* [the registering thread, after a submit that failed] Give the slot back. */
+void evl__sig_release(int i, unsigned g, unsigned seq) {
+  pthread_mutex_lock(&sig_mu);
+  if (still_taken(i, g, seq)) free_locked(i);
+  pthread_mutex_unlock(&sig_mu);
+}
+
+/* [loop thread] Start its watch: arm its slot.  Returns a libuv error to
+ * end the watch with, 1 when a signal came before (a call is due), else 0.
+ * A watch taken in a parent's table and started in a fork()ed child (a
+ * loop thread that forked inside a registration's callback) takes a slot
+ * of the child's table now. */
+int evl__sig_arm(evl__item_t *it) {
+  if (it->sig_err) return it->sig_err;
+  pthread_mutex_lock(&sig_mu);
+  int ours = still_taken(it->sig_slot, it->sig_gen, it->sig_seq);
+  pthread_mutex_unlock(&sig_mu);
+  if (!ours) {
+    it->sig_slot = -1;
+    evl__sig_reserve(it);
+    if (it->sig_err) return it->sig_err;
+    evl__sig_install(it->sig_slot, it->sig_gen, it->sig_seq);
+  }
+  evl__sig_slot_t *s = &slots[it->sig_slot];
+  atomic_store(&s->armed, 1);
+  return atomic_exchange(&s->pending, 0) ? 1 : 0;
+}
+
+/* [loop thread] End its watch, started or not.  Once this returns, no
+ * handler looks at the slot.  The wait is for handlers that are in the
+ * middle of the few instructions above, which never block but may be
+ * preempted (see slot_clear). */
 void evl__sig_remove(evl__item_t *it) {
   if (it->sig_slot < 0) return;
   pthread_mutex_lock(&sig_mu);
-  if (it->sig_gen == gen) {
-    if (--watches[it->signum] == 0)
-      (void)sigaction(it->signum, &saved[it->signum], NULL);
-    slot_clear(&slots[it->sig_slot]);
-    used[it->sig_slot] = 0;
-  }
+  if (still_taken(it->sig_slot, it->sig_gen, it->sig_seq))
+    free_locked(it->sig_slot);
   it->sig_slot = -1;
   pthread_mutex_unlock(&sig_mu);
 }
 
 /* [l's loop thread] The next watch of l whose slot a delivery marked, from
- * *pos on, or NULL.  No lock: the slots l owns change only on its thread. */
+ * *pos on, or NULL.  No lock: an armed slot of l is freed only on l's
+ * thread. */
 evl__item_t *evl__sig_next(evl_t *l, int *pos) {
   int n = atomic_load(&hiwater);
   for (; *pos < n; (*pos)++) {
     evl__sig_slot_t *s = &slots[*pos];
-    if (atomic_load(&s->owner) == l && atomic_exchange(&s->pending, 0))
+    /* Owner again after armed: the slot may have been freed and taken by
+     * another loop's registration in between.  One not armed yet keeps
+     * its delivery for evl__sig_arm. */
+    if (atomic_load(&s->owner) == l && atomic_load(&s->armed) &&
+        atomic_load(&s->owner) == l && atomic_exchange(&s->pending, 0))
       return slots[(*pos)++].item;
   }
   return NULL;

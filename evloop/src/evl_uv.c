@@ -294,8 +294,14 @@ static int evl__start_handle(evl_t *l, evl__item_t *it) {
     l->uv_pending++;
     return evl__poll_start(it);
   case EVL__SIGNAL:
+    r = evl__sig_arm(it);
+    if (r < 0) return r;
     it->uv_state = EVL__UV_ACTIVE;
-    return evl__sig_add(it);
+    if (r > 0) {                /* it came before the loop got here */
+      evl__ready(it);
+      evl__dq_push(l, it, 0, 0, 0);
+    }
+    return 0;
   default:
     it->work.data = it;
     r = uv_queue_work(&l->loop, &it->work, evl__work_cb, evl__after_work_cb);
@@ -315,6 +321,7 @@ void evl__start_on_loop(evl_t *l, evl__item_t *it) {
   cancelled = it->cancelled;
   pthread_mutex_unlock(&l->mu);
   if (cancelled) {
+    if (it->kind == EVL__SIGNAL) evl__sig_remove(it);  /* its slot */
     evl__dq_push(l, it, 1, ECANCELED, 1);
     return;
   }

@@ -106,4 +106,36 @@ static inline void t_order_cb(evl_t *l, void *arg, int status) {
   atomic_fetch_add(&o->n, 1);
 }
 
+static inline void t_taken_cb(evl_t *l, evl_id_t id, void *arg) {
+  (void)l;
+  (void)id;
+  atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+static inline void t_noop_cb(evl_t *l, void *arg, int status) {
+  (void)l;
+  (void)arg;
+  CHECK_EQ(status, 0);
+}
+
+/* A loop started with cfg (NULL: defaults; its on_ready is taken) whose
+ * thread has taken in a post and waits for the GVL, which me then holds,
+ * to run it: it takes in nothing new until me releases the GVL. */
+static inline evl_t *t_held_loop(gvl_t *g, gvl_thread_t *me,
+                                 const evl_config_t *cfg) {
+  static atomic_int taken;
+  evl_config_t c;
+  if (cfg != NULL) c = *cfg;
+  else memset(&c, 0, sizeof c);
+  atomic_store(&taken, 0);
+  c.on_ready = t_taken_cb;
+  c.on_ready_arg = &taken;
+  evl_t *l = evl_start(g, &c);
+  CHECK(l != NULL);
+  CHECK_EQ(gvl_acquire(me), 0);
+  CHECK_EQ(evl_post(l, t_noop_cb, NULL, NULL), 0);
+  t_wait_ge(&taken, 1);
+  return l;
+}
+
 #endif /* EVL_TEST_H */

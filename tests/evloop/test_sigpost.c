@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * evloop.h: the watch has started by the time the callback of an evl_post
- * made after evl_signal_watch returns runs.  Each round watches SIGUSR1,
+ * evloop.h: the watch is on when evl_signal_watch returns, so also by the
+ * time the callback of an evl_post made after it runs.  Each round watches SIGUSR1,
  * posts a callback that raises it (the default disposition would end the
  * process if the watch had not started), waits for the watch's call and
  * cancels it; half the rounds make the post from another thread.

@@ -243,20 +243,13 @@ static void test_stop_with_armed(gvl_t *g) {
 }
 
 /* A timer taken for dispatch waits behind the callbacks already waiting
- * for it (evloop.h, evl_timer).  With the GVL held here, the loop thread
- * takes in the first post (on_ready) and then waits for the GVL to run it;
- * the other posts and a due timer made meanwhile are taken in at its next
- * pass, and with a budget of one callback per pass, each taking a
- * millisecond, the timer fires while most posts still wait for dispatch:
- * all posts run first, in order, then the timer. */
+ * for it (evloop.h, evl_timer).  With the loop thread waiting for the
+ * GVL held here (t_held_loop), the posts and a due timer made meanwhile
+ * are taken in at its next pass, and with a budget of one callback per
+ * pass, each taking a millisecond, the timer fires while most posts still
+ * wait for dispatch: all posts run first, in order, then the timer. */
 #define NBACK 32
-static atomic_int taken, back_next, back_bad, timer_at;
-static void taken_cb(evl_t *l, evl_id_t id, void *arg) {
-  (void)l;
-  (void)id;
-  (void)arg;
-  atomic_fetch_add(&taken, 1);
-}
+static atomic_int back_next, back_bad, timer_at;
 static void back_cb(evl_t *l, void *arg, int status) {
   (void)l;
   CHECK_EQ(status, 0);
@@ -274,19 +267,13 @@ static void backlog_timer_cb(evl_t *l, void *arg, int status) {
 static void test_behind_backlog(gvl_t *g) {
   evl_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
-  cfg.on_ready = taken_cb;
   cfg.budget_count = 1;   /* a uv_run pass, where the timer fires, per post */
-  atomic_store(&taken, 0);
   atomic_store(&back_next, 0);
   atomic_store(&timer_at, -1);
-  evl_t *l = evl_start(g, &cfg);
-  CHECK(l != NULL);
   gvl_thread_t *me = gvl_thread_attach(g, GVL_PRIO_NORMAL);
   CHECK(me != NULL);
-  CHECK_EQ(gvl_acquire(me), 0);
-  CHECK_EQ(evl_post(l, back_cb, (void *)(intptr_t)0, NULL), 0);
-  t_wait_ge(&taken, 1);
-  for (int i = 1; i < NBACK; i++)
+  evl_t *l = t_held_loop(g, me, &cfg);
+  for (int i = 0; i < NBACK; i++)
     CHECK_EQ(evl_post(l, back_cb, (void *)(intptr_t)i, NULL), 0);
   CHECK_EQ(evl_timer(l, 0, 0, 0, backlog_timer_cb, NULL, NULL), 0);
   CHECK_EQ(atomic_load(&back_next), 0);   /* nothing ran meanwhile */
