@@ -52,6 +52,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <stdatomic.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -237,7 +238,11 @@ static void st_masterlock_init(st_masterlock *m) {
     caml_minor_gc_end_hook = st_gvl_gc_hook;
     caml_sigmask_hook = st_gvl_sigmask;   /* after st_initialize's */
     const char *st = getenv("GVLOOP_OCAML_STATS");
-    if (st && *st && *st != '0') atexit(st_gvl_print_stats);
+    if (st && strcmp(st, "1") == 0)
+      atexit(st_gvl_print_stats);
+    else if (st && *st && strcmp(st, "0") != 0)
+      fprintf(stderr, "gvloop threads: GVLOOP_OCAML_STATS=%s is not 0 or 1; "
+                      "no counters are printed\n", st);
   }
   m->g = st_gvl_global;
   gvl_thread_t *t = st_gvl_thread();

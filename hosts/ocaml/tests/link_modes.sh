@@ -44,3 +44,18 @@ for bad in GVLOOP_OCAML_BOOST_CAP=150 GVLOOP_OCAML_SLICE_US=-5 GVLOOP_OCAML_SLIC
     *) printf '%s\n' "$out"; echo "FAIL: $bad"; exit 1 ;;
   esac
 done
+# GVLOOP_OCAML_STATS takes 0 or 1: anything else is reported and prints nothing.
+for bad in no yes 2 10; do
+  out=$(GVLOOP_OCAML_STATS=$bad ./prog.native 2>&1) || {
+    printf '%s\n' "$out"; echo "FAIL: STATS=$bad stops the program"; exit 1; }
+  case $out in
+    *"gvloop threads: acquires"*) printf '%s\n' "$out"; echo "FAIL: STATS=$bad prints counters"; exit 1 ;;
+    *"is not 0 or 1"*"threads ran"*) echo "ok   STATS=$bad: reported, nothing printed" ;;
+    *) printf '%s\n' "$out"; echo "FAIL: STATS=$bad"; exit 1 ;;
+  esac
+done
+out=$(GVLOOP_OCAML_STATS=0 ./prog.native 2>&1)
+case $out in
+  *"gvloop threads: acquires"*|*"not 0 or 1"*) printf '%s\n' "$out"; echo "FAIL: STATS=0"; exit 1 ;;
+  *) echo "ok   STATS=0: nothing printed" ;;
+esac
