@@ -345,7 +345,14 @@ GVL_EXPORT int gvl_acquire(gvl_thread_t *t);
  * slice ran out, and hands it back to the unboosted waiter after at most
  * one slice, so the unboosted threads keep at least every other slice.
  * A boosted acquire that finds the GVL free takes it (nobody waits); its
- * hold is charged all the same.  boost_cap_pct 100 turns the cap off:
+ * hold is charged all the same.  The cap counts hold time only, not the
+ * handoffs boosts cause: a thread promoted at each return from blocking
+ * calls of a microsecond or two (the interactivity policy, below) makes
+ * the holder it preempts hand over and wait at every one, and beside a
+ * compute thread that may cost the compute thread far more of its rate
+ * than the cap's share (an OCaml thread writing single bytes to /dev/null
+ * beside one: the compute thread at 1-40% of its rate on 2 CPUs, with the
+ * boosted holds under the cap).  boost_cap_pct 100 turns the cap off:
  * boosted holds may take all of every window, so no boost is held back
  * or demoted (boosts_refused stays 0).
  * Lending (GVL_F_LEND, Linux; elsewhere accepted and no-op): a thread
