@@ -65,7 +65,8 @@ struct evl__item {
   int in_flist;            /* mu                                         */
   int zombie;              /* mu: freeable, but still in the cancel list */
   int cancelled;           /* mu: evl_cancel or stop                     */
-  int started;             /* mu: WORK/READ function began               */
+  int started;             /* mu: WORK/READ function began; SIGNAL: the
+                              loop thread is starting the watch         */
   int skipped;             /* mu: WORK/READ function was not called      */
 
   evl__item_t *dnext;      /* loop: dispatch queue                       */
@@ -246,7 +247,7 @@ void evl__signals_ready(evl_t *l);
  * are the one state evloop cannot keep per loop.  Loop thread only. */
 #define EVL__SIG_SLOTS 1024     /* signal watches open at once, all loops */
 void evl__sig_reserve(evl__item_t *it);
-void evl__sig_install(int slot, unsigned gen, unsigned seq);
+void evl__sig_install(evl_t *l, int slot, unsigned gen, unsigned seq);
 void evl__sig_release(int slot, unsigned gen, unsigned seq);
 int evl__sig_arm(evl__item_t *it);
 void evl__sig_remove(evl__item_t *it);

@@ -281,7 +281,7 @@ int evl_signal_watch(evl_t *l, int signum, unsigned flags, evl_cb cb,
   unsigned gen = it->sig_gen, seq = it->sig_seq;
   int err = evl__submit(l, it, id_out);
   if (err != 0) evl__sig_release(slot, gen, seq);
-  else evl__sig_install(slot, gen, seq);
+  else evl__sig_install(l, slot, gen, seq);
   return err;
 }
 
@@ -330,8 +330,16 @@ int evl_cancel(evl_t *l, evl_id_t id) {
   it->cancelled = 1;
   evl__map_remove(l, it);
   evl__flist_remove(l, it);
+  /* A signal watch its loop thread has not started gives its slot back
+   * now (after mu: the table's lock is never taken inside it), not when
+   * that thread gets to it, which may be long after; the ids stay valid
+   * to the table whatever happens to the item. */
+  int sig_free = it->kind == EVL__SIGNAL && !it->started && it->sig_slot >= 0;
+  int slot = it->sig_slot;
+  unsigned gen = it->sig_gen, seq = it->sig_seq;
   /* A post needs nothing from libuv: the dispatcher sees the flag. */
   if (it->kind != EVL__POST) evl__clist_push(l, it);
   pthread_mutex_unlock(&l->mu);
+  if (sig_free) evl__sig_release(slot, gen, seq);
   return 0;
 }

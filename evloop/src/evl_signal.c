@@ -19,11 +19,14 @@
  * and an empty table: the parent's watches are not its.
  *
  * The thread that calls evl_signal_watch takes the slot before it submits
- * the watch and installs the handler after (evl_signal_watch returns with
- * the watch on): a signal that comes before the loop thread has started
- * the watch waits in the slot, which that thread arms as it starts it.
- * Not before the submit: a refused one (a stop) would have swapped the
- * disposition to and fro, a signal meanwhile lost to the old one.
+ * the watch and, once the loop has accepted it, names the loop in the slot
+ * and installs the handler (evl_signal_watch returns with the watch on): a
+ * signal that comes before the loop thread has started the watch waits in
+ * the slot, which that thread arms as it starts it.  Not before the
+ * submit: a refused one (a stop) would have swapped the disposition to and
+ * fro, a signal meanwhile lost to the old one, and the handler would have
+ * woken a loop that may be closing its wake-up.  A watch cancelled before
+ * its loop thread got to it gives its slot back at once (evl_cancel).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -36,15 +39,17 @@
 
 typedef struct {
   atomic_int signum;          /* 0: free; set before owner, cleared after */
-  _Atomic(evl_t *) owner;     /* the watch's loop; set (sig_mu) by the
-                                 registering thread, cleared (sig_mu) by
-                                 whichever frees the slot               */
+  _Atomic(evl_t *) owner;     /* the watch's loop, once it accepted the
+                                 watch: set (sig_mu) by the registering
+                                 thread, cleared (sig_mu) by whichever
+                                 frees the slot; the handler's           */
   atomic_int pending;         /* a delivery since the loop last looked   */
   atomic_int busy;            /* handlers between their two loads of it  */
-  atomic_int armed;           /* owner's loop thread: it started the
-                                 watch; cleared by it as the watch ends  */
-  evl__item_t *item;          /* set before owner; read only by owner's
-                                 loop thread, once armed                 */
+  _Atomic(evl_t *) armed;     /* the loop whose thread started the watch
+                                 (sig_mu), and only it frees the slot
+                                 then; NULL from taking to arming        */
+  evl__item_t *item;          /* set when taken; read only by the thread
+                                 of the loop that armed it              */
 } evl__sig_slot_t;
 
 static evl__sig_slot_t slots[EVL__SIG_SLOTS];
@@ -99,7 +104,7 @@ static void atfork_child(void) {
     atomic_store(&slots[i].owner, NULL);
     atomic_store(&slots[i].signum, 0);
     atomic_store(&slots[i].busy, 0);
-    atomic_store(&slots[i].armed, 0);
+    atomic_store(&slots[i].armed, NULL);
     used[i] = 0;
     counted[i] = 0;
   }
@@ -167,10 +172,9 @@ void evl__sig_reserve(evl__item_t *it) {
   counted[i] = 0;
   seqs[i]++;
   s->item = it;
-  atomic_store(&s->armed, 0);
+  atomic_store(&s->armed, NULL);
   atomic_store(&s->pending, 0);
   atomic_store(&s->signum, sig);
-  atomic_store(&s->owner, it->l);
   if (i >= atomic_load(&hiwater)) atomic_store(&hiwater, i + 1);
   it->sig_slot = i;
   it->sig_gen = gen;
@@ -185,26 +189,28 @@ static int still_taken(int i, unsigned g, unsigned seq) {
 static void free_locked(int i) {
   if (counted[i] && --watches[slots[i].signum] == 0)
     (void)sigaction(slots[i].signum, &saved[slots[i].signum], NULL);
-  atomic_store(&slots[i].armed, 0);
+  atomic_store(&slots[i].armed, NULL);
   slot_clear(&slots[i]);
   used[i] = 0;
   counted[i] = 0;
 }
 
-/* [the registering thread, after a submit that succeeded] Install the
- * handler for the slot taken by evl__sig_reserve (i, g, seq: the item
- * may be gone), unless the watch has ended meanwhile. */
-void evl__sig_install(int i, unsigned g, unsigned seq) {
+/* [the registering thread, after l accepted the watch] Name l in the slot
+ * taken by evl__sig_reserve (i, g, seq: the item may be gone) and install
+ * the handler, unless the watch has ended meanwhile. */
+void evl__sig_install(evl_t *l, int i, unsigned g, unsigned seq) {
   pthread_mutex_lock(&sig_mu);
   if (still_taken(i, g, seq) && !counted[i]) {
     int sig = atomic_load(&slots[i].signum);
+    atomic_store(&slots[i].owner, l);
     if (watches[sig]++ == 0) install_locked(sig);
     counted[i] = 1;
   }
   pthread_mutex_unlock(&sig_mu);
 }
 
-/* [the registering thread, after a submit that failed] Give the slot back. */
+/* [the registering thread, after a submit that failed; evl_cancel, for a
+ * watch its loop thread has not started] Give the slot back. */
 void evl__sig_release(int i, unsigned g, unsigned seq) {
   pthread_mutex_lock(&sig_mu);
   if (still_taken(i, g, seq)) free_locked(i);
@@ -225,10 +231,12 @@ int evl__sig_arm(evl__item_t *it) {
     it->sig_slot = -1;
     evl__sig_reserve(it);
     if (it->sig_err) return it->sig_err;
-    evl__sig_install(it->sig_slot, it->sig_gen, it->sig_seq);
+    evl__sig_install(it->l, it->sig_slot, it->sig_gen, it->sig_seq);
   }
   evl__sig_slot_t *s = &slots[it->sig_slot];
-  atomic_store(&s->armed, 1);
+  pthread_mutex_lock(&sig_mu);
+  atomic_store(&s->armed, it->l);
+  pthread_mutex_unlock(&sig_mu);
   return atomic_exchange(&s->pending, 0) ? 1 : 0;
 }
 
@@ -246,17 +254,13 @@ void evl__sig_remove(evl__item_t *it) {
 }
 
 /* [l's loop thread] The next watch of l whose slot a delivery marked, from
- * *pos on, or NULL.  No lock: an armed slot of l is freed only on l's
- * thread. */
+ * *pos on, or NULL.  No lock: a slot l armed is freed only on l's thread.
+ * One not armed yet keeps its delivery for evl__sig_arm. */
 evl__item_t *evl__sig_next(evl_t *l, int *pos) {
   int n = atomic_load(&hiwater);
   for (; *pos < n; (*pos)++) {
     evl__sig_slot_t *s = &slots[*pos];
-    /* Owner again after armed: the slot may have been freed and taken by
-     * another loop's registration in between.  One not armed yet keeps
-     * its delivery for evl__sig_arm. */
-    if (atomic_load(&s->owner) == l && atomic_load(&s->armed) &&
-        atomic_load(&s->owner) == l && atomic_exchange(&s->pending, 0))
+    if (atomic_load(&s->armed) == l && atomic_exchange(&s->pending, 0))
       return slots[(*pos)++].item;
   }
   return NULL;

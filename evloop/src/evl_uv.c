@@ -319,6 +319,8 @@ void evl__start_on_loop(evl_t *l, evl__item_t *it) {
   int cancelled, r;
   pthread_mutex_lock(&l->mu);
   cancelled = it->cancelled;
+  if (!cancelled && it->kind == EVL__SIGNAL)
+    it->started = 1;   /* evl_cancel leaves its slot to this thread now */
   pthread_mutex_unlock(&l->mu);
   if (cancelled) {
     if (it->kind == EVL__SIGNAL) evl__sig_remove(it);  /* its slot */
