@@ -102,6 +102,22 @@ gvloop::readable $dn {set ::dn_eof [list [read $::dn] [eof $::dn]]; close $::dn}
 wait_for ::dn_eof "the /dev/null watch's script"
 check {$::dn_eof eq {{} 1}} "/dev/null: $::dn_eof"
 
+# 10. A timer's script that waits (vwait) or calls update lets the other
+#     callbacks already due run meanwhile, as after's does (the second one
+#     waited for libuv's next event, for ever here: the watchdog's exit).
+set dog [after 10000 {puts stderr "FAIL: a waiting timer script held back the other"; exit 1}]
+set ::order {}
+gvloop::timer 0 {lappend ::order A; vwait ::y; lappend ::order A2}
+gvloop::timer 0 {lappend ::order B; set ::y 1}
+poll_until {[llength $::order] == 3} "the waiting timer script"
+check {$::order eq {A B A2}} "vwait in a timer script: $::order"
+set ::order {}
+gvloop::timer 0 {lappend ::order a; update; lappend ::order c}
+gvloop::timer 0 {lappend ::order b}
+poll_until {[llength $::order] == 3} "the updating timer script"
+check {$::order eq {a b c}} "update in a timer script: $::order"
+after cancel $dog
+
 # 5. The message of a wrong number of arguments, as Tcl's own commands.
 catch {gvloop::stats x} msg
 check {$msg eq {wrong # args: should be "gvloop::stats"}} "stats message: $msg"

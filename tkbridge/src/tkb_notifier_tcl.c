@@ -45,6 +45,7 @@ typedef struct {
   int attached;             /* Tcl file handler and event source exist    */
   int step_queued;          /* a step event sits in Tcl's queue           */
   int again;                /* the last step left dispatch work behind    */
+  int busy;                 /* the last step found a uv_run on the stack  */
   tkb__ntf_stats_t st;
 } ntf_t;
 
@@ -70,6 +71,7 @@ static void ntf_step(ntf_t *n) {
   /* EBUSY: called while a uv_run is on the stack (a libuv callback ran Tcl
    * code); the outer pass carries on, so nothing is lost. */
   n->again = err == 0 && after.budget_hits != before.budget_hits;
+  n->busy = err == EBUSY;
   if (evl_stopping(n->l) && !n->stop_seen) {
     n->stop_seen = 1;
     ntf_detach(n);
@@ -97,11 +99,18 @@ static int ntf_step_event_proc(Tcl_Event *ev, int flags) {
   return 1;
 }
 
-/* Milliseconds until libuv has something to do (-1: nothing scheduled),
- * against a fresh loop time: the cached one is as old as the last uv_run,
- * and Tcl may have run scripts since. */
+/* Milliseconds until the loop has something to do (-1: nothing
+ * scheduled), against a fresh loop time: the cached one is as old as the
+ * last uv_run, and Tcl may have run scripts since.  0 while callbacks wait
+ * for dispatch (evl_backend): a callback's script that waits in Tcl
+ * (vwait, update) lets those taken in with it run from a nested step, as
+ * after's scripts do, where libuv alone knows nothing of them.  Not while
+ * a step found a uv_run on the stack (a libuv callback ran Tcl), which
+ * could not dispatch them: that uv_run's own pass does, once it returns. */
 static int ntf_due_ms(ntf_t *n) {
+  int fd, ms;
   if (n->again || evl_stopping(n->l)) return 0;
+  if (!n->busy && evl_backend(n->l, &fd, &ms) == 0) return ms;
   uv_update_time(n->uv);
   return uv_backend_timeout(n->uv);
 }
