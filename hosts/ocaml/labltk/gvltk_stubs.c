@@ -28,14 +28,9 @@
  *
  *  - gvltk_exiting, from Tkthread's at_exit (which runs before labltk's,
  *    made earlier at openTk, that finalizes Tcl): an exit on another
- *    thread stops the Tk thread for good, so that it does not go on in Tcl
- *    once Tcl is finalized.  With gvloop's threads library it never holds
- *    the lock again (gvloop_caml_stop_thread), so one inside a callback
- *    (blocked there, or waiting for the lock) never gets back into Tcl and
- *    the exit goes on at once; one in Tcl's wait is woken and stops as it
- *    ends, before it takes the lock.  With the stock library the exit
- *    waits for it to stop where it waits for Tcl's events or for the lock
- *    after them (one in a callback, once the callback has returned).
+ *    thread stops the Tk thread where it waits for Tcl's events or for the
+ *    lock after them (one in a callback, once the callback has returned),
+ *    for good, so that it does not go on in Tcl once Tcl is finalized.
  *    With the stock lock the Tk thread held the master lock in Tcl, so no
  *    other thread could exit meanwhile.
  *
@@ -83,10 +78,8 @@ CAMLprim value gvltk_exiting(value unit);
 static int wake_fd[2] = {-1, -1};   /* made by the first install       */
 static atomic_int installed;        /* 1 from install to uninstall     */
 static int in_loop;                 /* gvltk_mainloop is in DoOneEvent */
-static atomic_int released;         /* setup proc left the runtime (read
-                                       by an exiting thread, holding it) */
+static int released;                /* setup proc left the runtime     */
 static void (*boost_next)(int);     /* gvloop's threads library, or NULL */
-static void (*stop_thread)(pthread_t); /* the same */
 static atomic_int wake_pending;     /* a byte is in the pipe, unread    */
 static pthread_t tk_thread;         /* set by install                   */
 static pid_t tk_pid;                /* the process it runs in (install) */
@@ -143,30 +136,22 @@ static void gvltk_park(void) {
   for (;;) pause();
 }
 
-/* [the thread that exits, holding the lock; from Tkthread's at_exit] Stop
- * the Tk thread.  With gvloop's threads library it never holds the lock
- * again; unless it is in Tcl's wait (released), where it got by leaving
- * the lock, it is in a callback, blocked there or waiting for the lock,
- * and never gets back into Tcl: nothing to wait for.  Else wake it and
- * wait, without the lock, until it has stopped where it waits for Tcl's
- * events or for the lock after them: with the stock library also one
- * inside an OCaml callback (a job waiting for a mutex, say), which stops
- * once the callback has returned and Tcl is about to wait again.  Not one
- * in another process (a fork()ed child exits without its parent's Tk
- * thread).  The wait ends after 2 s at most: with the stock library a
- * callback that does not return would keep the exit from ending; the Tk
- * thread may then go on in Tcl after it is finalized, as under the stock
- * lock. */
+/* [the thread that exits, holding the lock; from Tkthread's at_exit] Wake
+ * the Tk thread and wait, without the lock, until it has stopped where it
+ * waits for Tcl's events or for the lock after them: also one inside an
+ * OCaml callback (a job waiting for a mutex, say), which stops once the
+ * callback has returned and Tcl is about to wait again.  Not one in
+ * another process (a fork()ed child exits without its parent's Tk
+ * thread).  The wait ends after 2 s at most: a callback that does not
+ * return, or a thread that holds the lock without reaching a poll point,
+ * would keep the exit from ending; the Tk thread may then go on in Tcl
+ * after it is finalized, as under the stock lock. */
 CAMLprim value gvltk_exiting(value unit) {
   (void)unit;
   if (!atomic_load(&installed) || getpid() != tk_pid ||
       pthread_equal(pthread_self(), tk_thread))
     return Val_unit;
   atomic_store(&exiting, 1);
-  if (stop_thread != NULL) {
-    stop_thread(tk_thread);
-    if (!atomic_load(&released)) return Val_unit;
-  }
   gvltk_wake(Val_unit);
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
@@ -192,7 +177,6 @@ CAMLprim value gvltk_install(value unit) {
   (void)unit;
   if (atomic_load(&installed)) return Val_unit;
   boost_next = (void (*)(int))dlsym(RTLD_DEFAULT, "gvloop_caml_boost_next");
-  stop_thread = (void (*)(pthread_t))dlsym(RTLD_DEFAULT, "gvloop_caml_stop_thread");
   if (wake_fd[0] < 0) {
     int p[2];
     if (pipe(p) != 0) caml_failwith("Tkthread: pipe");

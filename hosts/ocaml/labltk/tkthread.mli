@@ -33,9 +33,8 @@ val running : unit -> bool
     after opening Tk; for programs that keep Tk on their main thread.
     An [exit] on another thread stops the loop for good where it waits,
     before labltk's [at_exit] finalizes Tcl (also when a later [at_exit]
-    function raises and the program goes on); a GUI thread inside a job
-    or callback then (blocked in it, say) never runs OCaml again, and the
-    exit does not wait for it. *)
+    function raises and the program goes on); a job or callback running
+    then delays the exit until it returns, 2 s at most. *)
 val main_loop : unit -> unit
 
 (** gvloop only: whether Tk callbacks enter OCaml with a boosted acquire

@@ -38,8 +38,6 @@
  *  - gvloop_caml_boost_next(prio): the next acquire of the calling thread
  *    asks for prio (the labltk glue uses it so Tk callbacks enter OCaml
  *    boosted).
- *  - gvloop_caml_stop_thread(thr): thr never holds the lock again (the
- *    labltk glue's exit stops the Tk thread so, wherever it is).
  *  - fork: libgvl's atfork keeps the forking thread's attachment and hold in
  *    the child; st_stubs.c's child handler calls st_masterlock_init again,
  *    which then finds the lock already held.
@@ -54,8 +52,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdatomic.h>
-#include <pthread.h>
-#include <unistd.h>
 
 #include <gvl.h>
 
@@ -115,22 +111,6 @@ static _Thread_local int st_gvl_detach;           /* detach after the release */
 static _Thread_local int st_gvl_gave_way;         /* set by the READY hook */
 
 static int st_gvl_sigmask(int how, const sigset_t *set, sigset_t *old);
-
-/* See gvloop_caml_stop_thread. */
-static atomic_int st_gvl_stop_set;
-static pthread_t st_gvl_stop_thr;    /* written before st_gvl_stop_set */
-
-/* Where a thread would go on holding the lock: the one stopped stops here
- * for good, without it (holding: it has it now, and gives it up).  The
- * stop is made holding the lock, so a thread that gets the lock after it
- * sees it. */
-static void st_gvl_stop_point(int holding) {
-  if (!atomic_load(&st_gvl_stop_set) ||
-      !pthread_equal(pthread_self(), st_gvl_stop_thr))
-    return;
-  if (holding) (void)gvl_release(st_gvl_self);
-  for (;;) pause();
-}
 static void st_gvl_fatal(const char *what, int err) ST_GVL_UNUSED;
 static void st_gvl_fatal(const char *what, int err) {
   fprintf(stderr, "gvloop threads: %s: %s\n", what, gvl_strerror(err));
@@ -258,7 +238,6 @@ static void st_masterlock_init(st_masterlock *m) {
 /* The end of a blocking section (or a thread's first acquire): the end of
  * its GVL region if the release began one, else a plain acquire. */
 static void st_masterlock_acquire(st_masterlock *m) {
-  st_gvl_stop_point(0);
   gvl_thread_t *t = st_gvl_thread();
   int prio = st_gvl_next_prio, rc;
   st_gvl_next_prio = 0;
@@ -271,8 +250,6 @@ static void st_masterlock_acquire(st_masterlock *m) {
   }
   if (rc) st_gvl_fatal("acquire", rc);
   (void)m;
-  /* Also after: a stop made while this thread waited for the lock. */
-  st_gvl_stop_point(1);
   st_gvl_hold_t0 = gvl_now_ns();
 }
 
@@ -391,7 +368,6 @@ Caml_inline void st_thread_yield(st_masterlock *m) {
     if (!st_gvl_gave_way) break;
     st_gvl_hold_t0 = gvl_now_ns();
   }
-  st_gvl_stop_point(1);
 }
 
 /* caml_thread_stop calls this just before its last release. */
@@ -420,16 +396,6 @@ static void st_thread_join(st_thread_id thr) {
  * For glue that knows the thread is about to run urgent OCaml code. */
 ST_GVL_EXPORT void gvloop_caml_boost_next(int prio);
 void gvloop_caml_boost_next(int prio) { st_gvl_next_prio = prio; }
-
-/* [OCaml thread, holding the lock] thr (not the caller) never holds the
- * lock again: its next acquire, or a yield that gave the lock away, stops
- * it for good without the lock.  One at a time; for an exit, which ends
- * the thread with the process. */
-ST_GVL_EXPORT void gvloop_caml_stop_thread(pthread_t thr);
-void gvloop_caml_stop_thread(pthread_t thr) {
-  st_gvl_stop_thr = thr;
-  atomic_store(&st_gvl_stop_set, 1);
-}
 
 /* [any] The GVL that is OCaml's master lock (NULL before Thread starts). */
 ST_GVL_EXPORT gvl_t *gvloop_caml_gvl(void);
