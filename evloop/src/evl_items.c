@@ -334,9 +334,14 @@ int evl_cancel(evl_t *l, evl_id_t id) {
    * now (after mu: the table's lock is never taken inside it), not when
    * that thread gets to it, which may be long after; the ids stay valid
    * to the table whatever happens to the item. */
-  int sig_free = it->kind == EVL__SIGNAL && !it->started && it->sig_slot >= 0;
-  int slot = it->sig_slot;
-  unsigned gen = it->sig_gen, seq = it->sig_seq;
+  int sig_free = 0, slot = -1;
+  unsigned gen = 0, seq = 0;
+  if (it->kind == EVL__SIGNAL && !it->started) {   /* else the loop's */
+    slot = it->sig_slot;
+    gen = it->sig_gen;
+    seq = it->sig_seq;
+    sig_free = slot >= 0;
+  }
   /* A post needs nothing from libuv: the dispatcher sees the flag. */
   if (it->kind != EVL__POST) evl__clist_push(l, it);
   pthread_mutex_unlock(&l->mu);
