@@ -128,6 +128,11 @@ int main(int argc, char **argv) {
   int rc = evl_attach(the_loop);
   if (rc == 0) rc = tkb_notifier_bind(the_loop);
   if (rc != 0) return fail("cannot set up the libuv notifier", rc);
+  /* Tcl opens init.tcl next: with no descriptor left after the loop's it
+   * would say it cannot find init.tcl, which misleads. */
+  int spare = fcntl(0, F_DUPFD_CLOEXEC, 0);
+  if (spare < 0) return fail("cannot create the event loop", errno);
+  close(spare);
   /* Neither returns: `exit`, the end of the script or of stdin, and (wish)
    * the main window's destruction end the process through Tcl_Exit. */
 #ifdef GVSHELL_TCLSH
