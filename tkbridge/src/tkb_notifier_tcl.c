@@ -44,7 +44,6 @@ typedef struct {
   int stop_seen;
   int attached;             /* Tcl file handler and event source exist    */
   int step_queued;          /* a step event sits in Tcl's queue           */
-  int again;                /* the last step left dispatch work behind    */
   int busy;                 /* the last step found a uv_run on the stack  */
   tkb__ntf_stats_t st;
 } ntf_t;
@@ -61,16 +60,11 @@ static void ntf_detach(ntf_t *n);
 
 /* One non-blocking pass of the evloop.  Dispatch is budgeted: when the
  * budget was hit, callbacks are still waiting and libuv knows nothing about
- * them, so the next wait must be a poll ("again"). */
+ * them, so the next wait must be a poll (ntf_due_ms asks evl_backend). */
 static void ntf_step(ntf_t *n) {
-  evl_stats_t before, after;
-  int err;
-  evl_stats(n->l, &before);
-  err = evl_step(n->l, 0);
-  evl_stats(n->l, &after);
+  int err = evl_step(n->l, 0);
   /* EBUSY: called while a uv_run is on the stack (a libuv callback ran Tcl
    * code); the outer pass carries on, so nothing is lost. */
-  n->again = err == 0 && after.budget_hits != before.budget_hits;
   n->busy = err == EBUSY;
   if (evl_stopping(n->l) && !n->stop_seen) {
     n->stop_seen = 1;
@@ -102,15 +96,17 @@ static int ntf_step_event_proc(Tcl_Event *ev, int flags) {
 /* Milliseconds until the loop has something to do (-1: nothing
  * scheduled), against a fresh loop time: the cached one is as old as the
  * last uv_run, and Tcl may have run scripts since.  0 while callbacks wait
- * for dispatch (evl_backend): a callback's script that waits in Tcl
- * (vwait, update) lets those taken in with it run from a nested step, as
- * after's scripts do, where libuv alone knows nothing of them.  Not while
- * a step found a uv_run on the stack (a libuv callback ran Tcl), which
- * could not dispatch them: that uv_run's own pass does, once it returns. */
+ * for dispatch (evl_backend): those a budgeted step left behind, and those
+ * taken in with a callback whose script waits in Tcl (vwait, update), which
+ * then run from a nested step, as after's scripts do, where libuv alone
+ * knows nothing of them.  Not while a step found a uv_run on the stack (a
+ * libuv callback ran Tcl), which could not dispatch them: that uv_run's
+ * own pass does, once it returns.  (evl_backend fails only where evl_step
+ * would too: not on the loop's thread.) */
 static int ntf_due_ms(ntf_t *n) {
   int fd, ms;
-  if (n->again || evl_stopping(n->l)) return 0;
   if (!n->busy && evl_backend(n->l, &fd, &ms) == 0) return ms;
+  if (evl_stopping(n->l)) return 0;
   uv_update_time(n->uv);
   return uv_backend_timeout(n->uv);
 }

@@ -53,11 +53,11 @@ static int host_prio = TKB_PRIO_BOOST;
 static long env_long(const char *name, long lo, long hi, long def) {
   const char *s = getenv(name);
   if (s == NULL || s[0] == '\0') return def;
-  char *end;
+  char *end = (char *)s;
   errno = 0;
   /* Digits only (strtol alone takes leading blanks and a sign). */
-  long v = (s[0] >= '0' && s[0] <= '9') ? strtol(s, &end, 10) : (end = (char *)s, 0);
-  if (errno != 0 || *end != '\0' || end == s || v < lo || v > hi) {
+  long v = (s[0] >= '0' && s[0] <= '9') ? strtol(s, &end, 10) : 0;
+  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
     fprintf(stderr, SHELL_NAME ": ignoring %s=%s (want %ld..%ld)\n", name, s, lo, hi);
     return def;
   }
